@@ -1,0 +1,24 @@
+//! DSH session log v0 (spec §1): the on-disk model and its codec.
+//!
+//! Data flow of a read, in module order: [`zstd_frames`] (zstd only: frame boundaries and decompression) →
+//! [`scan`] (LF-terminated lines, packed rows expanded by [`packed`], seq contiguity, torn tails) →
+//! [`legacy`] (old shapes upgraded) → [`validate`] (shapes, vocabulary) → [`repair`] (crash closers at the
+//! end) → [`read::LogReader`] yields [`event::Event`]s one at a time. [`write::LogWriter`] is the reverse,
+//! and [`layout`] maps ids and cwds to paths in a sessions root.
+
+pub mod error;
+pub mod event;
+pub mod header;
+pub mod layout;
+pub mod legacy;
+pub mod packed;
+pub mod read;
+pub mod repair;
+pub mod scan;
+pub mod validate;
+pub mod write;
+pub mod zstd_frames;
+
+pub use error::{ErrorClass, LogError, LogErrorCode};
+pub use event::Event;
+pub use header::{HeaderDiagnostic, SessionHeader};

@@ -1,0 +1,1 @@
+//! (being written) The one surface fold, spec §2.
