@@ -22,3 +22,22 @@ pub mod zstd_frames;
 pub use error::{ErrorClass, LogError, LogErrorCode};
 pub use event::Event;
 pub use header::{HeaderDiagnostic, SessionHeader};
+
+/// The physical encoding of a log file (spec §1.2).
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Hash)]
+pub enum Compression {
+    /// `session.jsonl`: newline-delimited UTF-8.
+    None,
+    /// `session.jsonl.zstd`: concatenated zstd frames, one header frame then one frame per append batch.
+    Zstd,
+}
+
+impl Compression {
+    /// The fixed transcript file name inside a session directory.
+    pub fn transcript_name(self) -> &'static str {
+        match self {
+            Self::None => "session.jsonl",
+            Self::Zstd => "session.jsonl.zstd",
+        }
+    }
+}
