@@ -1,1 +1,29 @@
-//! (being written) plugin core
+//! `plugin-core`: the session-search plugin's implementation, independent of how it is packaged.
+//!
+//! The `plugin` cdylib exports it with [`export_plugin!`]; test fixture libraries export it with other
+//! versions or injected faults. Code map, in data-flow order:
+//! - [`export`] builds an instance behind the root module's constructor; [`config`] validates its JSON;
+//! - [`service`] implements the `SessionQuery` / `SessionReferenceResolver` contracts, each method inside
+//!   [`contain`] so no panic reaches the host;
+//! - [`corpus`] merges the host's live sessions with the logs under the sessions root (live wins);
+//! - [`reads`] answers the exact reads of spec §5 over that corpus, labelling with `host_api::surface`;
+//! - [`index`] owns the derived SQLite file.
+//!
+//! Invariants: events are labelled only by `host_api::surface`; this crate never writes a session log;
+//! anything shared with the host (logs, cancellation) goes through `HostContext`, never globals, because
+//! every loaded copy of the plugin has its own statics.
+
+pub mod config;
+pub mod contain;
+pub mod corpus;
+pub mod export;
+pub mod index;
+pub mod reads;
+pub mod service;
+
+/// What [`export_plugin!`] expands to refers to; not for other use.
+#[doc(hidden)]
+pub mod __reexport {
+    pub use host_api::abi::{HostContextBox, PluginError, PluginInstance, PluginRoot, PluginRoot_Ref, ABI_VERSION};
+    pub use host_api::FOLD_VERSION;
+}

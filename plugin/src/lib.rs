@@ -1,1 +1,6 @@
-//! (being written)
+//! The session-search plugin as a dynamic library (`libdsh_session_search.so`).
+//!
+//! Everything lives in `plugin-core`; this crate only exports its root module under the plugin's name and
+//! version, so a host can load it from its plugin folder and hot-reload it.
+
+plugin_core::export_plugin! { name: "dsh-session-search", version: env!("CARGO_PKG_VERSION") }

@@ -1,1 +1,22 @@
-//! (being written)
+//! `sample-host`: a small agent host that shows how to use the session-search plugin.
+//!
+//! It loads every plugin library in a folder ([`loader`] checks each one; [`manager`] keeps one serving
+//! generation and swaps in new builds; [`watch`] notices them), owns live sessions ([`live`], folded with
+//! `host_api::surface` and persisted with `host_api::log::write`) and lends them to the plugin through the
+//! `HostContext` in [`context`]. The binary (`main.rs`) is a command line over this library; the
+//! integration tests drive the library directly.
+//!
+//! This crate never links the plugin: the two meet only through `host_api::abi` at run time.
+
+pub mod context;
+pub mod demo;
+pub mod inspect;
+pub mod live;
+pub mod loader;
+pub mod manager;
+pub mod paths;
+pub mod render;
+pub mod watch;
+
+pub use context::Shared;
+pub use manager::{HostOptions, PluginHost, SlotState, SlotStatus};

@@ -1,0 +1,74 @@
+//! Building a plugin instance behind the root module's `extern "C"` constructor.
+
+use std::panic::{catch_unwind, AssertUnwindSafe};
+use std::sync::Arc;
+
+use abi_stable::std_types::{RResult, RStr};
+use host_api::abi::{ErrorCode, HostContextBox, PluginError, PluginInstance};
+
+use crate::config::Config;
+use crate::contain::panic_message;
+use crate::service::{Fault, Service};
+
+/// Options a plugin library passes when it builds instances. The real plugin uses the default; test
+/// fixture libraries inject faults here, so no config key can trigger one in a real build.
+#[derive(Debug, Clone, Copy, Default)]
+pub struct BuildOptions {
+    pub fault: Option<Fault>,
+}
+
+/// Parses the config, opens the instance's resources and returns its two services. Never unwinds: the
+/// caller is an `extern "C"` function.
+pub fn build_instance(config: RStr<'_>, host: HostContextBox, options: BuildOptions) -> RResult<PluginInstance, PluginError> {
+    let built = catch_unwind(AssertUnwindSafe(|| {
+        let config = Config::parse(config.as_str())?;
+        Service::open(config, Arc::new(host), options.fault)
+    }));
+    match built {
+        Ok(Ok(service)) => RResult::ROk(service.into_instance()),
+        Ok(Err(e)) => RResult::RErr(e),
+        Err(payload) => RResult::RErr(PluginError::new(
+            ErrorCode::PluginPanicked,
+            format!("the plugin panicked while starting: {}", panic_message(&payload)),
+        )),
+    }
+}
+
+/// Exports a plugin root module from a cdylib crate. The crate needs `abi_stable` and `plugin-core` as
+/// dependencies.
+///
+/// ```ignore
+/// plugin_core::export_plugin! { name: "dsh-session-search", version: env!("CARGO_PKG_VERSION") }
+/// ```
+/// Test fixtures may also pass `abi_version: N` (to be refused) and `options: BuildOptions { .. }`.
+#[macro_export]
+macro_rules! export_plugin {
+    (name: $name:expr, version: $version:expr $(, abi_version: $abi:expr)? $(, options: $options:expr)? $(,)?) => {
+        extern "C" fn __plugin_new(
+            config: ::abi_stable::std_types::RStr<'_>,
+            host: $crate::__reexport::HostContextBox,
+        ) -> ::abi_stable::std_types::RResult<$crate::__reexport::PluginInstance, $crate::__reexport::PluginError> {
+            #[allow(unused_mut, unused_assignments)]
+            let mut options = $crate::export::BuildOptions::default();
+            $( options = $options; )?
+            $crate::export::build_instance(config, host, options)
+        }
+
+        /// The plugin's root module, checked by the host before use.
+        #[::abi_stable::export_root_module]
+        pub fn get_root_module() -> $crate::__reexport::PluginRoot_Ref {
+            use ::abi_stable::prefix_type::PrefixTypeTrait;
+            #[allow(unused_mut, unused_assignments)]
+            let mut abi_version = $crate::__reexport::ABI_VERSION;
+            $( abi_version = $abi; )?
+            $crate::__reexport::PluginRoot {
+                abi_version,
+                fold_version: $crate::__reexport::FOLD_VERSION,
+                name: ::abi_stable::std_types::RStr::from_str($name),
+                version: ::abi_stable::std_types::RStr::from_str($version),
+                new: __plugin_new,
+            }
+            .leak_into_prefix()
+        }
+    };
+}

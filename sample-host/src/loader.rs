@@ -1,0 +1,139 @@
+//! Opening one plugin library and checking it before anything of it is used.
+//!
+//! Order of checks, each with its own refusal: the file opens as a shared library → it exports the
+//! abi_stable root-module symbol → its abi_stable header is compatible → abi_stable's layout check of the
+//! root module passes → its [`ABI_VERSION`] and [`FOLD_VERSION`] equal ours. A refused library never
+//! serves a call; the host logs why and goes on with the others.
+//!
+//! Libraries are never unloaded: once a library's code has run (abi_stable runs its globals initialiser
+//! and root-module constructor during the checks), unmapping it could leave dangling vtables or
+//! thread-local destructors behind. Each load therefore keeps one mapping; the host bounds how many.
+
+use std::path::{Path, PathBuf};
+
+use abi_stable::library::{AbiHeaderRef, LibraryError, RootModule, ROOT_MODULE_LOADER_NAME_WITH_NUL};
+use host_api::abi::{PluginRoot_Ref, ABI_VERSION};
+use host_api::FOLD_VERSION;
+
+/// Why a library was refused.
+#[derive(Debug, thiserror::Error)]
+pub enum Refusal {
+    #[error("not a loadable shared library: {0}")]
+    NotALibrary(String),
+    #[error("not a plugin: the library exports no abi_stable root module ({0})")]
+    NoRootModule(String),
+    #[error("built with an incompatible abi_stable: {0}")]
+    AbiStableHeader(String),
+    #[error("failed abi_stable's layout check of the plugin root module: {0}")]
+    Layout(String),
+    #[error("plugin {name} {version} was built for plugin ABI version {found}; this host speaks version {expected}")]
+    AbiVersion { name: String, version: String, found: u32, expected: u32 },
+    #[error(
+        "plugin {name} {version} was built with log-format/fold version {found}; this host uses version {expected}, \
+         so the two would label events differently"
+    )]
+    FoldVersion { name: String, version: String, found: u32, expected: u32 },
+    #[error("could not make a shadow copy of the library: {0}")]
+    ShadowCopy(String),
+    #[error("reload limit reached: {0} generations are already mapped (libraries are never unloaded); restart the host to load more")]
+    ReloadLimit(usize),
+}
+
+impl Refusal {
+    /// A short stable tag for scripts (`plugins --json`).
+    pub fn code(&self) -> &'static str {
+        match self {
+            Self::NotALibrary(_) => "not-a-library",
+            Self::NoRootModule(_) => "no-root-module",
+            Self::AbiStableHeader(_) => "abi-stable-header",
+            Self::Layout(_) => "layout-mismatch",
+            Self::AbiVersion { .. } => "abi-version",
+            Self::FoldVersion { .. } => "fold-version",
+            Self::ShadowCopy(_) => "shadow-copy",
+            Self::ReloadLimit(_) => "reload-limit",
+        }
+    }
+}
+
+/// A checked plugin library, mapped for the life of the process.
+#[derive(Clone, Copy)]
+pub struct CheckedPlugin {
+    pub root: PluginRoot_Ref,
+}
+
+impl CheckedPlugin {
+    pub fn name(&self) -> String {
+        self.root.name().to_string()
+    }
+
+    pub fn version(&self) -> String {
+        self.root.version().to_string()
+    }
+}
+
+/// Opens `path` (a private shadow copy: see `crate::shadow`) and checks it.
+pub fn open_and_check(path: &Path) -> Result<CheckedPlugin, Refusal> {
+    // RTLD_LOCAL: every generation bundles its own SQLite with the same symbol names; local binding keeps
+    // one generation's references from resolving into another's copy. RTLD_NOW: fail here, not mid-call.
+    let flags = libloading::os::unix::RTLD_NOW | libloading::os::unix::RTLD_LOCAL;
+    // SAFETY: loading a library runs its initialisers. We only load files from the plugin folder the
+    // user pointed us at, which is the contract of a plugin host.
+    let library = unsafe { libloading::os::unix::Library::open(Some(path), flags) }
+        .map_err(|e| Refusal::NotALibrary(e.to_string()))?;
+    // SAFETY: the symbol, when present, is abi_stable's header static, whose address is its `AbiHeaderRef`.
+    let header: Result<AbiHeaderRef, _> =
+        unsafe { library.get::<AbiHeaderRef>(ROOT_MODULE_LOADER_NAME_WITH_NUL.as_bytes()).map(|s| *s) };
+    let header = match header {
+        Ok(h) => h,
+        Err(e) => {
+            // Nothing of the library ran beyond its static initialisers, so closing it is safe.
+            drop(library);
+            return Err(Refusal::NoRootModule(e.to_string()));
+        }
+    };
+    // From here on the library's code runs; it must stay mapped (module docs).
+    std::mem::forget(library);
+    let lib_header = header.upgrade().map_err(|e| Refusal::AbiStableHeader(describe(&e)))?;
+    let root = lib_header.init_root_module::<PluginRoot_Ref>().map_err(|e| match e {
+        LibraryError::AbiInstability(_) | LibraryError::IncompatibleVersionNumber { .. } => Refusal::Layout(describe(&e)),
+        other => Refusal::Layout(describe(&other)),
+    })?;
+    let checked = CheckedPlugin { root };
+    if root.abi_version() != ABI_VERSION {
+        return Err(Refusal::AbiVersion {
+            name: checked.name(),
+            version: checked.version(),
+            found: root.abi_version(),
+            expected: ABI_VERSION,
+        });
+    }
+    if root.fold_version() != FOLD_VERSION {
+        return Err(Refusal::FoldVersion {
+            name: checked.name(),
+            version: checked.version(),
+            found: root.fold_version(),
+            expected: FOLD_VERSION,
+        });
+    }
+    Ok(checked)
+}
+
+/// abi_stable's errors are long multi-line reports; keep the first lines, which say what differs.
+fn describe(e: &LibraryError) -> String {
+    let text = e.to_string();
+    let mut lines: Vec<&str> = text.lines().filter(|l| !l.trim().is_empty()).take(6).collect();
+    if text.lines().count() > 6 {
+        lines.push("…");
+    }
+    lines.join(" | ")
+}
+
+/// Whether a directory entry looks like a shared library on this platform.
+pub fn is_library_file(path: &Path) -> bool {
+    path.extension().and_then(|e| e.to_str()).is_some_and(|e| matches!(e, "so" | "dylib" | "dll"))
+}
+
+/// The file name every build of the real plugin has on this platform.
+pub fn plugin_file_name() -> PathBuf {
+    PluginRoot_Ref::get_library_path(Path::new(""))
+}

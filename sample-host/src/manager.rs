@@ -1,0 +1,346 @@
+//! Plugin generations: loading every library in the plugin folder, serving calls from one of them, and
+//! swapping in a new build without a failed call.
+//!
+//! A reload: copy the changed library to a fresh shadow path (the dynamic loader would hand back the
+//! already-mapped library for a path or inode it has seen, and overwriting a mapped library crashes the
+//! process) → open and check the copy while the old generation keeps serving → take the write lock, which
+//! waits for calls in flight to finish and holds new calls back → drop the old instance (its index closes)
+//! → build the new instance (it opens the index) → release. A library that fails to load or check leaves
+//! the old generation serving; one that fails to start brings the old build back up.
+
+use std::collections::BTreeMap;
+use std::path::{Path, PathBuf};
+use std::sync::atomic::{AtomicU64, AtomicUsize, Ordering};
+use std::sync::{Arc, Mutex, RwLock};
+
+use abi_stable::{
+    sabi_trait::TD_Opaque,
+    std_types::{RResult, RStr},
+};
+use host_api::abi::{
+    host::HostContext_TO, ErrorCode, LogLevel, PluginError, PluginInstance, SessionQueryBox,
+    SessionReferenceResolverBox,
+};
+
+use crate::context::{GenerationContext, Shared};
+use crate::loader::{is_library_file, open_and_check, CheckedPlugin, Refusal};
+
+/// How the host finds and builds plugins.
+#[derive(Debug, Clone)]
+pub struct HostOptions {
+    pub plugins_dir: PathBuf,
+    /// Load only the library with this file name (used when falling back to cargo's output folder, which
+    /// also holds test fixture libraries).
+    pub only_file: Option<std::ffi::OsString>,
+    /// The JSON config every plugin instance is built with.
+    pub plugin_config: String,
+    /// Where shadow copies are made; a private temporary folder when `None`.
+    pub shadow_dir: Option<PathBuf>,
+    /// How many libraries may be mapped in this process (each load keeps one mapping).
+    pub max_mapped: usize,
+}
+
+impl HostOptions {
+    pub fn new(plugins_dir: impl Into<PathBuf>, plugin_config: impl Into<String>) -> Self {
+        Self {
+            plugins_dir: plugins_dir.into(),
+            only_file: None,
+            plugin_config: plugin_config.into(),
+            shadow_dir: None,
+            max_mapped: 64,
+        }
+    }
+}
+
+/// What the host knows about one library file in the plugin folder.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub enum SlotState {
+    /// This library's generation serves calls.
+    Serving { generation: u64, name: String, version: String },
+    /// A good plugin, not serving because another library already does.
+    Standby { name: String, version: String },
+    /// Refused: `code` is a stable tag, `reason` says why.
+    Refused { code: String, reason: String },
+}
+
+/// Status of one library file, with the latest thing that happened to it.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct SlotStatus {
+    pub file: PathBuf,
+    pub state: SlotState,
+    /// E.g. a newer build that was refused while the old generation kept serving.
+    pub note: Option<String>,
+}
+
+struct Active {
+    generation: u64,
+    file: PathBuf,
+    plugin: CheckedPlugin,
+    instance: PluginInstance,
+}
+
+/// The host's plugin runtime.
+pub struct PluginHost {
+    shared: Arc<Shared>,
+    options: HostOptions,
+    shadow_dir: PathBuf,
+    _shadow_guard: Option<tempfile::TempDir>,
+    serving: RwLock<Option<Active>>,
+    catalog: Mutex<BTreeMap<PathBuf, SlotStatus>>,
+    next_generation: AtomicU64,
+    mapped: AtomicUsize,
+    /// One load or swap at a time; calls are never blocked by a load, only by the swap itself.
+    reload: Mutex<()>,
+}
+
+impl PluginHost {
+    /// Loads every library in the plugin folder (in file-name order; the first good one serves).
+    pub fn start(options: HostOptions, shared: Arc<Shared>) -> std::io::Result<Arc<Self>> {
+        let (shadow_dir, guard) = match &options.shadow_dir {
+            Some(dir) => {
+                std::fs::create_dir_all(dir)?;
+                (dir.clone(), None)
+            }
+            None => {
+                let dir = tempfile::Builder::new().prefix("sample-host-shadow-").tempdir()?;
+                (dir.path().to_path_buf(), Some(dir))
+            }
+        };
+        let host = Arc::new(Self {
+            shared,
+            options,
+            shadow_dir,
+            _shadow_guard: guard,
+            serving: RwLock::new(None),
+            catalog: Mutex::new(BTreeMap::new()),
+            next_generation: AtomicU64::new(1),
+            mapped: AtomicUsize::new(0),
+            reload: Mutex::new(()),
+        });
+        host.scan();
+        Ok(host)
+    }
+
+    /// The shared state (live sessions, log).
+    pub fn shared(&self) -> &Arc<Shared> {
+        &self.shared
+    }
+
+    /// The plugin folder.
+    pub fn plugins_dir(&self) -> &Path {
+        &self.options.plugins_dir
+    }
+
+    /// Whether the watcher should react to this path.
+    pub fn watches(&self, path: &Path) -> bool {
+        is_library_file(path)
+            && path.parent() == Some(self.options.plugins_dir.as_path())
+            && match &self.options.only_file {
+                Some(name) => path.file_name() == Some(name.as_os_str()),
+                None => true,
+            }
+    }
+
+    /// Loads every library file in the folder that is not loaded yet.
+    pub fn scan(&self) {
+        let mut files: Vec<PathBuf> = match std::fs::read_dir(&self.options.plugins_dir) {
+            Ok(entries) => entries.filter_map(|e| e.ok()).map(|e| e.path()).filter(|p| self.watches(p)).collect(),
+            Err(e) => {
+                self.shared.log(
+                    0,
+                    LogLevel::Error,
+                    format!("cannot read plugin folder {}: {e}", self.options.plugins_dir.display()),
+                );
+                return;
+            }
+        };
+        files.sort();
+        for file in files {
+            let known = self.catalog.lock().unwrap_or_else(|p| p.into_inner()).contains_key(&file);
+            if !known {
+                self.load_file(&file);
+            }
+        }
+    }
+
+    /// Loads (or reloads) one library file: check a shadow copy, then serve it if this file serves or
+    /// nothing does.
+    pub fn load_file(&self, file: &Path) {
+        let _one_at_a_time = self.reload.lock().unwrap_or_else(|p| p.into_inner());
+        match self.load_checked(file) {
+            Err(refusal) => self.refuse(file, refusal),
+            Ok(plugin) => {
+                let serving_file = self.serving.read().unwrap_or_else(|p| p.into_inner()).as_ref().map(|a| a.file.clone());
+                match serving_file {
+                    Some(f) if f != file => {
+                        self.shared.log(
+                            0,
+                            LogLevel::Info,
+                            format!("{} ({} {}) is on standby: {} already serves", file.display(), plugin.name(), plugin.version(), f.display()),
+                        );
+                        self.set_status(file, SlotState::Standby { name: plugin.name(), version: plugin.version() }, None);
+                    }
+                    _ => self.swap_in(file, plugin),
+                }
+            }
+        }
+    }
+
+    fn load_checked(&self, file: &Path) -> Result<CheckedPlugin, Refusal> {
+        let mapped = self.mapped.load(Ordering::SeqCst);
+        if mapped >= self.options.max_mapped {
+            return Err(Refusal::ReloadLimit(mapped));
+        }
+        let shadow = self.shadow_path(file);
+        std::fs::copy(file, &shadow).map_err(|e| Refusal::ShadowCopy(format!("{} → {}: {e}", file.display(), shadow.display())))?;
+        let result = open_and_check(&shadow);
+        if !matches!(result, Err(Refusal::NotALibrary(_)) | Err(Refusal::NoRootModule(_))) {
+            self.mapped.fetch_add(1, Ordering::SeqCst);
+        }
+        // The mapping outlives the file; removing it keeps the shadow folder from growing.
+        let _ = std::fs::remove_file(&shadow);
+        result
+    }
+
+    fn shadow_path(&self, file: &Path) -> PathBuf {
+        let stem = file.file_stem().map(|s| s.to_string_lossy().into_owned()).unwrap_or_else(|| "plugin".into());
+        let ext = file.extension().map(|s| s.to_string_lossy().into_owned()).unwrap_or_else(|| "so".into());
+        let n = self.next_generation.load(Ordering::SeqCst);
+        let nanos = std::time::SystemTime::now().duration_since(std::time::UNIX_EPOCH).map(|d| d.as_nanos()).unwrap_or(0);
+        self.shadow_dir.join(format!("{stem}.gen{n}.{nanos}.{ext}"))
+    }
+
+    fn refuse(&self, file: &Path, refusal: Refusal) {
+        self.shared.log(0, LogLevel::Warn, format!("refused plugin library {}: {refusal}", file.display()));
+        let mut catalog = self.catalog.lock().unwrap_or_else(|p| p.into_inner());
+        let serving_this = matches!(catalog.get(file), Some(SlotStatus { state: SlotState::Serving { .. }, .. }));
+        if serving_this {
+            // The old generation keeps serving; remember why the new build was not taken.
+            if let Some(status) = catalog.get_mut(file) {
+                status.note = Some(format!("a newer build was refused ({}): {refusal}; the previous generation keeps serving", refusal.code()));
+            }
+        } else {
+            catalog.insert(
+                file.to_path_buf(),
+                SlotStatus { file: file.to_path_buf(), state: SlotState::Refused { code: refusal.code().into(), reason: refusal.to_string() }, note: None },
+            );
+        }
+    }
+
+    fn set_status(&self, file: &Path, state: SlotState, note: Option<String>) {
+        self.catalog
+            .lock()
+            .unwrap_or_else(|p| p.into_inner())
+            .insert(file.to_path_buf(), SlotStatus { file: file.to_path_buf(), state, note });
+    }
+
+    fn build(&self, plugin: CheckedPlugin, generation: u64) -> Result<PluginInstance, PluginError> {
+        let context = HostContext_TO::from_value(GenerationContext { shared: self.shared.clone(), generation }, TD_Opaque);
+        let new = plugin.root.new();
+        new(RStr::from_str(&self.options.plugin_config), context).into_result()
+    }
+
+    fn swap_in(&self, file: &Path, plugin: CheckedPlugin) {
+        let generation = self.next_generation.fetch_add(1, Ordering::SeqCst);
+        // Waits for calls in flight on the old generation; new calls queue behind us.
+        let mut serving = self.serving.write().unwrap_or_else(|p| p.into_inner());
+        let previous = serving.take().map(|old| {
+            let Active { generation: old_gen, file: old_file, plugin: old_plugin, instance } = old;
+            drop(instance); // closes the old generation's index before the new one opens it
+            self.shared.log(old_gen, LogLevel::Info, format!("generation {old_gen} drained and dropped"));
+            (old_gen, old_file, old_plugin)
+        });
+        match self.build(plugin, generation) {
+            Ok(instance) => {
+                self.shared.log(
+                    generation,
+                    LogLevel::Info,
+                    format!("generation {generation} serving: {} {} from {}", plugin.name(), plugin.version(), file.display()),
+                );
+                *serving = Some(Active { generation, file: file.to_path_buf(), plugin, instance });
+                drop(serving);
+                self.set_status(file, SlotState::Serving { generation, name: plugin.name(), version: plugin.version() }, None);
+            }
+            Err(e) => {
+                self.shared.log(generation, LogLevel::Error, format!("generation {generation} failed to start: {e}"));
+                let note = format!("a newer build failed to start: {e}");
+                match previous {
+                    Some((old_gen, old_file, old_plugin)) => match self.build(old_plugin, old_gen) {
+                        Ok(instance) => {
+                            self.shared.log(old_gen, LogLevel::Info, format!("generation {old_gen} restored"));
+                            *serving = Some(Active { generation: old_gen, file: old_file.clone(), plugin: old_plugin, instance });
+                            drop(serving);
+                            self.set_status(
+                                &old_file,
+                                SlotState::Serving { generation: old_gen, name: old_plugin.name(), version: old_plugin.version() },
+                                Some(note),
+                            );
+                        }
+                        Err(e2) => {
+                            drop(serving);
+                            self.set_status(file, SlotState::Refused { code: "init-failed".into(), reason: format!("{e}; restoring the previous build failed too: {e2}") }, None);
+                        }
+                    },
+                    None => {
+                        drop(serving);
+                        self.set_status(file, SlotState::Refused { code: "init-failed".into(), reason: e.to_string() }, None);
+                    }
+                }
+            }
+        }
+    }
+
+    /// Calls the serving `SessionQuery`. `PLUGIN_UNAVAILABLE` when no plugin serves.
+    pub fn query<T>(&self, call: impl FnOnce(&SessionQueryBox) -> RResult<T, PluginError>) -> Result<T, PluginError> {
+        let serving = self.serving.read().unwrap_or_else(|p| p.into_inner());
+        match serving.as_ref() {
+            Some(active) => call(&active.instance.query).into_result(),
+            None => Err(unavailable(&self.options.plugins_dir)),
+        }
+    }
+
+    /// Calls the serving `SessionReferenceResolver`.
+    pub fn resolver<T>(&self, call: impl FnOnce(&SessionReferenceResolverBox) -> RResult<T, PluginError>) -> Result<T, PluginError> {
+        let serving = self.serving.read().unwrap_or_else(|p| p.into_inner());
+        match serving.as_ref() {
+            Some(active) => call(&active.instance.resolver).into_result(),
+            None => Err(unavailable(&self.options.plugins_dir)),
+        }
+    }
+
+    /// The serving generation: (generation, plugin name, version).
+    pub fn serving(&self) -> Option<(u64, String, String)> {
+        let serving = self.serving.read().unwrap_or_else(|p| p.into_inner());
+        serving.as_ref().map(|a| (a.generation, a.plugin.name(), a.plugin.version()))
+    }
+
+    /// Every library file seen, with its state.
+    pub fn status(&self) -> Vec<SlotStatus> {
+        self.catalog.lock().unwrap_or_else(|p| p.into_inner()).values().cloned().collect()
+    }
+
+    /// How many libraries this process has mapped (never unloaded).
+    pub fn mapped_libraries(&self) -> usize {
+        self.mapped.load(Ordering::SeqCst)
+    }
+
+    /// Drops the serving instance (closing its index). Later calls get `PLUGIN_UNAVAILABLE`.
+    pub fn shutdown(&self) {
+        let mut serving = self.serving.write().unwrap_or_else(|p| p.into_inner());
+        if let Some(active) = serving.take() {
+            let generation = active.generation;
+            drop(active);
+            self.shared.log(generation, LogLevel::Info, format!("generation {generation} dropped at shutdown"));
+        }
+    }
+}
+
+impl Drop for PluginHost {
+    fn drop(&mut self) {
+        self.shutdown();
+    }
+}
+
+fn unavailable(dir: &Path) -> PluginError {
+    PluginError::new(ErrorCode::PluginUnavailable, format!("no plugin serves ctx.sessionQuery (plugin folder: {})", dir.display()))
+}
