@@ -54,3 +54,102 @@ pub fn manifest(dir: &std::path::Path) -> Vec<ManifestRow> {
         })
         .collect()
 }
+
+pub mod libs {
+    //! The plugin libraries the integration tests load: the real plugin and the fixture builds.
+    //!
+    //! `cargo test` does not build cdylib-only packages, so the first test that needs them runs
+    //! `cargo build` for them once (into the same target folder and profile as the tests, so it is a
+    //! no-op when they are up to date).
+
+    use std::path::{Path, PathBuf};
+    use std::process::Command;
+    use std::sync::OnceLock;
+
+    /// Paths of the built libraries.
+    #[derive(Debug, Clone)]
+    pub struct Libs {
+        pub plugin: PathBuf,
+        pub next_version: PathBuf,
+        pub abi_mismatch: PathBuf,
+        pub layout_mismatch: PathBuf,
+        pub faulty: PathBuf,
+        pub no_root: PathBuf,
+    }
+
+    const PACKAGES: [&str; 6] = [
+        "plugin",
+        "test-plugin-next-version",
+        "test-plugin-abi-mismatch",
+        "test-plugin-layout-mismatch",
+        "test-plugin-faulty",
+        "test-plugin-no-root",
+    ];
+
+    /// `target/<profile>` of the running test binary (`target/<profile>/deps/<test>`).
+    fn profile_dir() -> PathBuf {
+        let exe = std::env::current_exe().expect("test binary path");
+        exe.parent().and_then(Path::parent).expect("target/<profile>/deps").to_path_buf()
+    }
+
+    fn lib(dir: &Path, name: &str) -> PathBuf {
+        dir.join(format!("lib{name}.so"))
+    }
+
+    /// Builds (once per test process) and returns the libraries.
+    pub fn libs() -> &'static Libs {
+        static LIBS: OnceLock<Libs> = OnceLock::new();
+        LIBS.get_or_init(|| {
+            let dir = profile_dir();
+            let target = dir.parent().expect("target folder").to_path_buf();
+            let release = dir.file_name().is_some_and(|n| n == "release");
+            let cargo = std::env::var("CARGO").unwrap_or_else(|_| "cargo".into());
+            let workspace = PathBuf::from(env!("CARGO_MANIFEST_DIR")).join("..");
+            let mut cmd = Command::new(cargo);
+            cmd.arg("build").arg("--manifest-path").arg(workspace.join("Cargo.toml"));
+            for p in PACKAGES {
+                cmd.args(["-p", p]);
+            }
+            if release {
+                cmd.arg("--release");
+            }
+            cmd.env("CARGO_TARGET_DIR", &target);
+            let status = cmd.status().expect("running cargo build for the plugin libraries");
+            assert!(status.success(), "building the plugin libraries failed");
+            Libs {
+                plugin: lib(&dir, "dsh_session_search"),
+                next_version: lib(&dir, "test_plugin_next_version"),
+                abi_mismatch: lib(&dir, "test_plugin_abi_mismatch"),
+                layout_mismatch: lib(&dir, "test_plugin_layout_mismatch"),
+                faulty: lib(&dir, "test_plugin_faulty"),
+                no_root: lib(&dir, "test_plugin_no_root"),
+            }
+        })
+    }
+
+    /// Copies `lib` into `dir` as `name`, atomically replacing what is there (write a temporary file,
+    /// then rename), the way a build tool publishes a new library.
+    pub fn install(lib: &Path, dir: &Path, name: &str) -> PathBuf {
+        let target = dir.join(name);
+        let tmp = dir.join(format!(".{name}.partial"));
+        std::fs::copy(lib, &tmp).expect("copy library");
+        std::fs::rename(&tmp, &target).expect("publish library");
+        target
+    }
+}
+
+pub mod host {
+    //! Starting a sample host for a test.
+
+    use std::path::Path;
+    use std::sync::Arc;
+
+    use sample_host::{HostOptions, PluginHost, Shared};
+
+    /// A host over `plugins` with the given sessions root and index path.
+    pub fn start(plugins: &Path, sessions: Option<&Path>, index: &Path) -> Arc<PluginHost> {
+        let shared = Shared::new(sessions.map(Path::to_path_buf), false);
+        let config = serde_json::json!({ "indexPath": index }).to_string();
+        PluginHost::start(HostOptions::new(plugins, config), shared).expect("host starts")
+    }
+}

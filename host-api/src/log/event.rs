@@ -151,11 +151,15 @@ impl Event {
                 "time" => time = Some(safe_int(&value).ok_or_else(|| invalid(format!("time {value} is not a safe integer")))?),
                 "data" => data = Some(value),
                 "sourceEventSeqs" => {
-                    tail_order.get_or_insert(TailOrder::SourcesFirst);
+                    if surface_op.is_none() {
+                        tail_order = Some(TailOrder::SourcesFirst);
+                    }
                     source_event_seqs = Some(value);
                 }
                 "surfaceOp" => {
-                    tail_order.get_or_insert(TailOrder::SurfaceOpFirst);
+                    if source_event_seqs.is_none() {
+                        tail_order = Some(TailOrder::SurfaceOpFirst);
+                    }
                     surface_op = Some(value);
                 }
                 "ignorable" => match value {
@@ -170,16 +174,13 @@ impl Event {
         let err_seq = |e: LogError| e.at_seq(seq);
         let time = time.ok_or_else(|| invalid("time is missing".into())).map_err(err_seq)?;
         let data = data.ok_or_else(|| invalid("data is missing".into())).map_err(err_seq)?;
-        Ok(Self {
-            kind,
-            seq,
-            time,
-            data,
-            source_event_seqs,
-            surface_op,
-            ignorable,
-            tail_order: tail_order.unwrap_or_default(),
-        })
+        // The order only matters when both keys are present; otherwise normalise it so that equal lines
+        // make equal events.
+        let tail_order = match (&source_event_seqs, &surface_op) {
+            (Some(_), Some(_)) => tail_order.unwrap_or_default(),
+            _ => TailOrder::default(),
+        };
+        Ok(Self { kind, seq, time, data, source_event_seqs, surface_op, ignorable, tail_order })
     }
 
     /// The envelope as JSON, keys in the order they were read (or `Session.append`'s order for new events).
@@ -230,6 +231,13 @@ mod tests {
         let event = Event::from_value(serde_json::from_str(line).unwrap()).unwrap();
         assert_eq!(event.tail_order, TailOrder::SurfaceOpFirst);
         assert_eq!(event.to_json_line(), line);
+    }
+
+    #[test]
+    fn tail_order_is_only_recorded_when_both_keys_are_present() {
+        let line = r#"{"type":"user/message","seq":0,"time":0,"data":{},"surfaceOp":"append"}"#;
+        let read = Event::from_value(serde_json::from_str(line).unwrap()).unwrap();
+        assert_eq!(read, Event::appended("user/message", 0, 0, json!({})));
     }
 
     #[test]

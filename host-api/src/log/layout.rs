@@ -1,1 +1,587 @@
-//! (being written)
+//! Where session logs live in a sessions root (spec §1.1): the path encoding of cwds and ids, the revision
+//! token of a transcript, and discovery (listing every session, finding one by id).
+//!
+//! Discovery follows DESIGN.md deviation 2: a broken session, a flat-layout artifact, a session directory
+//! holding both transcripts, an identity mismatch or a duplicate id is reported as a problem naming its path,
+//! and every other session still lists. A root holding raw and zstd sessions side by side is read whole.
+
+use std::collections::BTreeMap;
+use std::fmt::{self, Write as _};
+use std::fs;
+use std::io;
+use std::os::unix::fs::MetadataExt;
+use std::path::{Path, PathBuf};
+
+use super::error::{LogError, LogErrorCode};
+use super::header::{HeaderDiagnostic, SessionHeader};
+use super::read::{read_header, ReadOptions};
+use super::Compression;
+
+/// The project directory of a session whose header has no `cwd`.
+pub const NO_CWD_DIR: &str = "_no-cwd";
+
+/// Longest project slug kept before wrapping it in `--…--`, so a project dir name stays within the 255-byte
+/// name limit of common filesystems.
+const MAX_SLUG_LEN: usize = 251;
+
+/// Both encodings, in the order discovery checks them.
+const ENCODINGS: [Compression; 2] = [Compression::None, Compression::Zstd];
+
+fn is_kept_unit(unit: u16) -> bool {
+    matches!(unit, 0x30..=0x39 | 0x41..=0x5A | 0x61..=0x7A | 0x2E | 0x5F | 0x2D)
+}
+
+fn is_separator_unit(unit: u16) -> bool {
+    matches!(unit, 0x2F | 0x5C | 0x3A)
+}
+
+fn push_escaped(out: &mut String, unit: u16) {
+    // Writing to a String cannot fail.
+    let _ = write!(out, "~{unit:04X}");
+}
+
+/// The project directory name of a cwd (`projectKey`, spec §1.1). Works on UTF-16 code units so that the
+/// escapes match DSH's byte for byte (a character outside the BMP becomes two `~XXXX` escapes).
+pub fn project_key(cwd: &str) -> Result<String, LogError> {
+    if cwd.is_empty() {
+        return Err(LogError::new(
+            LogErrorCode::Layout,
+            "cannot derive a project directory from an empty cwd",
+        ));
+    }
+    let mut slug = String::with_capacity(cwd.len());
+    let mut in_separator_run = false;
+    for unit in cwd.encode_utf16() {
+        if is_separator_unit(unit) {
+            if !in_separator_run {
+                slug.push('-');
+            }
+            in_separator_run = true;
+            continue;
+        }
+        in_separator_run = false;
+        if is_kept_unit(unit) {
+            slug.push(char::from(unit as u8));
+        } else {
+            push_escaped(&mut slug, unit);
+        }
+    }
+    let slug = slug.trim_start_matches('-');
+    let slug = if slug.is_empty() { "root" } else { slug };
+    // Everything is ASCII at this point, so a byte cut is a character cut.
+    let slug = &slug[..slug.len().min(MAX_SLUG_LEN)];
+    Ok(format!("--{slug}--"))
+}
+
+/// The project directory name for a header's cwd: `_no-cwd` when there is none, else [`project_key`].
+pub fn project_dir_name(cwd: Option<&str>) -> Result<String, LogError> {
+    match cwd {
+        None => Ok(NO_CWD_DIR.to_string()),
+        Some(cwd) => project_key(cwd),
+    }
+}
+
+/// The session directory name of an id (`encodeSegment`, spec §1.1). Injective: `~` is always escaped, so
+/// no two ids share a directory, and `.`/`..` can never name the directory itself or its parent.
+pub fn encode_segment(id: &str) -> Result<String, LogError> {
+    match id {
+        "" => Err(LogError::new(
+            LogErrorCode::Layout,
+            "a session id must not be empty",
+        )),
+        "." => Ok("~002E".to_string()),
+        ".." => Ok("~002E~002E".to_string()),
+        _ => {
+            let mut out = String::with_capacity(id.len());
+            for unit in id.encode_utf16() {
+                if is_kept_unit(unit) {
+                    out.push(char::from(unit as u8));
+                } else {
+                    push_escaped(&mut out, unit);
+                }
+            }
+            Ok(out)
+        }
+    }
+}
+
+/// The session directory of a header: `<root>/<project dir>/<session dir>`.
+pub fn session_dir(root: &Path, header: &SessionHeader) -> Result<PathBuf, LogError> {
+    Ok(root
+        .join(project_dir_name(header.cwd.as_deref())?)
+        .join(encode_segment(&header.id)?))
+}
+
+/// The transcript path a header identifies in `root` for encoding `c` (spec §1.1 rule 6).
+pub fn session_log_path(
+    root: &Path,
+    header: &SessionHeader,
+    c: Compression,
+) -> Result<PathBuf, LogError> {
+    Ok(session_dir(root, header)?.join(c.transcript_name()))
+}
+
+/// The revision token of a transcript (spec §1.1): changes whenever the file is replaced, grows, or is
+/// touched, so an index can skip a log whose token it has already seen.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Hash)]
+pub struct Revision {
+    pub dev: u64,
+    pub ino: u64,
+    pub size: u64,
+    pub mtime_ns: i128,
+    pub ctime_ns: i128,
+}
+
+impl Revision {
+    /// The revision of the file at `path` (following symlinks, as DSH's `stat` does).
+    pub fn of(path: &Path) -> io::Result<Revision> {
+        Ok(Self::from_metadata(&fs::metadata(path)?))
+    }
+
+    /// The revision described by already-fetched metadata.
+    pub fn from_metadata(meta: &fs::Metadata) -> Revision {
+        const NS: i128 = 1_000_000_000;
+        Revision {
+            dev: meta.dev(),
+            ino: meta.ino(),
+            size: meta.size(),
+            mtime_ns: i128::from(meta.mtime()) * NS + i128::from(meta.mtime_nsec()),
+            ctime_ns: i128::from(meta.ctime()) * NS + i128::from(meta.ctime_nsec()),
+        }
+    }
+}
+
+impl fmt::Display for Revision {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        write!(
+            f,
+            "{}:{}:{}:{}:{}",
+            self.dev, self.ino, self.size, self.mtime_ns, self.ctime_ns
+        )
+    }
+}
+
+/// One session found in a sessions root, known by its header alone (no events were read).
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct ListedSession {
+    pub header: SessionHeader,
+    /// What the lenient header read accepted that strict v0 would refuse (DESIGN.md deviation 3).
+    pub diagnostics: Vec<HeaderDiagnostic>,
+    pub path: PathBuf,
+    pub compression: Compression,
+    /// Taken before the header was read, so any later change to the file shows as a new revision.
+    pub revision: Revision,
+}
+
+/// Everything a listing found: the sessions that list, and one problem per path that could not be listed.
+#[derive(Debug, Clone, Default, PartialEq, Eq)]
+pub struct Listing {
+    /// Sorted by path.
+    pub sessions: Vec<ListedSession>,
+    /// Each names the offending path and the rule it breaks.
+    pub problems: Vec<LogError>,
+}
+
+/// A DSH-layout sessions root (spec §1.1), which may hold raw and zstd sessions side by side.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct SessionsRoot {
+    root: PathBuf,
+}
+
+/// A transcript found on disk before its header is read.
+struct Candidate {
+    path: PathBuf,
+    compression: Compression,
+}
+
+impl SessionsRoot {
+    pub fn new(root: impl Into<PathBuf>) -> Self {
+        Self { root: root.into() }
+    }
+
+    pub fn root(&self) -> &Path {
+        &self.root
+    }
+
+    /// Lists every session in the root (spec §1.1 discovery rules 1–7, with DESIGN.md deviation 2).
+    ///
+    /// `Err` only when the root exists but is not a readable directory; a missing root lists nothing.
+    pub fn list(&self) -> Result<Listing, LogError> {
+        let mut listing = Listing::default();
+        let Some(projects) = self.project_dirs()? else {
+            return Ok(listing);
+        };
+        let mut found = Vec::new();
+        for project in projects {
+            self.scan_project(&project, &mut found, &mut listing.problems);
+        }
+
+        let mut by_id: BTreeMap<String, Vec<ListedSession>> = BTreeMap::new();
+        for session in found {
+            by_id
+                .entry(session.header.id.clone())
+                .or_default()
+                .push(session);
+        }
+        for (id, sessions) in by_id {
+            if sessions.len() == 1 {
+                listing.sessions.extend(sessions);
+                continue;
+            }
+            // Which copy is the real session cannot be known, so neither lists (rule 7).
+            let paths: Vec<String> = sessions
+                .iter()
+                .map(|s| s.path.display().to_string())
+                .collect();
+            for (i, session) in sessions.iter().enumerate() {
+                let others: Vec<&str> = paths
+                    .iter()
+                    .enumerate()
+                    .filter(|(j, _)| *j != i)
+                    .map(|(_, p)| p.as_str())
+                    .collect();
+                listing.problems.push(
+                    LogError::new(
+                        LogErrorCode::Layout,
+                        format!(
+                            "duplicate JSONL session id {id:?}: also found at {}",
+                            others.join(", ")
+                        ),
+                    )
+                    .at_path(&session.path),
+                );
+            }
+        }
+        listing.sessions.sort_by(|a, b| a.path.cmp(&b.path));
+        Ok(listing)
+    }
+
+    /// Finds the session with this id (spec §1.1 rule 8), in either encoding. `Ok(None)` when no project
+    /// holds it; `Err` when the lookup meets a layout error for this id, when the header fails, or when the
+    /// header does not identify the path it was found at.
+    pub fn find(&self, id: &str) -> Result<Option<ListedSession>, LogError> {
+        let segment = encode_segment(id)?;
+        let Some(projects) = self.project_dirs()? else {
+            return Ok(None);
+        };
+        let mut matches = Vec::new();
+        for project in projects {
+            for c in ENCODINGS {
+                let flat = project.join(format!("{segment}{}", flat_suffix(c)));
+                if entry_kind(&flat)?.is_some_and(|ft| ft.is_file()) {
+                    return Err(flat_artifact_error(&flat));
+                }
+            }
+            let dir = project.join(&segment);
+            if let Some(candidate) = transcript_in(&dir)? {
+                matches.push(candidate);
+            }
+        }
+        let candidate = match matches.len() {
+            0 => return Ok(None),
+            1 => matches.remove(0),
+            _ => {
+                let paths: Vec<String> = matches
+                    .iter()
+                    .map(|m| m.path.display().to_string())
+                    .collect();
+                return Err(LogError::new(
+                    LogErrorCode::Layout,
+                    format!(
+                        "duplicate JSONL session id {id:?}: found at {}",
+                        paths.join(", ")
+                    ),
+                )
+                .at_path(&matches[0].path));
+            }
+        };
+        let session = self.read_candidate(candidate)?;
+        if session.header.id != id {
+            return Err(LogError::new(
+                LogErrorCode::IdMismatch,
+                format!(
+                    "header id {:?} differs from the requested id {id:?}",
+                    session.header.id
+                ),
+            )
+            .at_path(&session.path));
+        }
+        self.check_identity(&session)?;
+        Ok(Some(session))
+    }
+
+    /// The project directories directly under the root, sorted by name; `None` when the root is missing.
+    fn project_dirs(&self) -> Result<Option<Vec<PathBuf>>, LogError> {
+        let meta = match fs::metadata(&self.root) {
+            Ok(meta) => meta,
+            Err(err) if err.kind() == io::ErrorKind::NotFound => return Ok(None),
+            Err(err) => return Err(LogError::io(&self.root, &err)),
+        };
+        if !meta.is_dir() {
+            return Err(LogError::new(
+                LogErrorCode::Layout,
+                "the sessions root is not a directory",
+            )
+            .at_path(&self.root));
+        }
+        let entries = sorted_entries(&self.root).map_err(|err| LogError::io(&self.root, &err))?;
+        Ok(Some(
+            entries
+                .into_iter()
+                .filter(|(_, ft)| ft.is_dir())
+                .map(|(path, _)| path)
+                .collect(),
+        ))
+    }
+
+    /// Collects the readable sessions of one project dir; everything wrong with it becomes a problem.
+    fn scan_project(
+        &self,
+        project: &Path,
+        found: &mut Vec<ListedSession>,
+        problems: &mut Vec<LogError>,
+    ) {
+        let entries = match sorted_entries(project) {
+            Ok(entries) => entries,
+            Err(err) => {
+                problems.push(LogError::io(project, &err));
+                return;
+            }
+        };
+        for (path, file_type) in entries {
+            if file_type.is_file() {
+                if is_flat_artifact_name(&path) {
+                    problems.push(flat_artifact_error(&path));
+                }
+                continue;
+            }
+            if !file_type.is_dir() {
+                continue;
+            }
+            let listed = transcript_in(&path)
+                .and_then(|candidate| candidate.map(|c| self.read_candidate(c)).transpose())
+                .and_then(|session| {
+                    if let Some(session) = &session {
+                        self.check_identity(session)?;
+                    }
+                    Ok(session)
+                });
+            match listed {
+                Ok(Some(session)) => found.push(session),
+                Ok(None) => {}
+                Err(err) => problems.push(err),
+            }
+        }
+    }
+
+    /// Reads the header (leniently) and the revision of a transcript.
+    fn read_candidate(&self, candidate: Candidate) -> Result<ListedSession, LogError> {
+        let Candidate { path, compression } = candidate;
+        let revision = Revision::of(&path).map_err(|err| LogError::io(&path, &err))?;
+        let (header, diagnostics, read_compression) =
+            read_header(&path, &ReadOptions::default()).map_err(|err| err.at_path(&path))?;
+        if read_compression != compression {
+            return Err(LogError::new(
+                LogErrorCode::Layout,
+                format!(
+                    "the transcript is named {} but its content is {}",
+                    compression.transcript_name(),
+                    encoding_word(read_compression)
+                ),
+            )
+            .at_path(&path));
+        }
+        Ok(ListedSession {
+            header,
+            diagnostics,
+            path,
+            compression,
+            revision,
+        })
+    }
+
+    /// Rule 6: the header's id and cwd must identify the path the log was read from (or the same file, for
+    /// case-insensitive filesystems).
+    fn check_identity(&self, session: &ListedSession) -> Result<(), LogError> {
+        let expected =
+            session_log_path(&self.root, &session.header, session.compression).map_err(|err| {
+                LogError::new(
+                    LogErrorCode::Layout,
+                    format!(
+                        "header id {:?} cannot name a session directory: {}",
+                        session.header.id, err.message
+                    ),
+                )
+                .at_path(&session.path)
+            })?;
+        if expected == session.path {
+            return Ok(());
+        }
+        if let (Ok(a), Ok(b)) = (fs::canonicalize(&expected), fs::canonicalize(&session.path)) {
+            if a == b {
+                return Ok(());
+            }
+        }
+        Err(LogError::new(
+            LogErrorCode::Layout,
+            format!(
+                "header id {:?} and cwd {:?} identify {}, not this file",
+                session.header.id,
+                session.header.cwd.as_deref().unwrap_or("(none)"),
+                expected.display()
+            ),
+        )
+        .at_path(&session.path))
+    }
+}
+
+/// The transcript of a session dir, if it has one. Both transcripts in one dir is that session's error
+/// (DESIGN.md deviation 3).
+fn transcript_in(dir: &Path) -> Result<Option<Candidate>, LogError> {
+    let mut present = Vec::new();
+    for c in ENCODINGS {
+        let path = dir.join(c.transcript_name());
+        if entry_kind(&path)?.is_some() {
+            present.push(Candidate {
+                path,
+                compression: c,
+            });
+        }
+    }
+    match present.len() {
+        0 => Ok(None),
+        1 => Ok(present.pop()),
+        _ => Err(LogError::new(
+            LogErrorCode::Layout,
+            format!(
+                "the session directory holds both {} and {}",
+                Compression::None.transcript_name(),
+                Compression::Zstd.transcript_name()
+            ),
+        )
+        .at_path(dir)),
+    }
+}
+
+/// The type of a directory entry without following symlinks; `None` when nothing is there.
+fn entry_kind(path: &Path) -> Result<Option<fs::FileType>, LogError> {
+    match fs::symlink_metadata(path) {
+        Ok(meta) => Ok(Some(meta.file_type())),
+        Err(err) if err.kind() == io::ErrorKind::NotFound => Ok(None),
+        Err(err) => Err(LogError::io(path, &err)),
+    }
+}
+
+/// A directory's entries with their types (symlinks not followed, like DSH's `readdir` dirents), sorted by
+/// name so listings are deterministic.
+fn sorted_entries(dir: &Path) -> io::Result<Vec<(PathBuf, fs::FileType)>> {
+    let mut entries = Vec::new();
+    for entry in fs::read_dir(dir)? {
+        let entry = entry?;
+        entries.push((entry.path(), entry.file_type()?));
+    }
+    entries.sort_by(|a, b| a.0.cmp(&b.0));
+    Ok(entries)
+}
+
+fn flat_suffix(c: Compression) -> &'static str {
+    match c {
+        Compression::None => ".jsonl",
+        Compression::Zstd => ".jsonl.zstd",
+    }
+}
+
+fn is_flat_artifact_name(path: &Path) -> bool {
+    path.file_name()
+        .and_then(|n| n.to_str())
+        .is_some_and(|name| ENCODINGS.iter().any(|c| name.ends_with(flat_suffix(*c))))
+}
+
+fn flat_artifact_error(path: &Path) -> LogError {
+    LogError::new(
+        LogErrorCode::Layout,
+        "a session log in the obsolete flat layout (a project dir holds session directories, not log files)",
+    )
+    .at_path(path)
+}
+
+fn encoding_word(c: Compression) -> &'static str {
+    match c {
+        Compression::None => "raw JSONL",
+        Compression::Zstd => "Zstandard",
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn project_key_matches_the_spec_examples() {
+        assert_eq!(
+            project_key("/Users/qyj/work/deepseek-harness").unwrap(),
+            "--Users-qyj-work-deepseek-harness--"
+        );
+        assert_eq!(project_key("C:\\work\\agent").unwrap(), "--C-work-agent--");
+        assert_eq!(
+            project_key("/开发/~agent").unwrap(),
+            "--~5F00~53D1-~007Eagent--"
+        );
+        assert_eq!(project_key("/").unwrap(), "--root--");
+    }
+
+    #[test]
+    fn project_key_escapes_each_surrogate_half_and_collapses_separator_runs() {
+        assert_eq!(project_key("/x/😀").unwrap(), "--x-~D83D~DE00--");
+        assert_eq!(project_key("//a\\:/b c").unwrap(), "--a-b~0020c--");
+        // Only separators collapse; a literal `-` is kept, and leading ones are stripped.
+        assert_eq!(project_key("/-a/-").unwrap(), "--a----");
+        assert_eq!(project_key(":::").unwrap(), "--root--");
+        assert_eq!(project_key("").unwrap_err().code, LogErrorCode::Layout);
+    }
+
+    #[test]
+    fn project_key_keeps_at_most_251_slug_characters() {
+        let long = format!("/{}", "a".repeat(300));
+        let key = project_key(&long).unwrap();
+        assert_eq!(key.len(), 251 + 4);
+        assert_eq!(key, format!("--{}--", "a".repeat(251)));
+        // The cut counts characters of the escaped slug, so it may split an escape.
+        let key = project_key(&format!("/{}é", "a".repeat(249))).unwrap();
+        assert_eq!(key, format!("--{}~0--", "a".repeat(249)));
+    }
+
+    #[test]
+    fn segments_are_escaped_and_dot_names_never_name_a_parent() {
+        assert_eq!(encode_segment("abc-1.2_3").unwrap(), "abc-1.2_3");
+        assert_eq!(encode_segment(".").unwrap(), "~002E");
+        assert_eq!(encode_segment("..").unwrap(), "~002E~002E");
+        assert_eq!(encode_segment("...").unwrap(), "...");
+        assert_eq!(encode_segment("a/b~c").unwrap(), "a~002Fb~007Ec");
+        assert_eq!(encode_segment("😀").unwrap(), "~D83D~DE00");
+        assert_eq!(encode_segment("").unwrap_err().code, LogErrorCode::Layout);
+        assert_eq!(project_dir_name(None).unwrap(), "_no-cwd");
+    }
+
+    #[test]
+    fn session_log_path_joins_root_project_session_and_transcript() {
+        let header = SessionHeader::new("s 1", 0, Some("/w/p".into()));
+        let path = session_log_path(Path::new("/r"), &header, Compression::Zstd).unwrap();
+        assert_eq!(path, Path::new("/r/--w-p--/s~00201/session.jsonl.zstd"));
+        let header = SessionHeader::new("s", 0, None);
+        let path = session_log_path(Path::new("/r"), &header, Compression::None).unwrap();
+        assert_eq!(path, Path::new("/r/_no-cwd/s/session.jsonl"));
+    }
+
+    #[test]
+    fn revision_displays_as_colon_separated_fields() {
+        let r = Revision {
+            dev: 1,
+            ino: 2,
+            size: 3,
+            mtime_ns: 4_000_000_005,
+            ctime_ns: -6,
+        };
+        assert_eq!(r.to_string(), "1:2:3:4000000005:-6");
+    }
+}

@@ -1,0 +1,584 @@
+//! The merged corpus (spec §4.8): the host's live sessions plus the logs under the sessions root, as one
+//! set of sessions keyed by id.
+//!
+//! - Live sessions come from [`HostContext`](host_api::abi::HostContext): header plus event envelopes as
+//!   JSON text, read as they are (an open turn stays open; no crash closers).
+//! - Persisted sessions come from [`SessionsRoot`]: headers from a listing, whole logs read leniently with
+//!   crash closers (DSH's non-mutating `inspect()`), never written.
+//! - Same id in both: the live session wins and its record says `live: true, persisted: true`. The two
+//!   headers must be compatible ([`SessionHeader::compatible_with`]) or the listing fails with
+//!   `SESSION_QUERY_SOURCE_CONFLICT`. An exact read of a live id never consults the sessions root, so a
+//!   broken log on disk cannot break a live session.
+//! - A broken log (DESIGN.md deviation 2) is left out and reported as a [`CorpusProblem`]; it never breaks
+//!   the listing or reads of other sessions. An exact read *of* that session fails with
+//!   `SESSION_QUERY_CORRUPT_SESSION` when the codec classes the failure [`ErrorClass::Corrupt`] and
+//!   `SESSION_QUERY_PERSISTENCE_FAILED` otherwise (spec §1.7, §4.11).
+//!
+//! Parsed sessions are kept in a bounded LRU (the `cache` module) keyed by path and revision (persisted) or id and
+//! header (live), so repeated reads of an unchanged log do not re-read it. Every method is thread-safe;
+//! locks guard only in-memory state and are never held across file reads or host calls.
+
+mod cache;
+#[cfg(test)]
+pub(crate) mod testing;
+
+use std::collections::{BTreeMap, HashMap};
+use std::path::{Path, PathBuf};
+use std::sync::{Arc, Mutex, MutexGuard, OnceLock};
+
+use abi_stable::std_types::{RStr, RString};
+use host_api::abi::{
+    CancelToken, CorpusProblem, ErrorCode, HostContextBox, LiveSession, LogLevel, PluginError,
+};
+use host_api::log::layout::{ListedSession, Revision, SessionsRoot};
+use host_api::log::read::{read_log, ReadOptions};
+use host_api::log::{ErrorClass, Event, LogError, SessionHeader};
+use host_api::surface::{FoldError, SurfaceFold};
+
+use cache::{CacheKey, LogCache, Stamp};
+
+/// Most sessions the cache keeps parsed at once.
+const CACHE_MAX_SESSIONS: usize = 48;
+/// Most events the cache keeps parsed at once, over all sessions (a few hundred MB at worst).
+const CACHE_MAX_EVENTS: usize = 400_000;
+
+/// One parsed session: header, events in seq order, and its surface fold, computed on first use.
+///
+/// Events are individually reference-counted so that a live session that grew shares its old prefix with
+/// the cached copy instead of deep-copying every payload.
+#[derive(Debug)]
+pub struct SessionData {
+    header: SessionHeader,
+    events: Vec<Arc<Event>>,
+    fold: OnceLock<Result<SurfaceFold, FoldError>>,
+}
+
+impl SessionData {
+    pub fn new(header: SessionHeader, events: Vec<Arc<Event>>) -> Self {
+        Self {
+            header,
+            events,
+            fold: OnceLock::new(),
+        }
+    }
+
+    pub fn header(&self) -> &SessionHeader {
+        &self.header
+    }
+
+    /// Every event in log order; `events()[i].seq == i` for a valid log (the fold checks it).
+    pub fn events(&self) -> &[Arc<Event>] {
+        &self.events
+    }
+
+    /// The event at `seq`, if the log holds one there with that seq.
+    pub fn event(&self, seq: u64) -> Option<&Event> {
+        let event = self.events.get(usize::try_from(seq).ok()?)?;
+        (event.seq == seq).then_some(event.as_ref())
+    }
+
+    /// The surface fold of the whole log (spec §2), folded once and then shared by every read.
+    pub fn fold(&self) -> Result<&SurfaceFold, &FoldError> {
+        self.fold
+            .get_or_init(|| SurfaceFold::fold(self.events.iter().map(|e| e.as_ref())))
+            .as_ref()
+    }
+
+    /// A session extended by events appended after this one's last: shares the old events and, when the
+    /// old fold is already known, continues it instead of refolding from the start.
+    fn extended(&self, header: SessionHeader, more: Vec<Arc<Event>>) -> Self {
+        let mut events = Vec::with_capacity(self.events.len() + more.len());
+        events.extend(self.events.iter().cloned());
+        let fold = OnceLock::new();
+        if let Some(Ok(old)) = self.fold.get() {
+            let mut fold_state = old.clone();
+            let result = more
+                .iter()
+                .try_for_each(|e| fold_state.apply(e).map(|_| ()));
+            let _ = fold.set(result.map(|()| fold_state));
+        }
+        events.extend(more);
+        Self {
+            header,
+            events,
+            fold,
+        }
+    }
+}
+
+/// A session loaded for an exact read.
+#[derive(Debug, Clone)]
+pub struct LoadedSession {
+    pub data: Arc<SessionData>,
+    /// Read from the host's memory rather than from a log.
+    pub live: bool,
+    /// The transcript it was read from, for a persisted session.
+    pub path: Option<PathBuf>,
+}
+
+impl LoadedSession {
+    pub fn header(&self) -> &SessionHeader {
+        self.data.header()
+    }
+
+    /// `session "<id>"`, plus ` at <path>` for a persisted log: how error messages name the session.
+    pub fn describe(&self) -> String {
+        describe(&self.data.header().id, self.path.as_deref())
+    }
+}
+
+fn describe(id: &str, path: Option<&Path>) -> String {
+    match path {
+        Some(path) => format!("session {id:?} at {}", path.display()),
+        None => format!("session {id:?}"),
+    }
+}
+
+/// One session of a corpus listing: its header (the live one when live) and where it is available.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct CorpusSession {
+    pub header: SessionHeader,
+    pub live: bool,
+    pub persisted: bool,
+    /// The sessions root's entry for this id, when it has one.
+    pub listed: Option<ListedSession>,
+}
+
+/// What the corpus could not read, by path: the last listing's problems and every failed log read.
+#[derive(Default)]
+struct Problems {
+    /// `None` until the first listing.
+    listing: Option<Vec<CorpusProblem>>,
+    /// A listed log that failed to read, with the revision that failed.
+    reads: BTreeMap<PathBuf, (Revision, CorpusProblem)>,
+}
+
+/// The merged corpus.
+pub struct Corpus {
+    host: Arc<HostContextBox>,
+    root: Option<SessionsRoot>,
+    cache: Mutex<LogCache>,
+    problems: Mutex<Problems>,
+}
+
+impl Corpus {
+    pub fn new(host: Arc<HostContextBox>, sessions_root: Option<PathBuf>) -> Self {
+        Self {
+            host,
+            root: sessions_root.map(SessionsRoot::new),
+            cache: Mutex::new(LogCache::new(CACHE_MAX_SESSIONS, CACHE_MAX_EVENTS)),
+            problems: Mutex::new(Problems::default()),
+        }
+    }
+
+    pub fn host(&self) -> &HostContextBox {
+        &self.host
+    }
+
+    pub fn sessions_root(&self) -> Option<&Path> {
+        self.root.as_ref().map(SessionsRoot::root)
+    }
+
+    /// Whether the host tripped `cancel` (`0` can never be cancelled).
+    pub fn is_cancelled(&self, cancel: CancelToken) -> bool {
+        cancel != 0 && self.host.is_cancelled(cancel)
+    }
+
+    /// `Err(SESSION_QUERY_ABORTED)` when the host tripped `cancel`.
+    pub fn check_cancelled(&self, cancel: CancelToken, what: &str) -> Result<(), PluginError> {
+        if self.is_cancelled(cancel) {
+            return Err(PluginError::new(
+                ErrorCode::SessionQueryAborted,
+                format!("{what} aborted: the call was cancelled"),
+            ));
+        }
+        Ok(())
+    }
+
+    /// Every session of the corpus, in no particular order. Persisted headers come from the listing (no
+    /// log is parsed); a live session overrides the persisted one with the same id after a compatibility
+    /// check. Logs the listing cannot read are left out and reported through [`Corpus::problems`].
+    pub fn list(&self, cancel: CancelToken) -> Result<Vec<CorpusSession>, PluginError> {
+        self.check_cancelled(cancel, "listing sessions")?;
+        let live: Vec<LiveSession> = self.host.live_sessions().into_iter().collect();
+        let mut by_id: HashMap<String, CorpusSession> = HashMap::with_capacity(live.len());
+        for session in &live {
+            let header = SessionHeader::from(&session.header);
+            by_id.insert(
+                header.id.clone(),
+                CorpusSession {
+                    header,
+                    live: true,
+                    persisted: false,
+                    listed: None,
+                },
+            );
+        }
+        self.check_cancelled(cancel, "listing sessions")?;
+        for listed in self.list_persisted()? {
+            match by_id.get_mut(&listed.header.id) {
+                Some(live) => {
+                    if !live.header.compatible_with(&listed.header) {
+                        return Err(conflict(&live.header, &listed));
+                    }
+                    live.persisted = true;
+                    live.listed = Some(listed);
+                }
+                None => {
+                    by_id.insert(
+                        listed.header.id.clone(),
+                        CorpusSession {
+                            header: listed.header.clone(),
+                            live: false,
+                            persisted: true,
+                            listed: Some(listed),
+                        },
+                    );
+                }
+            }
+        }
+        Ok(by_id.into_values().collect())
+    }
+
+    /// The sessions the sessions root lists (empty without a root). Records the listing's problems.
+    /// Fails (`PERSISTENCE_FAILED`) only when the root exists but cannot be read as a directory.
+    pub fn list_persisted(&self) -> Result<Vec<ListedSession>, PluginError> {
+        let Some(root) = &self.root else {
+            return Ok(Vec::new());
+        };
+        self.list_root(root).map_err(|e| {
+            PluginError::new(
+                ErrorCode::SessionQueryPersistenceFailed,
+                format!(
+                    "cannot list the sessions root {}: {}",
+                    root.root().display(),
+                    log_error_text(&e)
+                ),
+            )
+        })
+    }
+
+    fn list_root(&self, root: &SessionsRoot) -> Result<Vec<ListedSession>, LogError> {
+        let listing = root.list()?;
+        let problems: Vec<CorpusProblem> = listing
+            .problems
+            .iter()
+            .map(|e| problem(root.root(), None, e))
+            .collect();
+        let mut state = lock(&self.problems);
+        state.listing = Some(problems);
+        // A failed read of a log that no longer lists at that path is no longer news.
+        state
+            .reads
+            .retain(|path, _| listing.sessions.iter().any(|s| &s.path == path));
+        drop(state);
+        Ok(listing.sessions)
+    }
+
+    /// Loads one session for an exact read: the live session when `id` is live (persistence is never
+    /// consulted then), else the persisted log. `SESSION_NOT_FOUND` when neither has it.
+    pub fn load(&self, id: &str, cancel: CancelToken) -> Result<LoadedSession, PluginError> {
+        self.check_cancelled(cancel, "reading a session")?;
+        if let Some(loaded) = self.load_live(id)? {
+            return Ok(loaded);
+        }
+        let Some(root) = &self.root else {
+            return Err(not_found(
+                id,
+                "it is not live and no sessions root is configured",
+            ));
+        };
+        if id.is_empty() {
+            return Err(not_found(id, "an empty id names no session"));
+        }
+        let listed = match root.find(id) {
+            Ok(Some(listed)) => listed,
+            Ok(None) => return Err(not_found(id, "it is neither live nor in the sessions root")),
+            Err(e) => {
+                if let Some(path) = &e.path {
+                    self.record_read_problem(path, None, Some(id), &e);
+                }
+                return Err(read_failure(id, &e));
+            }
+        };
+        self.check_cancelled(cancel, "reading a session")?;
+        let data = self.read_listed(&listed)?;
+        // The session may have gone live while its log was read; live wins (spec §5 "Load").
+        if let Some(loaded) = self.load_live(id)? {
+            return Ok(loaded);
+        }
+        Ok(LoadedSession {
+            data,
+            live: false,
+            path: Some(listed.path),
+        })
+    }
+
+    /// The parsed log of a listed session, from the cache when its revision is unchanged. A failure is
+    /// recorded as a problem of that path; a later successful read clears it.
+    pub fn read_listed(&self, listed: &ListedSession) -> Result<Arc<SessionData>, PluginError> {
+        let key = CacheKey::Persisted(listed.path.clone());
+        let stamp = Stamp::Revision(listed.revision);
+        if let Some(data) = lock(&self.cache).get_exact(&key, &stamp) {
+            return Ok(data);
+        }
+        let id = listed.header.id.as_str();
+        let opts = ReadOptions {
+            strict_header: false,
+            expected_id: Some(id.to_string()),
+            crash_closers: true,
+        };
+        let log = match read_log(&listed.path, &opts) {
+            Ok(log) => log,
+            Err(e) => {
+                let e = e.at_path(&listed.path);
+                self.record_read_problem(&listed.path, Some(listed.revision), Some(id), &e);
+                return Err(read_failure(id, &e));
+            }
+        };
+        if !log.header.compatible_with(&listed.header) {
+            return Err(PluginError::new(
+                ErrorCode::SessionQuerySourceConflict,
+                format!(
+                    "{}: the header read with the log differs from the listed header (the file changed while it was read)",
+                    describe(id, Some(&listed.path))
+                ),
+            ));
+        }
+        let events = log.events.into_iter().map(Arc::new).collect();
+        let data = Arc::new(SessionData::new(log.header, events));
+        // DSH's inspect() ends by constructing a Session, which folds the surface (spec §1.7 step 7), so a
+        // stored log that does not fold is corrupt, not merely an invalid surface.
+        if let Err(fold_error) = data.fold() {
+            let e = LogError::from(fold_error.clone()).at_path(&listed.path);
+            self.record_read_problem(&listed.path, Some(listed.revision), Some(id), &e);
+            return Err(read_failure(id, &e));
+        }
+        lock(&self.problems).reads.remove(&listed.path);
+        // Only a log that did not change while it was read may be remembered under its revision.
+        if Revision::of(&listed.path).ok() == Some(listed.revision) {
+            lock(&self.cache).insert(key, stamp, data.clone());
+        }
+        Ok(data)
+    }
+
+    /// The live session `id` as the host holds it now, or `None` when it is not live. Only what was
+    /// appended since the cached copy is fetched and parsed.
+    pub fn load_live(&self, id: &str) -> Result<Option<LoadedSession>, PluginError> {
+        let Some(live) = self.host.live_session(RStr::from_str(id)).into_option() else {
+            return Ok(None);
+        };
+        let header = SessionHeader::from(&live.header);
+        let key = CacheKey::Live(id.to_string());
+        let cached = match lock(&self.cache).get(&key) {
+            Some((Stamp::Live(h), data))
+                if h == header && data.events().len() as u64 <= live.event_count =>
+            {
+                Some(data)
+            }
+            _ => None,
+        };
+        if let Some(data) = &cached {
+            if data.events().len() as u64 == live.event_count {
+                return Ok(Some(LoadedSession {
+                    data: data.clone(),
+                    live: true,
+                    path: None,
+                }));
+            }
+        }
+        let from = cached.as_ref().map_or(0, |d| d.events().len() as u64);
+        let Some(texts) = self
+            .host
+            .live_events(RStr::from_str(id), from)
+            .into_option()
+        else {
+            return Ok(None);
+        };
+        let more = parse_live_events(id, from, &texts)?;
+        let data = match cached {
+            // The host answered with something else than the continuation (it restarted the session or
+            // does not honour `from_seq`): read the whole session again.
+            Some(_) if more.first().is_some_and(|e| e.seq != from) => {
+                let Some(texts) = self.host.live_events(RStr::from_str(id), 0).into_option() else {
+                    return Ok(None);
+                };
+                SessionData::new(header.clone(), parse_live_events(id, 0, &texts)?)
+            }
+            Some(old) => old.extended(header.clone(), more),
+            None => SessionData::new(header.clone(), more),
+        };
+        let data = Arc::new(data);
+        lock(&self.cache).insert(key, Stamp::Live(header), data.clone());
+        Ok(Some(LoadedSession {
+            data,
+            live: true,
+            path: None,
+        }))
+    }
+
+    /// Sessions and logs the corpus cannot read: a fresh listing's problems plus every listed log whose
+    /// last read failed (re-read when its file changed since). Never fails: a sessions root that cannot be
+    /// listed is itself reported.
+    pub fn problems(&self) -> Vec<CorpusProblem> {
+        let Some(root) = &self.root else {
+            return Vec::new();
+        };
+        let listed = match self.list_root(root) {
+            Ok(listed) => listed,
+            Err(e) => return vec![problem(root.root(), None, &e)],
+        };
+        // Failed logs whose file changed since: read them again so a fixed log leaves the report.
+        let stale: Vec<&ListedSession> = {
+            let state = lock(&self.problems);
+            listed
+                .iter()
+                .filter(|s| {
+                    state
+                        .reads
+                        .get(&s.path)
+                        .is_some_and(|(rev, _)| *rev != s.revision)
+                })
+                .collect()
+        };
+        for session in stale {
+            let _ = self.read_listed(session);
+        }
+        self.recorded_problems()
+    }
+
+    fn recorded_problems(&self) -> Vec<CorpusProblem> {
+        let state = lock(&self.problems);
+        let mut out: Vec<CorpusProblem> = state.listing.clone().unwrap_or_default();
+        out.extend(state.reads.values().map(|(_, p)| p.clone()));
+        out
+    }
+
+    /// Remembers that the log at `path` failed to read, and tells the host's log the first time this
+    /// revision fails (a search or a listing may meet the same broken log many times).
+    fn record_read_problem(
+        &self,
+        path: &Path,
+        revision: Option<Revision>,
+        id: Option<&str>,
+        e: &LogError,
+    ) {
+        let Some(revision) = revision.or_else(|| Revision::of(path).ok()) else {
+            return;
+        };
+        let root = self.sessions_root().unwrap_or(path);
+        let entry = (revision, problem(root, id, e));
+        let first_time = lock(&self.problems)
+            .reads
+            .insert(path.to_path_buf(), entry.clone())
+            .is_none_or(|old| old != entry);
+        if first_time {
+            let message = format!(
+                "session search leaves out the log at {}: {}",
+                path.display(),
+                log_error_text(e)
+            );
+            self.host.log(LogLevel::Warn, RStr::from_str(&message));
+        }
+    }
+}
+
+/// Parses the host's JSON envelopes of a live session, expected to start at `from`.
+fn parse_live_events(
+    id: &str,
+    from: u64,
+    texts: &[RString],
+) -> Result<Vec<Arc<Event>>, PluginError> {
+    texts
+        .iter()
+        .enumerate()
+        .map(|(i, text)| {
+            let bad = |why: String| {
+                PluginError::new(
+                    ErrorCode::SessionQueryCorruptSession,
+                    format!(
+                        "live session {id:?}: event #{} from the host is invalid: {why}",
+                        from + i as u64
+                    ),
+                )
+            };
+            let value = host_api::json::parse_lossy(text.as_bytes())
+                .map_err(|e| bad(format!("not JSON: {e}")))?;
+            Event::from_value(value)
+                .map(Arc::new)
+                .map_err(|e| bad(log_error_text(&e)))
+        })
+        .collect()
+}
+
+fn lock<T>(mutex: &Mutex<T>) -> MutexGuard<'_, T> {
+    // The guarded state is a cache and a report; a panic elsewhere cannot leave either inconsistent in a
+    // way that matters, so a poisoned lock is taken over rather than propagated.
+    mutex
+        .lock()
+        .unwrap_or_else(|poisoned| poisoned.into_inner())
+}
+
+fn not_found(id: &str, why: &str) -> PluginError {
+    PluginError::new(
+        ErrorCode::SessionQuerySessionNotFound,
+        format!("session {id:?} not found: {why}"),
+    )
+}
+
+fn conflict(live: &SessionHeader, listed: &ListedSession) -> PluginError {
+    PluginError::new(
+        ErrorCode::SessionQuerySourceConflict,
+        format!(
+            "live session {:?} and the persisted log at {} have incompatible headers (version, createdAt, cwd, parentSession, seedLength or delegationDepth differ)",
+            live.id,
+            listed.path.display()
+        ),
+    )
+}
+
+/// The query error for a persisted log that failed to read (spec §1.7, §4.11): only a logical
+/// validation failure is `CORRUPT_SESSION`; physical failures and refusals are `PERSISTENCE_FAILED`.
+pub fn read_failure(id: &str, e: &LogError) -> PluginError {
+    let (code, what) = match e.class() {
+        ErrorClass::Corrupt => (ErrorCode::SessionQueryCorruptSession, "is corrupt"),
+        ErrorClass::Physical | ErrorClass::Unsupported => (
+            ErrorCode::SessionQueryPersistenceFailed,
+            "could not be read",
+        ),
+    };
+    PluginError::new(
+        code,
+        format!(
+            "stored {} {what}: {}",
+            describe(id, e.path.as_deref()),
+            log_error_text(e)
+        ),
+    )
+}
+
+/// A codec error without its path (callers name the path themselves): `line N: seq S: message [CODE]`.
+fn log_error_text(e: &LogError) -> String {
+    let mut out = String::new();
+    if let Some(line) = e.line {
+        out.push_str(&format!("line {line}: "));
+    }
+    if let Some(seq) = e.seq {
+        out.push_str(&format!("seq {seq}: "));
+    }
+    out.push_str(&format!("{} [{}]", e.message, e.code));
+    out
+}
+
+fn problem(root: &Path, id: Option<&str>, e: &LogError) -> CorpusProblem {
+    let path = e.path.as_deref().unwrap_or(root);
+    CorpusProblem {
+        path: path.display().to_string().into(),
+        session_id: id.map(RString::from).into(),
+        code: e.code.as_str().into(),
+        message: log_error_text(e).into(),
+    }
+}
+
+#[cfg(test)]
+mod tests;

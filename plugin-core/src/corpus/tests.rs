@@ -1,0 +1,424 @@
+//! Tests of the merged corpus: live vs persisted, conflicts, broken logs, the cache, cancellation.
+
+use std::sync::Arc;
+
+use host_api::abi::ErrorCode;
+
+use super::testing::*;
+use super::*;
+
+fn by_id<'a>(sessions: &'a [CorpusSession], id: &str) -> &'a CorpusSession {
+    sessions.iter().find(|s| s.header.id == id).unwrap()
+}
+
+#[test]
+fn live_only_corpus_lists_and_loads_live_sessions_as_is() {
+    let (host, corpus) = corpus(None);
+    let mut log = LogBuilder::new();
+    log.turn_start(1);
+    log.user("still typing"); // an open turn: no closers for a live session
+    host.set_live(&header("live", 5), &log.events);
+
+    let sessions = corpus.list(0).unwrap();
+    assert_eq!(sessions.len(), 1);
+    assert!(sessions[0].live && !sessions[0].persisted);
+    let loaded = corpus.load("live", 0).unwrap();
+    assert!(loaded.live && loaded.path.is_none());
+    assert_eq!(loaded.data.events().len(), 2);
+    assert_eq!(
+        loaded.data.events()[1].to_json_line(),
+        log.events[1].to_json_line()
+    );
+
+    let err = corpus.load("nope", 0).unwrap_err();
+    assert_eq!(err.code, ErrorCode::SessionQuerySessionNotFound);
+    assert!(err.message.contains("\"nope\""), "{}", err.message);
+    assert!(corpus.problems().is_empty());
+}
+
+#[test]
+fn a_growing_live_session_is_fetched_incrementally_and_folded_on() {
+    let (host, corpus) = corpus(None);
+    let mut log = conversation("hello", "hi");
+    let h = header("s", 1);
+    host.set_live(&h, &log.events);
+    let first = corpus.load("s", 0).unwrap();
+    assert_eq!(first.data.fold().unwrap().nodes(), &[1, 2]);
+
+    // Unchanged: served from the cache without asking for events again.
+    let calls = host.event_calls.lock().unwrap().len();
+    let again = corpus.load("s", 0).unwrap();
+    assert!(Arc::ptr_eq(&first.data, &again.data));
+    assert_eq!(host.event_calls.lock().unwrap().len(), calls);
+
+    // Grown: only the new events are fetched, the old ones shared, the fold continued.
+    log.turn_start(2);
+    let seq = log.user("more");
+    host.append_live_raw(
+        "s",
+        &[log.events[4].to_json_line(), log.events[5].to_json_line()],
+    );
+    let grown = corpus.load("s", 0).unwrap();
+    assert_eq!(
+        host.event_calls.lock().unwrap().last().unwrap(),
+        &("s".to_string(), 4)
+    );
+    assert_eq!(grown.data.events().len(), 6);
+    assert!(Arc::ptr_eq(
+        &first.data.events()[0],
+        &grown.data.events()[0]
+    ));
+    assert_eq!(grown.data.fold().unwrap().nodes(), &[1, 2, seq]);
+    assert_eq!(
+        grown.data.fold().unwrap(),
+        &SurfaceFold::fold(log.events.iter()).unwrap()
+    );
+}
+
+#[test]
+fn a_live_session_replaced_under_the_same_id_is_read_again() {
+    let (host, corpus) = corpus(None);
+    host.set_live(&header("s", 1), &conversation("one", "two").events);
+    corpus.load("s", 0).unwrap();
+    // Another header (a new session reusing the id): the cached prefix does not count.
+    let log = conversation("three", "four");
+    host.set_live(&header("s", 2), &log.events);
+    let loaded = corpus.load("s", 0).unwrap();
+    assert_eq!(loaded.header().created_at, 2);
+    assert_eq!(
+        host_api::text::event_text(&loaded.data.events()[1]),
+        "three"
+    );
+}
+
+#[test]
+fn invalid_live_envelopes_are_corrupt_sessions() {
+    let (host, corpus) = corpus(None);
+    host.set_live(&header("s", 1), &[]);
+    host.append_live_raw("s", &["{\"type\":\"turn/start\",\"seq\":0}".to_string()]);
+    let err = corpus.load("s", 0).unwrap_err();
+    assert_eq!(err.code, ErrorCode::SessionQueryCorruptSession);
+    assert!(
+        err.message.contains("live session \"s\""),
+        "{}",
+        err.message
+    );
+    host.set_live(&header("t", 1), &[]);
+    host.append_live_raw("t", &["not json".to_string()]);
+    assert_eq!(
+        corpus.load("t", 0).unwrap_err().code,
+        ErrorCode::SessionQueryCorruptSession
+    );
+}
+
+#[test]
+fn persisted_sessions_list_from_headers_and_load_with_closers() {
+    let dir = tempfile::tempdir().unwrap();
+    let (_host, corpus) = corpus(Some(dir.path()));
+    let mut open = LogBuilder::new();
+    open.turn_start(1);
+    open.user("crashed mid-turn");
+    let path = write_log(dir.path(), &header("open", 3), &open);
+    write_log(dir.path(), &header("done", 4), &conversation("q", "a"));
+
+    let sessions = corpus.list(0).unwrap();
+    assert_eq!(sessions.len(), 2);
+    let s = by_id(&sessions, "open");
+    assert!(!s.live && s.persisted);
+    assert_eq!(s.listed.as_ref().unwrap().path, path);
+
+    let loaded = corpus.load("open", 0).unwrap();
+    assert!(!loaded.live);
+    assert_eq!(loaded.path.as_deref(), Some(path.as_path()));
+    // Stored events plus the in-memory closer for the open turn.
+    let kinds: Vec<&str> = loaded
+        .data
+        .events()
+        .iter()
+        .map(|e| e.kind.as_str())
+        .collect();
+    assert_eq!(kinds, ["turn/start", "user/message", "turn/end"]);
+    assert_eq!(
+        loaded.data.events()[2].data["reason"]["kind"],
+        "interrupted"
+    );
+    // The file is never touched.
+    assert_eq!(
+        std::fs::read_to_string(&path).unwrap(),
+        open.text(&header("open", 3))
+    );
+}
+
+#[test]
+fn live_wins_over_the_persisted_log_with_the_same_id() {
+    let dir = tempfile::tempdir().unwrap();
+    let (host, corpus) = corpus(Some(dir.path()));
+    let h = header("both", 7);
+    write_log(dir.path(), &h, &conversation("old on disk", "a"));
+    let mut live_header = h.clone();
+    live_header.agent_preset = Some("preset-is-not-compared".into());
+    live_header.delegation_depth = None; // absent reads as 0
+    let live_log = conversation("newer in memory", "b");
+    host.set_live(&live_header, &live_log.events);
+
+    let sessions = corpus.list(0).unwrap();
+    assert_eq!(sessions.len(), 1);
+    let s = &sessions[0];
+    assert!(s.live && s.persisted);
+    assert_eq!(s.header, live_header);
+    let loaded = corpus.load("both", 0).unwrap();
+    assert!(loaded.live);
+    assert_eq!(
+        host_api::text::event_text(&loaded.data.events()[1]),
+        "newer in memory"
+    );
+
+    // Once it is no longer live, the log is what is read.
+    host.remove_live("both");
+    let loaded = corpus.load("both", 0).unwrap();
+    assert!(!loaded.live);
+    assert_eq!(
+        host_api::text::event_text(&loaded.data.events()[1]),
+        "old on disk"
+    );
+}
+
+#[test]
+fn incompatible_live_and_persisted_headers_are_a_source_conflict() {
+    let dir = tempfile::tempdir().unwrap();
+    let (host, corpus) = corpus(Some(dir.path()));
+    write_log(dir.path(), &header("x", 1), &conversation("q", "a"));
+    host.set_live(&header("x", 2), &[]);
+    let err = corpus.list(0).unwrap_err();
+    assert_eq!(err.code, ErrorCode::SessionQuerySourceConflict);
+    assert!(err.message.contains("\"x\""), "{}", err.message);
+    // A known-live target never consults persistence on exact reads.
+    assert!(corpus.load("x", 0).unwrap().live);
+}
+
+#[test]
+fn a_broken_log_is_reported_and_everything_else_still_reads() {
+    let dir = tempfile::tempdir().unwrap();
+    let (host, corpus) = corpus(Some(dir.path()));
+    write_log(dir.path(), &header("good", 1), &conversation("fine", "ok"));
+
+    // Logical corruption: a user message without an id (message shape, spec §1.7 step 4).
+    let mut bad_shape = conversation("q", "a");
+    bad_shape.events[1].data =
+        serde_json::json!({"role": "user", "content": [], "source": {"kind": "user"}, "id": ""});
+    let corrupt_path = write_log(dir.path(), &header("corrupt", 2), &bad_shape);
+
+    // Physical damage: garbage before a committed turn/end.
+    let h = header("gap", 3);
+    let log = conversation("q", "a");
+    let mut text = h.to_json_line() + "\n" + &log.events[0].to_json_line() + "\n{garbage\n";
+    for e in &log.events[1..] {
+        text.push_str(&e.to_json_line());
+        text.push('\n');
+    }
+    let gap_path = write_raw(dir.path(), &h, &text);
+
+    // Unreadable header: the listing leaves it out and reports it.
+    let broken_header = write_raw(dir.path(), &header("nohead", 4), "{not a header\n");
+
+    // Does not fold: a replace of a seq that is not on the surface.
+    let mut unfoldable = conversation("q", "a");
+    unfoldable.checkpoint("summary", 0, 0, vec![0]);
+    let unfoldable_path = write_log(dir.path(), &header("unfoldable", 5), &unfoldable);
+
+    let sessions = corpus.list(0).unwrap();
+    let mut ids: Vec<&str> = sessions.iter().map(|s| s.header.id.as_str()).collect();
+    ids.sort();
+    assert_eq!(ids, ["corrupt", "gap", "good", "unfoldable"]);
+    assert_eq!(corpus.load("good", 0).unwrap().data.events().len(), 4);
+
+    let err = corpus.load("corrupt", 0).unwrap_err();
+    assert_eq!(err.code, ErrorCode::SessionQueryCorruptSession);
+    assert!(
+        err.message.contains("\"corrupt\"")
+            && err.message.contains(&corrupt_path.display().to_string()),
+        "{}",
+        err.message
+    );
+    // The host's log hears about a broken log once, not at every read.
+    let logged = host.log_lines.load(std::sync::atomic::Ordering::Relaxed);
+    assert!(logged >= 1);
+    assert_eq!(
+        corpus.load("corrupt", 0).unwrap_err().code,
+        ErrorCode::SessionQueryCorruptSession
+    );
+    assert_eq!(
+        host.log_lines.load(std::sync::atomic::Ordering::Relaxed),
+        logged
+    );
+    let err = corpus.load("gap", 0).unwrap_err();
+    assert_eq!(
+        err.code,
+        ErrorCode::SessionQueryPersistenceFailed,
+        "{}",
+        err.message
+    );
+    let err = corpus.load("nohead", 0).unwrap_err();
+    assert_eq!(
+        err.code,
+        ErrorCode::SessionQueryPersistenceFailed,
+        "{}",
+        err.message
+    );
+    let err = corpus.load("unfoldable", 0).unwrap_err();
+    assert_eq!(
+        err.code,
+        ErrorCode::SessionQueryCorruptSession,
+        "{}",
+        err.message
+    );
+    assert!(
+        err.message.contains("invalid session surface"),
+        "{}",
+        err.message
+    );
+
+    let problems = corpus.problems();
+    let find = |path: &Path| {
+        problems
+            .iter()
+            .find(|p| p.path.as_str() == path.display().to_string())
+    };
+    let p = find(&corrupt_path).expect("corrupt log reported");
+    assert_eq!(
+        p.session_id.as_ref().map(|s| s.as_str()),
+        abi_stable::std_types::ROption::RSome("corrupt")
+    );
+    assert_eq!(p.code.as_str(), "LOG_INVALID_MESSAGE");
+    assert_eq!(
+        find(&gap_path).unwrap().code.as_str(),
+        "LOG_UNPARSABLE_LINE"
+    );
+    assert_eq!(
+        find(&broken_header).unwrap().code.as_str(),
+        "LOG_HEADER_NOT_JSON"
+    );
+    assert_eq!(
+        find(&unfoldable_path).unwrap().code.as_str(),
+        "LOG_INVALID_SURFACE"
+    );
+    assert_eq!(problems.len(), 4, "{problems:?}");
+
+    // Fixing a log (a new revision) clears its problem at the next look.
+    write_log(
+        dir.path(),
+        &header("corrupt", 2),
+        &conversation("fixed", "now"),
+    );
+    let problems = corpus.problems();
+    assert!(
+        problems
+            .iter()
+            .all(|p| p.path.as_str() != corrupt_path.display().to_string()),
+        "{problems:?}"
+    );
+    assert_eq!(problems.len(), 3);
+    // Deleting a log drops its problem too.
+    std::fs::remove_file(&gap_path).unwrap();
+    assert_eq!(corpus.problems().len(), 2);
+}
+
+#[test]
+fn unchanged_logs_come_from_the_cache_and_changed_ones_are_read_again() {
+    let dir = tempfile::tempdir().unwrap();
+    let (_host, corpus) = corpus(Some(dir.path()));
+    let h = header("s", 1);
+    let mut log = conversation("q", "a");
+    write_log(dir.path(), &h, &log);
+    let first = corpus.load("s", 0).unwrap();
+    let second = corpus.load("s", 0).unwrap();
+    assert!(Arc::ptr_eq(&first.data, &second.data));
+
+    log.turn_start(2);
+    log.user("appended");
+    log.assistant(2, "answer");
+    log.turn_end(2);
+    write_log(dir.path(), &h, &log);
+    let third = corpus.load("s", 0).unwrap();
+    assert!(!Arc::ptr_eq(&first.data, &third.data));
+    assert_eq!(third.data.events().len(), 8);
+}
+
+#[test]
+fn a_missing_root_is_an_empty_corpus_and_a_file_root_fails_listing() {
+    let dir = tempfile::tempdir().unwrap();
+    let (_host, corpus_missing) = corpus(Some(&dir.path().join("absent")));
+    assert!(corpus_missing.list(0).unwrap().is_empty());
+    assert_eq!(
+        corpus_missing.load("x", 0).unwrap_err().code,
+        ErrorCode::SessionQuerySessionNotFound
+    );
+
+    let file = dir.path().join("file");
+    std::fs::write(&file, "x").unwrap();
+    let (_host, corpus_file) = corpus(Some(&file));
+    assert_eq!(
+        corpus_file.list(0).unwrap_err().code,
+        ErrorCode::SessionQueryPersistenceFailed
+    );
+    assert_eq!(
+        corpus_file.load("x", 0).unwrap_err().code,
+        ErrorCode::SessionQueryPersistenceFailed
+    );
+    let problems = corpus_file.problems();
+    assert_eq!(problems.len(), 1);
+    assert_eq!(problems[0].path.as_str(), file.display().to_string());
+}
+
+#[test]
+fn cancellation_aborts() {
+    let (host, corpus) = corpus(None);
+    host.set_live(&header("s", 1), &[]);
+    host.cancel(9);
+    assert_eq!(
+        corpus.list(9).unwrap_err().code,
+        ErrorCode::SessionQueryAborted
+    );
+    assert_eq!(
+        corpus.load("s", 9).unwrap_err().code,
+        ErrorCode::SessionQueryAborted
+    );
+    // Token 0 is never cancelled, and other tokens are independent.
+    assert!(corpus.load("s", 0).is_ok());
+    assert!(corpus.load("s", 8).is_ok());
+}
+
+#[test]
+fn concurrent_reads_agree() {
+    let dir = tempfile::tempdir().unwrap();
+    let (host, corpus) = corpus(Some(dir.path()));
+    for i in 0..6 {
+        write_log(
+            dir.path(),
+            &header(&format!("p{i}"), i),
+            &conversation(&format!("q{i}"), "a"),
+        );
+    }
+    host.set_live(&header("live", 100), &conversation("l", "a").events);
+    let corpus = Arc::new(corpus);
+    let handles: Vec<_> = (0..4)
+        .map(|t| {
+            let corpus = corpus.clone();
+            std::thread::spawn(move || {
+                for round in 0..10 {
+                    let id = if (t + round) % 3 == 0 {
+                        "live".to_string()
+                    } else {
+                        format!("p{}", (t + round) % 6)
+                    };
+                    let loaded = corpus.load(&id, 0).unwrap();
+                    assert_eq!(loaded.header().id, id);
+                    assert_eq!(corpus.list(0).unwrap().len(), 7);
+                }
+            })
+        })
+        .collect();
+    for h in handles {
+        h.join().unwrap();
+    }
+}

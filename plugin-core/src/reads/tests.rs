@@ -1,0 +1,746 @@
+//! Tests of every exact read: the happy path and each error code path.
+
+use std::path::Path;
+
+use abi_stable::std_types::{ROption, RString, RVec};
+use host_api::abi::*;
+use host_api::log::{Event, SessionHeader};
+use serde_json::json;
+
+use super::Reads;
+use crate::corpus::testing::*;
+
+fn reads(root: Option<&Path>) -> (std::sync::Arc<FakeState>, Reads) {
+    let (host, corpus) = corpus(root);
+    (host, Reads::new(corpus, 5))
+}
+
+fn ids(records: &[SessionRecord]) -> Vec<&str> {
+    records.iter().map(|r| r.header.id.as_str()).collect()
+}
+
+fn code<T: std::fmt::Debug>(r: Result<T, PluginError>) -> ErrorCode {
+    r.unwrap_err().code
+}
+
+/// 0 turn/start, 1 user, 2 assistant, 3 turn/end, 4 compaction/start, 5 checkpoint replacing 1..=2,
+/// 6 checkpoint replacing 5 (a replace of a replacement), 7 user appended after.
+fn compacted() -> LogBuilder {
+    let mut log = conversation("the original question", "the original answer");
+    log.push(
+        "compaction/start",
+        json!({"compactionId": "k", "turn": null}),
+    );
+    log.checkpoint("first summary", 1, 2, vec![4, 1, 2]);
+    log.checkpoint("second summary", 5, 5, vec![5]);
+    log.user("after compaction");
+    log
+}
+
+/// A live session that does not fold: a message event without a surfaceOp.
+fn unfoldable() -> Vec<Event> {
+    let mut log = conversation("q", "a");
+    log.events[2].surface_op = None;
+    log.events
+}
+
+#[test]
+fn list_sessions_orders_newest_first_then_by_id_bytes() {
+    let dir = tempfile::tempdir().unwrap();
+    let (host, reads) = reads(Some(dir.path()));
+    write_log(dir.path(), &header("b", 10), &conversation("q", "a"));
+    write_log(dir.path(), &header("a", 10), &conversation("q", "a"));
+    write_log(dir.path(), &header("Z", 10), &conversation("q", "a"));
+    write_log(dir.path(), &header("both", 5), &conversation("q", "a"));
+    host.set_live(&header("both", 5), &[]);
+    host.set_live(&header("new", 20), &[]);
+    let records = reads.list_sessions(0).unwrap();
+    assert_eq!(ids(&records), ["new", "Z", "a", "b", "both"]);
+    assert!(records[0].live && !records[0].persisted);
+    assert!(!records[1].live && records[1].persisted);
+    assert!(records[4].live && records[4].persisted);
+    host.cancel(3);
+    assert_eq!(code(reads.list_sessions(3)), ErrorCode::SessionQueryAborted);
+}
+
+#[test]
+fn read_session_returns_every_event_as_json_text() {
+    let dir = tempfile::tempdir().unwrap();
+    let (host, reads) = reads(Some(dir.path()));
+    let mut open = LogBuilder::new();
+    open.turn_start(1);
+    open.user("q");
+    write_log(dir.path(), &header("disk", 1), &open);
+    host.set_live(&header("live", 2), &open.events);
+
+    let disk = reads.read_session("disk").unwrap();
+    assert_eq!(disk.session.id.as_str(), "disk");
+    assert_eq!(
+        disk.events.len(),
+        3,
+        "the crash closer is included for a persisted log"
+    );
+    assert_eq!(disk.events[1].as_str(), open.events[1].to_json_line());
+    let closer: serde_json::Value = serde_json::from_str(disk.events[2].as_str()).unwrap();
+    assert_eq!(closer["type"], "turn/end");
+
+    let live = reads.read_session("live").unwrap();
+    assert_eq!(live.events.len(), 2, "a live session is read as-is");
+
+    assert_eq!(
+        code(reads.read_session("missing")),
+        ErrorCode::SessionQuerySessionNotFound
+    );
+    host.set_live(&header("bad", 3), &unfoldable());
+    let err = reads.read_session("bad").unwrap_err();
+    assert_eq!(err.code, ErrorCode::SessionQueryInvalidSurface);
+    assert!(
+        err.message.starts_with("invalid session surface: "),
+        "{}",
+        err.message
+    );
+    assert!(err.message.contains("\"bad\""), "{}", err.message);
+}
+
+#[test]
+fn filter_sessions_checks_filters_before_io_and_keeps_list_order() {
+    let dir = tempfile::tempdir().unwrap();
+    let (host, reads) = reads(Some(dir.path()));
+    write_log(dir.path(), &header("root", 10), &conversation("q", "a"));
+    write_log(
+        dir.path(),
+        &child_header("child", 20, "root"),
+        &conversation("q", "a"),
+    );
+    host.set_live(&SessionHeader::new("nocwd", 30, None), &[]);
+
+    let parent_root = SessionFilter::Parent(vec![ROption::RNone].into());
+    assert_eq!(
+        ids(&reads.filter_sessions(&[parent_root], 0).unwrap()),
+        ["nocwd", "root"]
+    );
+    let cwd_none = SessionFilter::Cwd(vec![ROption::RNone].into());
+    assert_eq!(
+        ids(&reads.filter_sessions(&[cwd_none], 0).unwrap()),
+        ["nocwd"]
+    );
+    let persisted = SessionFilter::Availability(vec![Availability::Persisted].into());
+    let created = SessionFilter::CreatedAt(Range {
+        from: ROption::RSome(10.5),
+        to: ROption::RNone,
+    });
+    assert_eq!(
+        ids(&reads.filter_sessions(&[persisted, created], 0).unwrap()),
+        ["child"]
+    );
+    assert!(reads
+        .filter_sessions(&[SessionFilter::Id(RVec::new())], 0)
+        .unwrap()
+        .is_empty());
+    assert_eq!(reads.filter_sessions(&[], 0).unwrap().len(), 3);
+
+    // A bad range is refused before the (unlistable) root is touched.
+    let file = dir.path().join("file");
+    std::fs::write(&file, "x").unwrap();
+    let (_h, broken) = super::tests::reads(Some(&file));
+    let bad = SessionFilter::CreatedAt(Range {
+        from: ROption::RSome(2.0),
+        to: ROption::RSome(1.0),
+    });
+    assert_eq!(
+        code(broken.filter_sessions(&[bad], 0)),
+        ErrorCode::SessionQueryInvalidFilter
+    );
+    let nan = SessionFilter::CreatedAt(Range {
+        from: ROption::RSome(f64::NAN),
+        to: ROption::RNone,
+    });
+    assert_eq!(
+        code(broken.filter_sessions(&[nan], 0)),
+        ErrorCode::SessionQueryInvalidFilter
+    );
+    assert_eq!(
+        code(broken.filter_sessions(&[], 0)),
+        ErrorCode::SessionQueryPersistenceFailed
+    );
+}
+
+#[test]
+fn filter_events_builds_documents_and_applies_clauses() {
+    let (host, reads) = reads(None);
+    let log = compacted();
+    host.set_live(&header("s", 1), &log.events);
+
+    let all = reads.filter_events("s", &[]).unwrap();
+    // turn/start, turn/end (completed) and compaction/start have no text.
+    let seqs: Vec<u64> = all.iter().map(|d| d.seq).collect();
+    assert_eq!(seqs, [1, 2, 5, 6, 7]);
+    assert_eq!(all[0].text.as_str(), "the original question");
+    assert_eq!(all[0].surface, Surface::Shadowed);
+    assert_eq!(all[3].surface, Surface::Current);
+
+    let text = |t: &str| EventFilter::Text(t.into());
+    let hits = reads
+        .filter_events("s", &[text("ORIGINAL\n  answer")])
+        .unwrap();
+    assert_eq!(hits.iter().map(|d| d.seq).collect::<Vec<_>>(), [2]);
+    let shadowed = EventFilter::Surface(vec![Surface::Shadowed].into());
+    let hits = reads
+        .filter_events("s", &[text("summary"), shadowed])
+        .unwrap();
+    assert_eq!(hits.iter().map(|d| d.seq).collect::<Vec<_>>(), [5]);
+    let kind = EventFilter::Type(vec![RString::from("assistant/message")].into());
+    let seq = EventFilter::Seq(Range {
+        from: ROption::RSome(2.0),
+        to: ROption::RSome(6.0),
+    });
+    let time = EventFilter::Time(Range {
+        from: ROption::RSome(1000.0),
+        to: ROption::RNone,
+    });
+    assert_eq!(
+        reads.filter_events("s", &[kind, seq, time]).unwrap().len(),
+        1
+    );
+    assert!(reads
+        .filter_events("s", &[EventFilter::Type(RVec::new())])
+        .unwrap()
+        .is_empty());
+
+    // Blank text is refused once the session is loaded; a bad range before.
+    assert_eq!(
+        code(reads.filter_events("s", &[text(" \n ")])),
+        ErrorCode::SessionQueryInvalidFilter
+    );
+    assert_eq!(
+        code(reads.filter_events("missing", &[text(" ")])),
+        ErrorCode::SessionQuerySessionNotFound
+    );
+    let bad = EventFilter::Seq(Range {
+        from: ROption::RSome(f64::INFINITY),
+        to: ROption::RNone,
+    });
+    assert_eq!(
+        code(reads.filter_events("missing", &[bad])),
+        ErrorCode::SessionQueryInvalidFilter
+    );
+
+    host.set_live(&header("bad", 1), &unfoldable());
+    assert_eq!(
+        code(reads.filter_events("bad", &[])),
+        ErrorCode::SessionQueryInvalidSurface
+    );
+}
+
+#[test]
+fn list_events_labels_every_raw_event() {
+    let dir = tempfile::tempdir().unwrap();
+    let (host, reads) = reads(Some(dir.path()));
+    write_log(dir.path(), &header("s", 1), &compacted());
+    let events = reads.list_events("s").unwrap();
+    let labels: Vec<&str> = events.iter().map(|e| e.surface.as_str()).collect();
+    assert_eq!(
+        labels,
+        [
+            "log-only", "shadowed", "shadowed", "log-only", "log-only", "shadowed", "current",
+            "current"
+        ]
+    );
+    assert_eq!(events[4].kind.as_str(), "compaction/start");
+    assert_eq!(events[4].time, 1004);
+    assert!(events.iter().all(|e| e.session_id.as_str() == "s"));
+
+    host.set_live(&header("bad", 1), &unfoldable());
+    let err = reads.list_events("bad").unwrap_err();
+    assert_eq!(err.code, ErrorCode::SessionQueryInvalidSurface);
+    assert!(
+        err.message.starts_with("invalid session surface: "),
+        "{}",
+        err.message
+    );
+    assert_eq!(
+        code(reads.list_events("missing")),
+        ErrorCode::SessionQuerySessionNotFound
+    );
+}
+
+#[test]
+fn read_surface_is_the_current_surface_in_model_order() {
+    let (host, reads) = reads(None);
+    let log = compacted();
+    host.set_live(&header("s", 1), &log.events);
+    let surface = reads.read_surface("s").unwrap();
+    assert_eq!(surface.captured_through_seq, ROption::RSome(7));
+    let seqs: Vec<u64> = surface
+        .events
+        .iter()
+        .map(|t| {
+            serde_json::from_str::<serde_json::Value>(t.as_str()).unwrap()["seq"]
+                .as_u64()
+                .unwrap()
+        })
+        .collect();
+    assert_eq!(seqs, [6, 7]);
+    assert_eq!(surface.events[0].as_str(), log.events[6].to_json_line());
+
+    host.set_live(&header("empty", 1), &[]);
+    let empty = reads.read_surface("empty").unwrap();
+    assert_eq!(empty.captured_through_seq, ROption::RNone);
+    assert!(empty.events.is_empty());
+    host.set_live(&header("bad", 1), &unfoldable());
+    assert_eq!(
+        code(reads.read_surface("bad")),
+        ErrorCode::SessionQueryInvalidSurface
+    );
+}
+
+#[test]
+fn read_event_validates_the_window_first_and_clamps() {
+    let (host, reads) = reads(None);
+    let log = compacted();
+    host.set_live(&header("s", 1), &log.events);
+    let req = |seq: i64, before: i64, after: i64| ReadEventRequest {
+        session_id: "s".into(),
+        seq,
+        before,
+        after,
+    };
+
+    let w = reads.read_event(&req(1, 3, 2), 0).unwrap();
+    assert_eq!((w.start_seq, w.end_seq), (0, 3));
+    assert_eq!(w.events.len(), 4);
+    assert_eq!(w.target.as_str(), log.events[1].to_json_line());
+    assert_eq!(w.events[1], w.target);
+    let w = reads.read_event(&req(7, 0, 5), 0).unwrap();
+    assert_eq!((w.start_seq, w.end_seq, w.events.len()), (7, 7, 1));
+
+    for (before, after) in [(-1, 0), (0, -1), (6, 0), (0, 6)] {
+        let r = ReadEventRequest {
+            session_id: "missing".into(),
+            seq: 0,
+            before,
+            after,
+        };
+        assert_eq!(
+            code(reads.read_event(&r, 0)),
+            ErrorCode::SessionQueryInvalidWindow,
+            "{before} {after}"
+        );
+    }
+    assert!(
+        reads.read_event(&req(0, 5, 5), 0).is_ok(),
+        "the maximum itself is allowed"
+    );
+    let missing = ReadEventRequest {
+        session_id: "missing".into(),
+        seq: 0,
+        before: 0,
+        after: 0,
+    };
+    assert_eq!(
+        code(reads.read_event(&missing, 0)),
+        ErrorCode::SessionQuerySessionNotFound
+    );
+    for seq in [-1, 8, i64::MAX] {
+        let err = reads.read_event(&req(seq, 0, 0), 0).unwrap_err();
+        assert_eq!(err.code, ErrorCode::SessionQueryEventNotFound);
+        assert!(err.message.contains("\"s\""), "{}", err.message);
+    }
+    host.cancel(4);
+    assert_eq!(
+        code(reads.read_event(&req(0, 0, 0), 4)),
+        ErrorCode::SessionQueryAborted
+    );
+}
+
+#[test]
+fn trace_session_walks_ancestors_and_flattens_descendants() {
+    let (host, reads) = reads(None);
+    host.set_live(&header("root", 1), &[]);
+    host.set_live(&child_header("mid", 2, "root"), &[]);
+    host.set_live(&child_header("leaf-b", 5, "mid"), &[]);
+    host.set_live(&child_header("leaf-a", 5, "mid"), &[]);
+    host.set_live(&child_header("early", 3, "mid"), &[]);
+    host.set_live(&child_header("grandchild", 9, "early"), &[]);
+    host.set_live(&child_header("sibling", 4, "root"), &[]);
+
+    let t = reads.trace_session("mid", 0).unwrap();
+    assert_eq!(t.target.header.id.as_str(), "mid");
+    assert_eq!(ids(&t.ancestors), ["root"]);
+    assert!(t.complete);
+    assert_eq!(
+        t.root.as_ref().map(|r| r.header.id.as_str()),
+        ROption::RSome("root")
+    );
+    assert_eq!(t.unresolved_parent_id, ROption::RNone);
+    let desc: Vec<(&str, &str, u32)> = t
+        .descendants
+        .iter()
+        .map(|d| (d.session.header.id.as_str(), d.parent_id.as_str(), d.depth))
+        .collect();
+    assert_eq!(
+        desc,
+        [
+            ("early", "mid", 1),
+            ("grandchild", "early", 2),
+            ("leaf-a", "mid", 1),
+            ("leaf-b", "mid", 1)
+        ]
+    );
+    let t = reads.trace_session("root", 0).unwrap();
+    assert_eq!(
+        t.root.as_ref().map(|r| r.header.id.as_str()),
+        ROption::RSome("root")
+    );
+    assert_eq!(t.descendants.len(), 6);
+    assert_eq!(t.descendants[5].session.header.id.as_str(), "sibling");
+
+    host.set_live(&child_header("orphan", 1, "gone"), &[]);
+    host.set_live(&child_header("orphan-child", 2, "orphan"), &[]);
+    let t = reads.trace_session("orphan-child", 0).unwrap();
+    assert!(!t.complete);
+    assert_eq!(ids(&t.ancestors), ["orphan"]);
+    assert_eq!(
+        t.unresolved_parent_id,
+        ROption::RSome(RString::from("gone"))
+    );
+    assert_eq!(t.root, ROption::RNone);
+
+    host.set_live(&child_header("c1", 1, "c2"), &[]);
+    host.set_live(&child_header("c2", 1, "c1"), &[]);
+    assert_eq!(
+        code(reads.trace_session("c1", 0)),
+        ErrorCode::SessionQueryInvalidLineage
+    );
+    host.set_live(&child_header("self", 1, "self"), &[]);
+    assert_eq!(
+        code(reads.trace_session("self", 0)),
+        ErrorCode::SessionQueryInvalidLineage
+    );
+    assert_eq!(
+        code(reads.trace_session("missing", 0)),
+        ErrorCode::SessionQuerySessionNotFound
+    );
+    host.cancel(1);
+    assert_eq!(
+        code(reads.trace_session("root", 1)),
+        ErrorCode::SessionQueryAborted
+    );
+}
+
+#[test]
+fn trace_event_follows_replacements_and_citations() {
+    let (host, reads) = reads(None);
+    host.set_live(&header("s", 1), &compacted().events);
+
+    let t = reads.trace_event("s", 1, 0).unwrap();
+    assert_eq!(t.target.surface, Surface::Shadowed);
+    assert_eq!(t.replaced_by, ROption::RSome(5));
+    assert_eq!(t.replacement_chain.as_slice(), &[5, 6]);
+    assert!(t.replaced_event_seqs.is_empty() && t.source_event_seqs.is_empty());
+    assert_eq!(t.derived_event_seqs.as_slice(), &[5]);
+
+    let t = reads.trace_event("s", 5, 0).unwrap();
+    assert_eq!(t.replaced_by, ROption::RSome(6));
+    assert_eq!(t.replacement_chain.as_slice(), &[6]);
+    assert_eq!(t.replaced_event_seqs.as_slice(), &[1, 2]);
+    assert_eq!(t.source_event_seqs.as_slice(), &[4, 1, 2]);
+    assert_eq!(t.derived_event_seqs.as_slice(), &[6]);
+
+    let t = reads.trace_event("s", 6, 0).unwrap();
+    assert_eq!(
+        (t.target.surface, t.replaced_by),
+        (Surface::Current, ROption::RNone)
+    );
+    assert!(t.replacement_chain.is_empty() && t.derived_event_seqs.is_empty());
+    assert_eq!(t.replaced_event_seqs.as_slice(), &[5]);
+    assert_eq!(
+        reads
+            .trace_event("s", 4, 0)
+            .unwrap()
+            .derived_event_seqs
+            .as_slice(),
+        &[5]
+    );
+
+    assert_eq!(
+        code(reads.trace_event("s", 8, 0)),
+        ErrorCode::SessionQueryEventNotFound
+    );
+    assert_eq!(
+        code(reads.trace_event("s", -1, 0)),
+        ErrorCode::SessionQueryEventNotFound
+    );
+    assert_eq!(
+        code(reads.trace_event("missing", 0, 0)),
+        ErrorCode::SessionQuerySessionNotFound
+    );
+    // The event check comes before the fold.
+    host.set_live(&header("bad", 1), &unfoldable());
+    assert_eq!(
+        code(reads.trace_event("bad", 99, 0)),
+        ErrorCode::SessionQueryEventNotFound
+    );
+    assert_eq!(
+        code(reads.trace_event("bad", 0, 0)),
+        ErrorCode::SessionQueryInvalidSurface
+    );
+}
+
+#[test]
+fn title_snapshots_isolate_failures_per_id() {
+    let dir = tempfile::tempdir().unwrap();
+    let (host, reads) = reads(Some(dir.path()));
+    let mut titled = conversation("q", "a");
+    titled.title("First", json!({"kind": "fallback"}));
+    let latest = titled.title(
+        "Second",
+        json!({"kind": "provider", "provider": "p", "model": {"provider": "p", "model": "m"}}),
+    );
+    host.set_live(&header("titled", 1), &titled.events);
+    host.set_live(&header("untitled", 2), &conversation("q", "a").events);
+    let mut bad_kind = conversation("q", "a");
+    bad_kind.title("Bad", json!({"kind": "robot"}));
+    write_log(dir.path(), &header("robot", 3), &bad_kind);
+    let mut earlier_bad = conversation("q", "a");
+    earlier_bad.title("Old", json!({"kind": "robot"}));
+    earlier_bad.title("New", json!({"kind": "user"}));
+    write_log(dir.path(), &header("recovered", 4), &earlier_bad);
+    let mut corrupt = conversation("q", "a");
+    corrupt.events[1].data =
+        json!({"content": [], "source": {"kind": "user"}, "role": "user", "id": ""});
+    write_log(dir.path(), &header("corrupt", 5), &corrupt);
+
+    let ask: Vec<RString> = [
+        "titled",
+        "untitled",
+        "robot",
+        "titled",
+        "missing",
+        "recovered",
+        "corrupt",
+    ]
+    .iter()
+    .map(|s| RString::from(*s))
+    .collect();
+    let snaps = reads.read_title_snapshots(&ask, 0).unwrap();
+    let got: Vec<&str> = snaps.iter().map(|s| s.session_id.as_str()).collect();
+    assert_eq!(
+        got,
+        [
+            "titled",
+            "untitled",
+            "robot",
+            "missing",
+            "recovered",
+            "corrupt"
+        ]
+    );
+
+    let t = snaps[0].title.as_ref().unwrap();
+    assert_eq!(t.title.as_str(), "Second");
+    assert_eq!((t.event_seq, t.updated_at), (latest, 1000 + latest as i64));
+    assert_eq!(t.message_seqs.as_slice(), &[0]);
+    let source: serde_json::Value = serde_json::from_str(t.source.as_str()).unwrap();
+    assert_eq!(source["model"]["model"], "m");
+    assert_eq!(
+        snaps[0].session.as_ref().map(|h| h.id.as_str()),
+        ROption::RSome("titled")
+    );
+    assert!(snaps[1].title.is_none() && snaps[1].error.is_none() && snaps[1].session.is_some());
+    let err = snaps[2].error.as_ref().unwrap();
+    assert_eq!(err.code, ErrorCode::SessionQueryCorruptSession);
+    assert!(
+        err.message.contains("robot") && err.message.contains("\"robot\""),
+        "{}",
+        err.message
+    );
+    assert!(snaps[2].session.is_none());
+    assert_eq!(
+        snaps[3].error.as_ref().unwrap().code,
+        ErrorCode::SessionQuerySessionNotFound
+    );
+    assert_eq!(snaps[4].title.as_ref().unwrap().title.as_str(), "New");
+    assert_eq!(
+        snaps[5].error.as_ref().unwrap().code,
+        ErrorCode::SessionQueryCorruptSession
+    );
+
+    host.cancel(2);
+    assert_eq!(
+        code(reads.read_title_snapshots(&ask, 2)),
+        ErrorCode::SessionQueryAborted
+    );
+}
+
+#[test]
+fn problems_are_the_corpus_problems() {
+    let dir = tempfile::tempdir().unwrap();
+    let (_host, reads) = reads(Some(dir.path()));
+    write_raw(dir.path(), &header("x", 1), "");
+    let problems = reads.problems();
+    assert_eq!(problems.len(), 1);
+    assert_eq!(problems[0].code.as_str(), "LOG_MISSING_HEADER");
+}
+
+/// Over the real DSH logs (each in a sessions root of its own, since many share an id), every exact read
+/// gives what `host_api` computes directly: the lenient read with closers, the fold, the text extraction.
+#[test]
+fn real_fixtures_read_as_host_api_computes_them() {
+    use host_api::log::layout::session_log_path;
+    use host_api::log::read::{read_header, read_log, ReadOptions};
+    use host_api::log::{Compression, ErrorClass};
+    use host_api::surface::SurfaceFold;
+
+    let fixtures = Path::new(env!("CARGO_MANIFEST_DIR")).join("../../shared/fixtures/dsh-real");
+    let Ok(entries) = std::fs::read_dir(&fixtures) else {
+        eprintln!("no fixtures at {}; skipped", fixtures.display());
+        return;
+    };
+    let mut files: Vec<_> = entries
+        .flatten()
+        .map(|e| e.path())
+        .filter(|p| p.extension().is_some_and(|x| x == "jsonl"))
+        .collect();
+    files.sort();
+    let (mut read_ok, mut failed) = (0, 0);
+    for file in &files {
+        let name = file.display().to_string();
+        let Ok((header, _, _)) = read_header(file, &ReadOptions::default()) else {
+            failed += 1;
+            continue;
+        };
+        let root = tempfile::tempdir().unwrap();
+        let dest = session_log_path(root.path(), &header, Compression::None).unwrap();
+        std::fs::create_dir_all(dest.parent().unwrap()).unwrap();
+        std::fs::copy(file, &dest).unwrap();
+        let (_host, reads) = reads(Some(root.path()));
+        let id = header.id.as_str();
+
+        let listed = reads.list_sessions(0).unwrap();
+        assert_eq!(listed.len(), 1, "{name}");
+        assert_eq!(listed[0].header, Header::from(&header), "{name}");
+        assert!(listed[0].persisted && !listed[0].live);
+
+        let opts = ReadOptions {
+            strict_header: false,
+            expected_id: Some(id.to_string()),
+            crash_closers: true,
+        };
+        let direct = read_log(&dest, &opts)
+            .map_err(|e| e.at_path(&dest))
+            .and_then(|log| {
+                let fold =
+                    SurfaceFold::fold(log.events.iter()).map_err(host_api::log::LogError::from)?;
+                Ok((log, fold))
+            });
+        let (log, fold) = match direct {
+            Err(e) => {
+                failed += 1;
+                let want = if e.class() == ErrorClass::Corrupt {
+                    ErrorCode::SessionQueryCorruptSession
+                } else {
+                    ErrorCode::SessionQueryPersistenceFailed
+                };
+                assert_eq!(code(reads.read_session(id)), want, "{name}");
+                assert_eq!(code(reads.list_events(id)), want, "{name}");
+                let problems = reads.problems();
+                assert!(
+                    problems
+                        .iter()
+                        .any(|p| p.path.as_str() == dest.display().to_string()
+                            && p.code.as_str() == e.code.as_str()),
+                    "{name}: {problems:?}"
+                );
+                continue;
+            }
+            Ok(ok) => ok,
+        };
+        read_ok += 1;
+
+        let session = reads.read_session(id).unwrap();
+        assert_eq!(session.session, Header::from(&log.header), "{name}");
+        let want: Vec<String> = log.events.iter().map(Event::to_json_line).collect();
+        let got: Vec<String> = session.events.iter().map(|t| t.to_string()).collect();
+        assert_eq!(got, want, "{name}");
+
+        let labels: Vec<Surface> = reads
+            .list_events(id)
+            .unwrap()
+            .iter()
+            .map(|e| e.surface)
+            .collect();
+        let want: Vec<Surface> = fold.labels().iter().map(|l| Surface::from(*l)).collect();
+        assert_eq!(labels, want, "{name}");
+
+        let surface = reads.read_surface(id).unwrap();
+        let want: Vec<String> = fold
+            .nodes()
+            .iter()
+            .map(|&s| log.events[s as usize].to_json_line())
+            .collect();
+        assert_eq!(
+            surface
+                .events
+                .iter()
+                .map(|t| t.to_string())
+                .collect::<Vec<_>>(),
+            want,
+            "{name}"
+        );
+        assert_eq!(
+            surface.captured_through_seq,
+            log.events.last().map(|e| e.seq).into(),
+            "{name}"
+        );
+
+        let docs = reads.filter_events(id, &[]).unwrap();
+        let want: Vec<(u64, String)> = log
+            .events
+            .iter()
+            .map(|e| (e.seq, host_api::text::event_text(e)))
+            .filter(|(_, t)| !t.is_empty())
+            .collect();
+        assert_eq!(
+            docs.iter()
+                .map(|d| (d.seq, d.text.to_string()))
+                .collect::<Vec<_>>(),
+            want,
+            "{name}"
+        );
+
+        for r in fold.replacements() {
+            let t = reads.trace_event(id, r.seq as i64, 0).unwrap();
+            assert_eq!(
+                t.replaced_event_seqs.as_slice(),
+                r.shadowed.as_slice(),
+                "{name}"
+            );
+            for &s in &r.shadowed {
+                assert_eq!(
+                    reads.trace_event(id, s as i64, 0).unwrap().replaced_by,
+                    ROption::RSome(r.seq),
+                    "{name}"
+                );
+            }
+        }
+
+        let snaps = reads.read_title_snapshots(&[RString::from(id)], 0).unwrap();
+        let last_title = log.events.iter().rev().find(|e| e.kind == "session/title");
+        match (last_title, &snaps[0].title) {
+            (None, ROption::RNone) => assert!(snaps[0].error.is_none(), "{name}"),
+            (Some(e), ROption::RSome(t)) => {
+                assert_eq!(Some(t.title.as_str()), e.data["title"].as_str(), "{name}");
+                assert_eq!(t.event_seq, e.seq, "{name}");
+            }
+            (want, got) => panic!("{name}: title {want:?} vs {got:?} ({:?})", snaps[0].error),
+        }
+        assert!(reads.problems().is_empty(), "{name}");
+    }
+    eprintln!("{} fixtures: {read_ok} read, {failed} refused", files.len());
+    assert!(
+        read_ok > 100,
+        "most real logs read ({read_ok} of {})",
+        files.len()
+    );
+}
