@@ -299,6 +299,20 @@ impl PluginHost {
         }
     }
 
+    /// Like [`PluginHost::query`], also saying which generation answered: (generation, plugin version).
+    pub fn query_traced<T>(
+        &self,
+        call: impl FnOnce(&SessionQueryBox) -> RResult<T, PluginError>,
+    ) -> (Result<T, PluginError>, Option<(u64, String)>) {
+        let serving = self.serving.read().unwrap_or_else(|p| p.into_inner());
+        match serving.as_ref() {
+            Some(active) => {
+                (call(&active.instance.query).into_result(), Some((active.generation, active.plugin.version())))
+            }
+            None => (Err(unavailable(&self.options.plugins_dir)), None),
+        }
+    }
+
     /// Calls the serving `SessionReferenceResolver`.
     pub fn resolver<T>(&self, call: impl FnOnce(&SessionReferenceResolverBox) -> RResult<T, PluginError>) -> Result<T, PluginError> {
         let serving = self.serving.read().unwrap_or_else(|p| p.into_inner());

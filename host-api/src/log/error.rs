@@ -48,6 +48,10 @@ pub enum LogErrorCode {
     ZstdHeaderFrame,
     /// A complete zstd frame holds an incomplete or unacceptable JSONL record.
     ZstdTornRecord,
+    /// The final zstd frame is cut short (a crash mid-append). Only ever a torn tail, never an error.
+    ZstdTornFrame,
+    /// The final line has no LF (a crash mid-append). Only ever a torn tail, never an error.
+    TornLine,
     /// An event envelope with missing, extra or mistyped keys (spec §1.4).
     InvalidEnvelope,
     /// A packed chunk row that breaks the row rules (spec §1.6); surfaces as an unparsable line.
@@ -90,6 +94,8 @@ impl LogErrorCode {
             Self::ZstdChecksum => "LOG_ZSTD_CHECKSUM",
             Self::ZstdHeaderFrame => "LOG_ZSTD_HEADER_FRAME",
             Self::ZstdTornRecord => "LOG_ZSTD_TORN_RECORD",
+            Self::ZstdTornFrame => "LOG_ZSTD_TORN_FRAME",
+            Self::TornLine => "LOG_TORN_LINE",
             Self::InvalidEnvelope => "LOG_INVALID_ENVELOPE",
             Self::InvalidPackedRow => "LOG_INVALID_PACKED_ROW",
             Self::ObsoleteVocabulary => "LOG_OBSOLETE_VOCABULARY",

@@ -1,1 +1,805 @@
-//! (being written)
+//! The public session log reader: a file (raw JSONL or zstd) in, validated [`Event`]s out, streaming.
+//!
+//! This is where the read path of [`super`] comes together. [`LogReader::open`] detects the encoding by
+//! the zstd magic, reads and checks the header eagerly, and then yields events one at a time:
+//!
+//! ```text
+//! bytes ─┬─ raw:  LF-terminated lines ─────────────────────────────┐
+//!        └─ zstd: frames (zstd_frames) → plaintext → lines ────────┤
+//!   scan (contiguity, packed rows, torn tail) → obsolete vocabulary → legacy upgrade → message shape
+//!   → unknown type → envelope (Event::from_value) → request/header → closer tracking → Event
+//! after the last stored event: crash closers (repair), when asked for
+//! ```
+//!
+//! Memory stays bounded by the largest line (raw) or one frame and its plaintext (zstd), plus one message
+//! id per message event for the legacy upgrades. Events are yielded before the end of the file is known;
+//! an error found later (damage before a committed `turn/end`, a broken zstd frame) ends the iteration
+//! with `Err` after them, so a consumer that needs all-or-nothing uses [`read_log`].
+//!
+//! Documented choices where the spec leaves room:
+//! - Lenient reads (the default) also accept a `request/header` that breaks the config rule of spec §1.7
+//!   step 7 (DSH's recorded test sessions have `config: {model: "fake"}`), noting it in [`ReadNotes`];
+//!   `strict_header` refuses it.
+//! - DSH validates the whole log step by step (all of step 2, then all of step 3, …); this reader runs the
+//!   steps per event, so when a log breaks two rules the first *event* that breaks one is reported.
+//! - In zstd mode a complete frame whose plaintext does not end in LF is an error at once
+//!   ([`LogErrorCode::ZstdTornRecord`]); a line never spans frames.
+//! - An unparsable or seq-gapped line in a complete zstd frame is [`LogErrorCode::ZstdTornRecord`] unless a
+//!   later `turn/end` makes it the scanner's own hard error first, as in DSH (which scans before it checks).
+
+use std::collections::VecDeque;
+use std::fs::File;
+use std::io::{self, BufRead, BufReader, Cursor, Read};
+use std::path::{Path, PathBuf};
+
+use serde_json::Value;
+
+use super::error::{LogError, LogErrorCode};
+use super::header::{HeaderDiagnostic, SessionHeader};
+use super::legacy::LegacyUpgrader;
+use super::repair::CloserTracker;
+use super::scan::LineScanner;
+use super::validate;
+use super::zstd_frames::{self, FrameDecoder, FrameDefect, FrameScan};
+use super::{Compression, Event};
+
+/// Read buffer for raw logs: large enough that a read syscall is rare next to parsing.
+const RAW_BUFFER: usize = 256 * 1024;
+/// Minimum read size while looking for the end of a zstd frame.
+const ZSTD_CHUNK: usize = 64 * 1024;
+/// Read size of the header-only listing path (spec §1.2: 8 KiB chunks).
+const HEADER_CHUNK: usize = 8 * 1024;
+
+/// How to read a log.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct ReadOptions {
+    /// Read header records to the letter instead of leniently (DESIGN.md deviation 3): the session header
+    /// (spec §1.3: a missing `version`/`delegationDepth` or a non-absolute `cwd` is refused) and the
+    /// `request/header` config rule of spec §1.7 step 7 (a config without `provider`, as DSH's own
+    /// recorded test sessions have, is refused). Leniently, both are read and reported: header
+    /// [`LogReader::diagnostics`], request headers in [`LogReader::notes`].
+    pub strict_header: bool,
+    /// The id the log was looked up by; a header with another id is [`LogErrorCode::IdMismatch`].
+    pub expected_id: Option<String>,
+    /// Append DSH's in-memory crash closers (spec §1.9) after the last stored event of a log that ends
+    /// inside a turn.
+    pub crash_closers: bool,
+}
+
+impl Default for ReadOptions {
+    /// Lenient header, no expected id, crash closers on (what DSH's `inspect()` returns).
+    fn default() -> Self {
+        Self {
+            strict_header: false,
+            expected_id: None,
+            crash_closers: true,
+        }
+    }
+}
+
+/// What a read salvaged past: the damaged or incomplete end of a log that a crash mid-append leaves.
+/// Reading stops before it; nothing in it is an event.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct TornTail {
+    /// Why the tail was not read: the scanner's first issue ([`LogErrorCode::UnparsableLine`],
+    /// [`LogErrorCode::SeqGap`], [`LogErrorCode::InvalidPackedRow`]), or [`LogErrorCode::TornLine`] /
+    /// [`LogErrorCode::ZstdTornFrame`] for a plain torn write.
+    pub code: LogErrorCode,
+    /// The 1-based line (header = 1) of the first issue, where there is one.
+    pub line: Option<u64>,
+    /// Raw: the byte offset just after the last accepted line. Zstd: the start of the torn final frame.
+    /// Either way, where a repairing writer would truncate.
+    pub offset: u64,
+    pub message: String,
+}
+
+/// What a read accepted that the spec's letter would not, beyond the header diagnostics. Nothing in it
+/// loses information; it is there so tools can report it.
+#[derive(Debug, Clone, Default, PartialEq, Eq)]
+pub struct ReadNotes {
+    /// Events read in a legacy shape and upgraded (spec §1.8).
+    pub legacy_upgrades: u64,
+    /// `request/header` events that break the config rule of spec §1.7 step 7 (lenient reads only).
+    pub invalid_request_headers: u64,
+    /// The first of those, located (path, line, seq), as a strict read would have failed.
+    pub first_invalid_request_header: Option<LogError>,
+}
+
+/// A whole log in memory (see [`read_log`]).
+#[derive(Debug, Clone)]
+pub struct SessionLog {
+    pub header: SessionHeader,
+    pub diagnostics: Vec<HeaderDiagnostic>,
+    pub events: Vec<Event>,
+    pub torn_tail: Option<TornTail>,
+    pub compression: Compression,
+}
+
+/// Reads a whole log: every event (and the closers, if asked for), or the first error.
+pub fn read_log(path: &Path, opts: &ReadOptions) -> Result<SessionLog, LogError> {
+    LogReader::open(path, opts)?.into_log()
+}
+
+/// Reads only the header, as a listing does: raw logs up to the first LF, zstd logs only the first frame
+/// (read in 8 KiB chunks). Applies the same header and id checks as a full read.
+pub fn read_header(
+    path: &Path,
+    opts: &ReadOptions,
+) -> Result<(SessionHeader, Vec<HeaderDiagnostic>, Compression), LogError> {
+    let file = File::open(path).map_err(|e| LogError::io(path, &e))?;
+    let reader = LogReader::from_source(Box::new(file), path, opts, HEADER_CHUNK)?;
+    Ok((reader.header, reader.diagnostics, reader.compression))
+}
+
+type Source = Box<dyn Read + Send>;
+
+/// The zstd side of the physical layer: the compressed bytes of the current frame, read on demand.
+struct FrameSource {
+    src: Source,
+    buf: Vec<u8>,
+    /// File offset of `buf[0]`.
+    offset: u64,
+    eof: bool,
+    chunk: usize,
+}
+
+/// Where the next frame lies in [`FrameSource::buf`]: always at its start.
+struct FrameAt {
+    start: u64,
+    len: usize,
+    complete: bool,
+}
+
+enum FrameFailure {
+    Io(io::Error),
+    Defect(FrameDefect, u64),
+}
+
+impl FrameSource {
+    /// Finds the next frame; `None` at a clean end of file.
+    fn next_frame(&mut self) -> Result<Option<FrameAt>, FrameFailure> {
+        loop {
+            match zstd_frames::scan_frame(&self.buf) {
+                FrameScan::Complete(len) => {
+                    return Ok(Some(FrameAt {
+                        start: self.offset,
+                        len,
+                        complete: true,
+                    }))
+                }
+                FrameScan::Corrupt(defect) => {
+                    return Err(FrameFailure::Defect(defect, self.offset))
+                }
+                FrameScan::Incomplete { needed } => {
+                    if self.eof {
+                        let len = self.buf.len();
+                        return Ok((len > 0).then_some(FrameAt {
+                            start: self.offset,
+                            len,
+                            complete: false,
+                        }));
+                    }
+                    let want = needed.saturating_sub(self.buf.len()).max(self.chunk);
+                    let got = (&mut self.src)
+                        .take(want as u64)
+                        .read_to_end(&mut self.buf)
+                        .map_err(FrameFailure::Io)?;
+                    if got < want {
+                        self.eof = true;
+                    }
+                }
+            }
+        }
+    }
+
+    fn frame(&self, at: &FrameAt) -> &[u8] {
+        self.buf.get(..at.len).unwrap_or_default()
+    }
+
+    fn consume(&mut self, at: &FrameAt) {
+        let len = at.len.min(self.buf.len());
+        self.buf.drain(..len);
+        self.offset = self.offset.saturating_add(len as u64);
+    }
+}
+
+enum Input {
+    Raw {
+        reader: BufReader<Source>,
+        line: Vec<u8>,
+        header_len: u64,
+        fragment_line: Option<u64>,
+    },
+    Zstd(Box<ZstdInput>),
+}
+
+struct ZstdInput {
+    frames: FrameSource,
+    decoder: FrameDecoder,
+    plain: Vec<u8>,
+    pos: usize,
+    /// End of the last complete frame.
+    committed: u64,
+    /// Start of the torn final frame once it is being salvaged.
+    torn_start: Option<u64>,
+    /// A complete frame held an unacceptable line: fatal at the end unless the scanner fails first.
+    violation: Option<LogError>,
+}
+
+enum Phase {
+    Events,
+    Closers(std::vec::IntoIter<Event>),
+    Done,
+}
+
+/// A streaming reader of one session log: an iterator of validated events (see the module doc).
+pub struct LogReader {
+    path: PathBuf,
+    crash_closers: bool,
+    strict: bool,
+    notes: ReadNotes,
+    header: SessionHeader,
+    diagnostics: Vec<HeaderDiagnostic>,
+    compression: Compression,
+    input: Input,
+    scanner: LineScanner,
+    pending: VecDeque<Value>,
+    next_seq: u64,
+    legacy: LegacyUpgrader,
+    closers: CloserTracker,
+    phase: Phase,
+    torn_tail: Option<TornTail>,
+}
+
+impl LogReader {
+    /// Opens a log file: detects raw vs zstd by the zstd magic in the first 4 bytes and reads and checks
+    /// the header (and the expected id) before returning.
+    pub fn open(path: &Path, opts: &ReadOptions) -> Result<Self, LogError> {
+        let file = File::open(path).map_err(|e| LogError::io(path, &e))?;
+        Self::from_source(Box::new(file), path, opts, ZSTD_CHUNK)
+    }
+
+    /// Reads a log held in memory, as [`LogReader::open`] reads a file; `label` names it in errors.
+    pub fn from_bytes(bytes: Vec<u8>, label: &Path, opts: &ReadOptions) -> Result<Self, LogError> {
+        Self::from_source(Box::new(Cursor::new(bytes)), label, opts, ZSTD_CHUNK)
+    }
+
+    /// Reads a log from any byte stream positioned at its start; `label` names it in errors.
+    pub fn from_reader(
+        reader: impl Read + Send + 'static,
+        label: &Path,
+        opts: &ReadOptions,
+    ) -> Result<Self, LogError> {
+        Self::from_source(Box::new(reader), label, opts, ZSTD_CHUNK)
+    }
+
+    fn from_source(
+        mut src: Source,
+        path: &Path,
+        opts: &ReadOptions,
+        chunk: usize,
+    ) -> Result<Self, LogError> {
+        let at = |e: LogError| e.at_path(path);
+        let mut prefix = Vec::with_capacity(4);
+        (&mut src)
+            .take(4)
+            .read_to_end(&mut prefix)
+            .map_err(|e| LogError::io(path, &e))?;
+        let zstd = zstd_frames::has_zstd_magic(&prefix);
+        let src: Source = Box::new(Cursor::new(prefix).chain(src));
+        let (header_bytes, input) = if zstd {
+            read_zstd_header(src, chunk).map_err(at)?
+        } else {
+            let capacity = if chunk == HEADER_CHUNK {
+                HEADER_CHUNK
+            } else {
+                RAW_BUFFER
+            };
+            read_raw_header(BufReader::with_capacity(capacity, src)).map_err(at)?
+        };
+        let (header, diagnostics) =
+            SessionHeader::parse(&header_bytes, opts.strict_header).map_err(at)?;
+        if let Some(expected) = &opts.expected_id {
+            if &header.id != expected {
+                let message = format!(
+                    "header id {:?} differs from the requested id {expected:?}",
+                    header.id
+                );
+                return Err(LogError::new(LogErrorCode::IdMismatch, message)
+                    .at_path(path)
+                    .at_line(1));
+            }
+        }
+        Ok(Self {
+            path: path.to_path_buf(),
+            crash_closers: opts.crash_closers,
+            strict: opts.strict_header,
+            notes: ReadNotes::default(),
+            legacy: LegacyUpgrader::new(&header.id),
+            header,
+            diagnostics,
+            compression: if zstd {
+                Compression::Zstd
+            } else {
+                Compression::None
+            },
+            input,
+            scanner: LineScanner::new(2),
+            pending: VecDeque::new(),
+            next_seq: 0,
+            closers: CloserTracker::new(),
+            phase: Phase::Events,
+            torn_tail: None,
+        })
+    }
+
+    /// The header, as read (with the lenient defaults filled in).
+    pub fn header(&self) -> &SessionHeader {
+        &self.header
+    }
+
+    /// What the lenient header reading accepted that a strict reader would refuse.
+    pub fn diagnostics(&self) -> &[HeaderDiagnostic] {
+        &self.diagnostics
+    }
+
+    pub fn compression(&self) -> Compression {
+        self.compression
+    }
+
+    /// The torn tail the read salvaged past, if any. Meaningful once iteration has ended.
+    pub fn torn_tail(&self) -> Option<&TornTail> {
+        self.torn_tail.as_ref()
+    }
+
+    /// File bytes known good so far: raw, through the last accepted line; zstd, through the last complete
+    /// frame. Once iteration has ended without error, where a repairing writer could append.
+    pub fn committed_bytes(&self) -> u64 {
+        match &self.input {
+            Input::Raw { header_len, .. } => header_len.saturating_add(self.scanner.committed()),
+            Input::Zstd(z) => z.committed,
+        }
+    }
+
+    /// How many events were read in a legacy shape and upgraded (spec §1.8), so far.
+    pub fn legacy_upgrades(&self) -> u64 {
+        self.legacy.upgraded()
+    }
+
+    /// What the read accepted leniently so far (see [`ReadNotes`]).
+    pub fn notes(&self) -> ReadNotes {
+        ReadNotes {
+            legacy_upgrades: self.legacy.upgraded(),
+            ..self.notes.clone()
+        }
+    }
+
+    /// Reads everything that is left into a [`SessionLog`].
+    pub fn into_log(mut self) -> Result<SessionLog, LogError> {
+        let mut events = Vec::new();
+        for event in self.by_ref() {
+            events.push(event?);
+        }
+        Ok(SessionLog {
+            header: self.header,
+            diagnostics: self.diagnostics,
+            events,
+            torn_tail: self.torn_tail,
+            compression: self.compression,
+        })
+    }
+
+    /// Runs one scanned event through the logical pipeline.
+    fn process(&mut self, mut value: Value) -> Result<Event, LogError> {
+        // The scanner proved the seq equals the event's index.
+        let seq = self.next_seq;
+        self.next_seq = seq.saturating_add(1);
+        let line = self.scanner.line();
+        let locate = |e: LogError| e.at_path(&self.path).at_line(line).at_seq(seq);
+        // Most events (chunks, steps, titles) are of a type steps 2–5 never look at: skip the lookups.
+        let plain = value
+            .get("type")
+            .and_then(Value::as_str)
+            .is_some_and(validate::is_plain_known);
+        let event = (|| {
+            if !plain {
+                validate::check_obsolete(&value)?;
+                self.legacy.upgrade(seq, &mut value)?;
+                validate::check_message_shape(&value)?;
+                validate::check_known_type(&value)?;
+            }
+            Event::from_value(value)
+        })()
+        .map_err(locate)?;
+        if let Err(e) = validate::check_request_header(&event) {
+            if self.strict {
+                return Err(locate(e));
+            }
+            self.notes.invalid_request_headers =
+                self.notes.invalid_request_headers.saturating_add(1);
+            self.notes
+                .first_invalid_request_header
+                .get_or_insert_with(|| locate(e));
+        }
+        self.closers.observe(&event);
+        Ok(event)
+    }
+
+    /// Feeds the next line to the scanner. `Ok(false)` at the end of the input.
+    fn advance(&mut self) -> Result<bool, LogError> {
+        match &mut self.input {
+            Input::Raw {
+                reader,
+                line,
+                fragment_line,
+                ..
+            } => {
+                line.clear();
+                let n = reader
+                    .read_until(b'\n', line)
+                    .map_err(|e| LogError::io(&self.path, &e))?;
+                if n == 0 {
+                    return Ok(false);
+                }
+                if line.last() != Some(&b'\n') {
+                    self.scanner.note_fragment(n);
+                    *fragment_line = Some(self.scanner.line().saturating_add(1));
+                    return Ok(false);
+                }
+                self.scanner.feed(line, &mut self.pending)?;
+                Ok(true)
+            }
+            Input::Zstd(z) => advance_zstd(z, &mut self.scanner, &mut self.pending),
+        }
+    }
+
+    /// The end of the stored events: final checks, the torn tail, and the closers.
+    fn finish(&mut self) -> Result<Vec<Event>, LogError> {
+        let issue = self.scanner.issue();
+        self.torn_tail = match &mut self.input {
+            Input::Raw {
+                header_len,
+                fragment_line,
+                ..
+            } => {
+                let offset = header_len.saturating_add(self.scanner.committed());
+                match (issue, fragment_line) {
+                    (Some(issue), _) => Some(TornTail {
+                        code: issue.code,
+                        line: issue.line,
+                        offset,
+                        message: issue.message.clone(),
+                    }),
+                    (None, Some(line)) => Some(TornTail {
+                        code: LogErrorCode::TornLine,
+                        line: Some(*line),
+                        offset,
+                        message: format!("torn final line {line} without LF"),
+                    }),
+                    (None, None) => None,
+                }
+            }
+            Input::Zstd(z) => {
+                if let Some(violation) = z.violation.take() {
+                    return Err(violation);
+                }
+                z.torn_start.map(|offset| match issue {
+                    Some(issue) => TornTail {
+                        code: issue.code,
+                        line: issue.line,
+                        offset,
+                        message: format!(
+                            "{} (in the torn final zstd frame at offset {offset})",
+                            issue.message
+                        ),
+                    },
+                    None => TornTail {
+                        code: LogErrorCode::ZstdTornFrame,
+                        line: None,
+                        offset,
+                        message: format!("torn final zstd frame at offset {offset}"),
+                    },
+                })
+            }
+        };
+        Ok(if self.crash_closers {
+            self.closers.closers()
+        } else {
+            Vec::new()
+        })
+    }
+}
+
+impl Iterator for LogReader {
+    type Item = Result<Event, LogError>;
+
+    fn next(&mut self) -> Option<Self::Item> {
+        loop {
+            match &mut self.phase {
+                Phase::Done => return None,
+                Phase::Closers(closers) => match closers.next() {
+                    Some(event) => return Some(Ok(event)),
+                    None => self.phase = Phase::Done,
+                },
+                Phase::Events => {
+                    if let Some(value) = self.pending.pop_front() {
+                        let result = self.process(value);
+                        if result.is_err() {
+                            self.phase = Phase::Done;
+                        }
+                        return Some(result);
+                    }
+                    let step = self.advance().and_then(|more| {
+                        if more {
+                            Ok(None)
+                        } else {
+                            self.finish().map(Some)
+                        }
+                    });
+                    match step {
+                        Ok(None) => {}
+                        Ok(Some(closers)) => self.phase = Phase::Closers(closers.into_iter()),
+                        Err(e) => {
+                            self.phase = Phase::Done;
+                            return Some(Err(e.at_path(&self.path)));
+                        }
+                    }
+                }
+            }
+        }
+    }
+}
+
+fn read_raw_header(mut reader: BufReader<Source>) -> Result<(Vec<u8>, Input), LogError> {
+    let mut line = Vec::new();
+    let n = reader
+        .read_until(b'\n', &mut line)
+        .map_err(|e| LogError::new(LogErrorCode::Io, e.to_string()))?;
+    if line.pop() != Some(b'\n') {
+        return Err(LogError::new(
+            LogErrorCode::MissingHeader,
+            "empty or header-less session log (no complete first line)",
+        ));
+    }
+    let input = Input::Raw {
+        reader,
+        line: Vec::new(),
+        header_len: n as u64,
+        fragment_line: None,
+    };
+    Ok((line, input))
+}
+
+fn frame_error(failure: FrameFailure) -> LogError {
+    match failure {
+        FrameFailure::Io(e) => LogError::new(LogErrorCode::Io, e.to_string()),
+        FrameFailure::Defect(FrameDefect::BadMagic, at) => LogError::new(
+            LogErrorCode::ZstdBadMagic,
+            format!("invalid frame magic at offset {at}"),
+        ),
+        FrameFailure::Defect(defect, at) => LogError::new(
+            LogErrorCode::ZstdBadFrame,
+            format!("invalid zstd frame at offset {at}: {}", defect.describe()),
+        ),
+    }
+}
+
+fn read_zstd_header(src: Source, chunk: usize) -> Result<(Vec<u8>, Input), LogError> {
+    let mut frames = FrameSource {
+        src,
+        buf: Vec::new(),
+        offset: 0,
+        eof: false,
+        chunk,
+    };
+    let at = match frames.next_frame().map_err(frame_error)? {
+        Some(at) if at.complete => at,
+        _ => {
+            return Err(LogError::new(
+                LogErrorCode::MissingHeader,
+                "empty or header-less Zstandard session log (the first frame is incomplete)",
+            ))
+        }
+    };
+    let mut plain = Vec::new();
+    let mut decoder = FrameDecoder::new();
+    decoder
+        .decompress(frames.frame(&at), &mut plain)
+        .map_err(|e| {
+            LogError::new(
+                LogErrorCode::ZstdChecksum,
+                format!("header frame failed validation: {}", e.0),
+            )
+            .at_line(1)
+        })?;
+    let lf_at = plain.iter().position(|&b| b == b'\n');
+    if plain.is_empty() || lf_at != Some(plain.len() - 1) {
+        return Err(LogError::new(
+            LogErrorCode::ZstdHeaderFrame,
+            "first frame is not exactly one header line",
+        )
+        .at_line(1));
+    }
+    plain.pop();
+    frames.consume(&at);
+    let committed = at.start.saturating_add(at.len as u64);
+    let input = ZstdInput {
+        frames,
+        decoder,
+        plain: Vec::new(),
+        pos: 0,
+        committed,
+        torn_start: None,
+        violation: None,
+    };
+    Ok((plain, Input::Zstd(Box::new(input))))
+}
+
+fn advance_zstd(
+    z: &mut ZstdInput,
+    scanner: &mut LineScanner,
+    pending: &mut VecDeque<Value>,
+) -> Result<bool, LogError> {
+    loop {
+        if let Some(rest) = z.plain.get(z.pos..).filter(|r| !r.is_empty()) {
+            let Some(lf) = rest.iter().position(|&b| b == b'\n') else {
+                if z.torn_start.is_some() {
+                    // The salvage of a torn frame may stop mid-line: that fragment is the torn tail.
+                    scanner.note_fragment(rest.len());
+                    z.pos = z.plain.len();
+                    return Ok(false);
+                }
+                let line = scanner.line().saturating_add(1);
+                let message = format!(
+                    "complete frame contains a torn JSONL record: the frame ending at offset {} does not end in LF (line {line})",
+                    z.committed
+                );
+                return Err(LogError::new(LogErrorCode::ZstdTornRecord, message).at_line(line));
+            };
+            let line = rest.get(..=lf).unwrap_or_default();
+            z.pos = z.pos.saturating_add(lf + 1);
+            let had_issue = scanner.issue().is_some();
+            scanner.feed(line, pending)?;
+            if z.torn_start.is_none() && z.violation.is_none() && !had_issue {
+                if let Some(issue) = scanner.issue() {
+                    let message = format!(
+                        "complete frame contains a torn JSONL record: {}",
+                        issue.message
+                    );
+                    let mut err = LogError::new(LogErrorCode::ZstdTornRecord, message);
+                    err.line = issue.line;
+                    err.seq = issue.seq;
+                    z.violation = Some(err);
+                }
+            }
+            return Ok(true);
+        }
+        if z.torn_start.is_some() {
+            return Ok(false);
+        }
+        let Some(at) = z.frames.next_frame().map_err(frame_error)? else {
+            return Ok(false);
+        };
+        z.pos = 0;
+        if at.complete {
+            z.decoder
+                .decompress(z.frames.frame(&at), &mut z.plain)
+                .map_err(|e| {
+                    LogError::new(
+                        LogErrorCode::ZstdChecksum,
+                        format!(
+                            "zstd frame at offset {} failed decompression or checksum: {}",
+                            at.start, e.0
+                        ),
+                    )
+                })?;
+            z.committed = at.start.saturating_add(at.len as u64);
+        } else {
+            z.decoder.salvage(z.frames.frame(&at), &mut z.plain);
+            z.torn_start = Some(at.start);
+        }
+        z.frames.consume(&at);
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use zstd_frames::compress_frame;
+
+    const HEADER: &str =
+        r#"{"type":"session","version":0,"id":"s","createdAt":1,"delegationDepth":0}"#;
+
+    fn read(
+        bytes: Vec<u8>,
+        opts: &ReadOptions,
+    ) -> Result<(Vec<Event>, Option<TornTail>), LogError> {
+        let log = LogReader::from_bytes(bytes, Path::new("t.jsonl"), opts)?.into_log()?;
+        Ok((log.events, log.torn_tail))
+    }
+
+    fn ev(seq: u64, kind: &str) -> String {
+        let data = if kind == "turn/end" {
+            r#"{"turn":1,"reason":{"kind":"completed"}}"#
+        } else {
+            r#"{"turn":1}"#
+        };
+        format!("{{\"type\":\"{kind}\",\"seq\":{seq},\"time\":{seq},\"data\":{data}}}\n")
+    }
+
+    #[test]
+    fn raw_log_streams_events_and_closers() {
+        let text = format!(
+            "{HEADER}\n{}{}",
+            ev(0, "turn/start"),
+            ev(1, "session/title")
+        );
+        let (events, torn) = read(text.clone().into_bytes(), &ReadOptions::default()).unwrap();
+        assert_eq!(events.len(), 3);
+        assert_eq!(events[2].kind, "turn/end");
+        assert!(torn.is_none());
+        let no_closers = ReadOptions {
+            crash_closers: false,
+            ..ReadOptions::default()
+        };
+        assert_eq!(read(text.into_bytes(), &no_closers).unwrap().0.len(), 2);
+    }
+
+    #[test]
+    fn raw_torn_fragment_is_a_torn_tail_at_the_committed_offset() {
+        let committed = format!("{HEADER}\n{}", ev(0, "session/title"));
+        let text = format!("{committed}{{\"type\":\"tur");
+        let mut reader =
+            LogReader::from_bytes(text.into_bytes(), Path::new("t"), &ReadOptions::default())
+                .unwrap();
+        assert_eq!(reader.by_ref().count(), 1);
+        let torn = reader.torn_tail().unwrap();
+        assert_eq!(
+            (torn.code, torn.line, torn.offset),
+            (LogErrorCode::TornLine, Some(3), committed.len() as u64)
+        );
+        assert_eq!(reader.committed_bytes(), committed.len() as u64);
+    }
+
+    #[test]
+    fn zstd_log_reads_frame_by_frame() {
+        let mut bytes = compress_frame(format!("{HEADER}\n").as_bytes());
+        bytes.extend(compress_frame(
+            format!("{}{}", ev(0, "turn/start"), ev(1, "step/start")).as_bytes(),
+        ));
+        let complete = bytes.len() as u64;
+        bytes.extend(compress_frame(ev(2, "turn/end").as_bytes()));
+        let mut reader =
+            LogReader::from_bytes(bytes.clone(), Path::new("t"), &ReadOptions::default()).unwrap();
+        assert_eq!(reader.compression(), Compression::Zstd);
+        assert_eq!(
+            reader.by_ref().map(|e| e.unwrap().seq).collect::<Vec<_>>(),
+            [0, 1, 2]
+        );
+        assert_eq!(reader.committed_bytes(), bytes.len() as u64);
+        // Cutting the last frame short leaves a torn tail at its start.
+        bytes.truncate(bytes.len() - 3);
+        let (events, torn) = read(bytes, &ReadOptions::default()).unwrap();
+        assert_eq!(
+            events.iter().map(|e| e.kind.as_str()).collect::<Vec<_>>(),
+            ["turn/start", "step/start", "turn/end"]
+        );
+        let torn = torn.unwrap();
+        assert_eq!(
+            (torn.code, torn.offset),
+            (LogErrorCode::ZstdTornFrame, complete)
+        );
+    }
+
+    #[test]
+    fn header_only_read_stops_after_the_header() {
+        let err = read(Vec::new(), &ReadOptions::default()).unwrap_err();
+        assert_eq!(err.code, LogErrorCode::MissingHeader);
+        let opts = ReadOptions {
+            expected_id: Some("other".into()),
+            ..ReadOptions::default()
+        };
+        let err = read(format!("{HEADER}\n").into_bytes(), &opts).unwrap_err();
+        assert_eq!((err.code, err.line), (LogErrorCode::IdMismatch, Some(1)));
+    }
+}

@@ -1,1 +1,365 @@
-//! (being written)
+//! Zstandard framing of `session.jsonl.zstd` (spec §1.2): where frames begin and end, and what they hold.
+//!
+//! Sits first in the zstd read path: [`scan_frame`] finds a frame's extent from its structure alone (no
+//! decompression), so the reader can tell a complete frame from the torn final frame a crash leaves;
+//! [`FrameDecoder::decompress`] decodes one complete frame with its checksum verified;
+//! [`FrameDecoder::salvage`] decodes what a torn final frame still yields. The plaintext then goes to the
+//! line scanner ([`super::scan`]). The writer goes the other way with [`compress_frame`], one frame per
+//! append batch.
+
+use zstd::stream::raw::{Decoder, InBuffer, Operation, OutBuffer};
+
+/// The zstd frame magic number as it appears on disk (0xFD2FB528, little-endian).
+pub const ZSTD_MAGIC: [u8; 4] = [0x28, 0xB5, 0x2F, 0xFD];
+
+/// Whether `prefix` starts with the zstd frame magic: how a reader tells a zstd log from a raw one.
+pub fn has_zstd_magic(prefix: &[u8]) -> bool {
+    prefix.get(..4) == Some(&ZSTD_MAGIC[..])
+}
+
+/// Why a frame is structurally unacceptable. Either way the log is corrupt, not torn.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum FrameDefect {
+    /// The frame does not start with the zstd magic (skippable frames included).
+    BadMagic,
+    /// The frame header sets reserved bits.
+    ReservedBits,
+    /// A block header names the reserved block type 3.
+    ReservedBlockType,
+}
+
+impl FrameDefect {
+    /// The spec's wording of the defect.
+    pub fn describe(self) -> &'static str {
+        match self {
+            Self::BadMagic => "invalid frame magic",
+            Self::ReservedBits => "frame header sets reserved bits",
+            Self::ReservedBlockType => "frame holds a block of the reserved type",
+        }
+    }
+}
+
+/// The structural state of the bytes at the start of a buffer.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum FrameScan {
+    /// A whole frame of this many bytes is present.
+    Complete(usize),
+    /// The frame is cut short: at least this many bytes (in total, from the frame start) are needed
+    /// before the scan can get further. At end of file this is the torn final frame.
+    Incomplete { needed: usize },
+    /// The bytes cannot be a frame this reader accepts.
+    Corrupt(FrameDefect),
+}
+
+/// Scans the frame that starts at `buf[0]` following the pseudo-code of spec §1.2, without decompressing.
+///
+/// Rescanning after more bytes arrive is cheap (the walk only visits block headers), so a streaming
+/// reader simply calls this again with the longer buffer until the frame is complete.
+pub fn scan_frame(buf: &[u8]) -> FrameScan {
+    let incomplete = |needed: usize| FrameScan::Incomplete { needed };
+    let Some(magic) = buf.get(..4) else {
+        return incomplete(4);
+    };
+    if magic != ZSTD_MAGIC {
+        return FrameScan::Corrupt(FrameDefect::BadMagic);
+    }
+    let Some(&fhd) = buf.get(4) else {
+        return incomplete(5);
+    };
+    if fhd & 0x18 != 0 {
+        return FrameScan::Corrupt(FrameDefect::ReservedBits);
+    }
+    let fcs_flag = fhd >> 6;
+    let single_segment = fhd & 0x20 != 0;
+    let has_checksum = fhd & 0x04 != 0;
+    let dict_bytes = match fhd & 0x03 {
+        3 => 4,
+        n => usize::from(n),
+    };
+    let fcs_bytes = match fcs_flag {
+        0 => usize::from(single_segment),
+        n => 1usize << n,
+    };
+    let window_bytes = usize::from(!single_segment);
+    // All sizes here are small constants or come from a 21-bit block size, so they cannot overflow a usize
+    // on any platform that can hold the buffer; checked_add keeps that true even for hostile input.
+    let mut offset = 5 + window_bytes + dict_bytes + fcs_bytes;
+    if buf.len() < offset {
+        return incomplete(offset);
+    }
+    loop {
+        let Some(header) = buf.get(offset..offset + 3) else {
+            return incomplete(offset + 3);
+        };
+        let h = u32::from(header[0]) | (u32::from(header[1]) << 8) | (u32::from(header[2]) << 16);
+        let last = h & 1 != 0;
+        let block_type = (h >> 1) & 3;
+        let size = (h >> 3) as usize;
+        if block_type == 3 {
+            return FrameScan::Corrupt(FrameDefect::ReservedBlockType);
+        }
+        let payload = if block_type == 1 { 1 } else { size };
+        let Some(end) = (offset + 3).checked_add(payload) else {
+            // Only reachable where usize is tiny: no buffer can ever hold this frame.
+            return incomplete(usize::MAX);
+        };
+        if buf.len() < end {
+            return incomplete(end);
+        }
+        offset = end;
+        if last {
+            break;
+        }
+    }
+    if has_checksum {
+        offset += 4;
+        if buf.len() < offset {
+            return incomplete(offset);
+        }
+    }
+    FrameScan::Complete(offset)
+}
+
+/// Why a complete frame could not be decoded.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct DecodeFailure(pub String);
+
+/// A zstd decoding context reused across frames: creating one costs more than decoding a small batch,
+/// and a log holds one frame per append.
+pub struct FrameDecoder {
+    decoder: Option<Decoder<'static>>,
+}
+
+impl Default for FrameDecoder {
+    fn default() -> Self {
+        Self::new()
+    }
+}
+
+impl FrameDecoder {
+    /// A decoder; the context itself is created on first use.
+    pub fn new() -> Self {
+        Self { decoder: None }
+    }
+
+    /// A context reset for a new frame (after a failure too).
+    fn fresh(&mut self) -> Result<&mut Decoder<'static>, DecodeFailure> {
+        let mut reused = self.decoder.take();
+        if reused.as_mut().is_some_and(|d| d.reinit().is_err()) {
+            reused = None;
+        }
+        let decoder = match reused {
+            Some(d) => d,
+            None => Decoder::new().map_err(|e| DecodeFailure(e.to_string()))?,
+        };
+        Ok(self.decoder.insert(decoder))
+    }
+
+    /// Decompresses one complete frame (as delimited by [`scan_frame`]) into `out`, which is cleared
+    /// first. The content checksum, when the frame carries one, is verified by the decoder; a mismatch,
+    /// any decode error, or a frame the decoder does not see end exactly at the structural end is a
+    /// failure.
+    pub fn decompress(&mut self, frame: &[u8], out: &mut Vec<u8>) -> Result<(), DecodeFailure> {
+        out.clear();
+        let decoder = self.fresh()?;
+        let mut input = InBuffer::around(frame);
+        loop {
+            reserve_for_output(out, frame.len());
+            let before_in = input.pos();
+            let before_out = out.len();
+            let hint = {
+                let mut output = OutBuffer::around_pos(out, before_out);
+                decoder
+                    .run(&mut input, &mut output)
+                    .map_err(|e| DecodeFailure(e.to_string()))?
+            };
+            if hint == 0 {
+                return if input.pos() == frame.len() {
+                    Ok(())
+                } else {
+                    Err(DecodeFailure(
+                        "frame ended before its structural end".into(),
+                    ))
+                };
+            }
+            // A decoder that neither consumes nor produces with room to spare is waiting for input that
+            // the frame does not have.
+            if input.pos() == before_in && out.len() == before_out && out.len() < out.capacity() {
+                return Err(DecodeFailure("frame is truncated".into()));
+            }
+        }
+    }
+
+    /// Decodes as much of a torn final frame as the decoder will produce without finishing it (the
+    /// "flush" decode of spec §1.2) into `out` (cleared first). A decode error just ends the salvage:
+    /// what was produced before it is kept, and producing nothing is fine.
+    pub fn salvage(&mut self, torn: &[u8], out: &mut Vec<u8>) {
+        out.clear();
+        let Ok(decoder) = self.fresh() else {
+            return;
+        };
+        let mut input = InBuffer::around(torn);
+        loop {
+            reserve_for_output(out, torn.len());
+            let before_in = input.pos();
+            let before_out = out.len();
+            let result = {
+                let mut output = OutBuffer::around_pos(out, before_out);
+                decoder.run(&mut input, &mut output)
+            };
+            match result {
+                Ok(0) | Err(_) => return,
+                Ok(_) => {}
+            }
+            if input.pos() == before_in && out.len() == before_out && out.len() < out.capacity() {
+                return;
+            }
+        }
+    }
+}
+
+/// [`FrameDecoder::decompress`] with a one-off context.
+pub fn decompress_frame(frame: &[u8], out: &mut Vec<u8>) -> Result<(), DecodeFailure> {
+    FrameDecoder::new().decompress(frame, out)
+}
+
+/// [`FrameDecoder::salvage`] with a one-off context.
+pub fn salvage_torn_frame(torn: &[u8], out: &mut Vec<u8>) {
+    FrameDecoder::new().salvage(torn, out)
+}
+
+/// Makes sure the output vector has spare room for the next decoder step.
+fn reserve_for_output(out: &mut Vec<u8>, input_len: usize) {
+    if out.capacity() - out.len() < 16 * 1024 {
+        // Grow geometrically, starting near a typical JSONL compression ratio.
+        let want = out
+            .capacity()
+            .max(input_len.saturating_mul(4))
+            .max(64 * 1024);
+        out.reserve(want);
+    }
+}
+
+/// Compresses one append batch (or the header line) into a single standard zstd frame with the content
+/// checksum flag set, at zstd's default level: what DSH's writer produces with Node's `zstdCompress`.
+pub fn compress_frame(plaintext: &[u8]) -> Vec<u8> {
+    use zstd::zstd_safe::{CCtx, CParameter};
+    let mut cctx = CCtx::create();
+    // Setting a documented parameter to a valid value on a fresh context cannot fail; if it ever did, the
+    // frame would merely lack a checksum, which readers accept.
+    let _ = cctx.set_parameter(CParameter::ChecksumFlag(true));
+    let _ = cctx.set_parameter(CParameter::CompressionLevel(
+        zstd::DEFAULT_COMPRESSION_LEVEL,
+    ));
+    let mut out = Vec::with_capacity(zstd::zstd_safe::compress_bound(plaintext.len()));
+    match cctx.compress2(&mut out, plaintext) {
+        Ok(_) => out,
+        // With a buffer of compress_bound bytes zstd cannot fail short of memory exhaustion; fall back to
+        // the one-shot API so the caller still gets a valid frame.
+        Err(_) => zstd::bulk::compress(plaintext, 0).unwrap_or_default(),
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    fn frames(parts: &[&[u8]]) -> Vec<u8> {
+        parts.iter().flat_map(|p| compress_frame(p)).collect()
+    }
+
+    #[test]
+    fn compressed_frames_carry_a_checksum_and_round_trip() {
+        let frame = compress_frame(b"{\"a\":1}\n");
+        assert!(has_zstd_magic(&frame));
+        assert_ne!(frame[4] & 0x04, 0, "checksum flag set");
+        assert_eq!(scan_frame(&frame), FrameScan::Complete(frame.len()));
+        let mut out = Vec::new();
+        decompress_frame(&frame, &mut out).unwrap();
+        assert_eq!(out, b"{\"a\":1}\n");
+        let empty = compress_frame(b"");
+        decompress_frame(&empty, &mut out).unwrap();
+        assert!(out.is_empty());
+    }
+
+    #[test]
+    fn scan_finds_each_frame_of_a_concatenation() {
+        let big: Vec<u8> = (0..200_000u32)
+            .flat_map(|i| format!("{{\"n\":{i}}}\n").into_bytes())
+            .collect();
+        let file = frames(&[b"x\n", &big, b"y\n"]);
+        let mut at = 0;
+        let mut n = 0;
+        while at < file.len() {
+            match scan_frame(&file[at..]) {
+                FrameScan::Complete(len) => at += len,
+                other => panic!("{other:?}"),
+            }
+            n += 1;
+        }
+        assert_eq!(n, 3);
+    }
+
+    #[test]
+    fn every_prefix_of_a_frame_is_incomplete_with_a_growing_need() {
+        let frame = compress_frame(&b"line\n".repeat(5000));
+        for cut in 0..frame.len() {
+            match scan_frame(&frame[..cut]) {
+                FrameScan::Incomplete { needed } => assert!(needed > cut && needed <= frame.len()),
+                other => panic!("cut {cut}: {other:?}"),
+            }
+        }
+    }
+
+    #[test]
+    fn defects_are_reported() {
+        let mut frame = compress_frame(b"a\n");
+        assert_eq!(
+            scan_frame(b"\x50\x2A\x4D\x18rest"),
+            FrameScan::Corrupt(FrameDefect::BadMagic)
+        );
+        frame[4] |= 0x08;
+        assert_eq!(
+            scan_frame(&frame),
+            FrameScan::Corrupt(FrameDefect::ReservedBits)
+        );
+        // Magic, FHD single-segment with 1-byte content size, then a block header of type 3.
+        let reserved_block = [0x28, 0xB5, 0x2F, 0xFD, 0x20, 0x01, 0x07, 0x00, 0x00];
+        assert_eq!(
+            scan_frame(&reserved_block),
+            FrameScan::Corrupt(FrameDefect::ReservedBlockType)
+        );
+    }
+
+    #[test]
+    fn checksum_mismatch_is_a_decode_failure() {
+        let mut frame = compress_frame(b"hello hello hello\n");
+        let last = frame.len() - 1;
+        frame[last] ^= 0xFF;
+        assert_eq!(scan_frame(&frame), FrameScan::Complete(frame.len()));
+        assert!(decompress_frame(&frame, &mut Vec::new()).is_err());
+    }
+
+    #[test]
+    fn salvage_keeps_what_a_torn_frame_yields() {
+        // Incompressible text of several blocks, so whole blocks precede the cut.
+        let mut state = 0x1234_5678u32;
+        let text: Vec<u8> = (0..400_000)
+            .map(|_| {
+                state ^= state << 13;
+                state ^= state >> 17;
+                state ^= state << 5;
+                b"abcdefghijklmnopqrstuvwxyz\n"[(state % 27) as usize]
+            })
+            .collect();
+        let frame = compress_frame(&text);
+        let mut out = Vec::new();
+        salvage_torn_frame(&frame[..frame.len() - 10], &mut out);
+        assert!(!out.is_empty());
+        assert!(text.starts_with(&out));
+        salvage_torn_frame(&frame[..3], &mut out);
+        assert!(out.is_empty());
+        salvage_torn_frame(b"garbage", &mut out);
+        assert!(out.is_empty());
+    }
+}
