@@ -119,13 +119,14 @@ pub fn is_js_whitespace(c: char) -> bool {
             | '\u{0020}'
             | '\u{00A0}'
             | '\u{1680}'
-            | '\u{2000}'..='\u{200A}'
-            | '\u{2028}'
-            | '\u{2029}'
-            | '\u{202F}'
-            | '\u{205F}'
-            | '\u{3000}'
-            | '\u{FEFF}'
+            | '\u{2000}'
+            ..='\u{200A}'
+                | '\u{2028}'
+                | '\u{2029}'
+                | '\u{202F}'
+                | '\u{205F}'
+                | '\u{3000}'
+                | '\u{FEFF}'
     )
 }
 
@@ -182,13 +183,21 @@ mod tests {
     #[test]
     fn safe_integers_follow_javascript() {
         assert_eq!(safe_int(&json!(1.0)), Some(1));
-        assert_eq!(safe_int(&serde_json::from_str::<Value>("1e2").unwrap()), Some(100));
+        assert_eq!(
+            safe_int(&serde_json::from_str::<Value>("1e2").unwrap()),
+            Some(100)
+        );
         assert_eq!(safe_int(&json!(1.5)), None);
-        assert_eq!(safe_int(&json!(9007199254740991i64)), Some(MAX_SAFE_INTEGER));
+        assert_eq!(
+            safe_int(&json!(9007199254740991i64)),
+            Some(MAX_SAFE_INTEGER)
+        );
         assert_eq!(safe_int(&json!(9007199254740992i64)), None);
         assert_eq!(safe_int(&json!("1")), None);
         assert_eq!(safe_uint(&json!(-1)), None);
-        assert!(is_negative_zero(&serde_json::from_str::<Value>("-0.0").unwrap()));
+        assert!(is_negative_zero(
+            &serde_json::from_str::<Value>("-0.0").unwrap()
+        ));
     }
 
     #[test]

@@ -25,7 +25,11 @@ fn default_read_window_max() -> u64 {
 
 impl Default for Config {
     fn default() -> Self {
-        Self { index_path: None, sessions_root: None, read_window_max: default_read_window_max() }
+        Self {
+            index_path: None,
+            sessions_root: None,
+            read_window_max: default_read_window_max(),
+        }
     }
 }
 
@@ -36,11 +40,17 @@ impl Config {
             return Ok(Self::default());
         }
         let config: Self = serde_json::from_str(text).map_err(|e| {
-            PluginError::new(ErrorCode::SessionQueryInvalidConfig, format!("invalid plugin config: {e}"))
+            PluginError::new(
+                ErrorCode::SessionQueryInvalidConfig,
+                format!("invalid plugin config: {e}"),
+            )
         })?;
         if let Some(path) = &config.index_path {
             if path.as_os_str().is_empty() {
-                return Err(PluginError::new(ErrorCode::SessionQueryInvalidConfig, "indexPath is empty"));
+                return Err(PluginError::new(
+                    ErrorCode::SessionQueryInvalidConfig,
+                    "indexPath is empty",
+                ));
             }
         }
         Ok(config)
@@ -59,7 +69,13 @@ mod tests {
         let err = Config::parse(r#"{"indexPth":"x"}"#).unwrap_err();
         assert_eq!(err.code, ErrorCode::SessionQueryInvalidConfig);
         assert!(err.message.contains("indexPth"));
-        assert_eq!(Config::parse(r#"{"readWindowMax":-1}"#).unwrap_err().code, ErrorCode::SessionQueryInvalidConfig);
-        assert_eq!(Config::parse(r#"{"indexPath":""}"#).unwrap_err().code, ErrorCode::SessionQueryInvalidConfig);
+        assert_eq!(
+            Config::parse(r#"{"readWindowMax":-1}"#).unwrap_err().code,
+            ErrorCode::SessionQueryInvalidConfig
+        );
+        assert_eq!(
+            Config::parse(r#"{"indexPath":""}"#).unwrap_err().code,
+            ErrorCode::SessionQueryInvalidConfig
+        );
     }
 }

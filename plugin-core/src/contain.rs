@@ -10,7 +10,10 @@ use abi_stable::std_types::RResult;
 use host_api::abi::{ErrorCode, PluginError};
 
 /// Runs `body`, converting its result to the ABI's `RResult` and any panic to `PLUGIN_PANICKED`.
-pub fn contain<T>(call: &str, body: impl FnOnce() -> Result<T, PluginError>) -> RResult<T, PluginError> {
+pub fn contain<T>(
+    call: &str,
+    body: impl FnOnce() -> Result<T, PluginError>,
+) -> RResult<T, PluginError> {
     // The plugin's state is behind locks that poison on panic or is rebuilt per call, so observing it
     // after a contained panic is safe; AssertUnwindSafe records that judgement.
     match catch_unwind(AssertUnwindSafe(body)) {
@@ -42,13 +45,20 @@ mod tests {
         let result: RResult<u32, PluginError> = contain("list_sessions", || panic!("boom {}", 7));
         let err = result.unwrap_err();
         assert_eq!(err.code, ErrorCode::PluginPanicked);
-        assert!(err.message.contains("list_sessions") && err.message.contains("boom 7"), "{}", err.message);
+        assert!(
+            err.message.contains("list_sessions") && err.message.contains("boom 7"),
+            "{}",
+            err.message
+        );
     }
 
     #[test]
     fn values_and_errors_pass_through() {
         assert_eq!(contain("x", || Ok(3)).unwrap(), 3);
-        let err = contain::<()>("x", || Err(PluginError::new(ErrorCode::SessionQueryInvalidWindow, "w"))).unwrap_err();
+        let err = contain::<()>("x", || {
+            Err(PluginError::new(ErrorCode::SessionQueryInvalidWindow, "w"))
+        })
+        .unwrap_err();
         assert_eq!(err.code, ErrorCode::SessionQueryInvalidWindow);
     }
 }

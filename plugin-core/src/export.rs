@@ -19,7 +19,11 @@ pub struct BuildOptions {
 
 /// Parses the config, opens the instance's resources and returns its two services. Never unwinds: the
 /// caller is an `extern "C"` function.
-pub fn build_instance(config: RStr<'_>, host: HostContextBox, options: BuildOptions) -> RResult<PluginInstance, PluginError> {
+pub fn build_instance(
+    config: RStr<'_>,
+    host: HostContextBox,
+    options: BuildOptions,
+) -> RResult<PluginInstance, PluginError> {
     let built = catch_unwind(AssertUnwindSafe(|| {
         let config = Config::parse(config.as_str())?;
         Service::open(config, Arc::new(host), options.fault)
@@ -29,7 +33,10 @@ pub fn build_instance(config: RStr<'_>, host: HostContextBox, options: BuildOpti
         Ok(Err(e)) => RResult::RErr(e),
         Err(payload) => RResult::RErr(PluginError::new(
             ErrorCode::PluginPanicked,
-            format!("the plugin panicked while starting: {}", panic_message(&payload)),
+            format!(
+                "the plugin panicked while starting: {}",
+                panic_message(&payload)
+            ),
         )),
     }
 }

@@ -35,18 +35,34 @@ impl Index {
     /// Opens (creating if missing: directories `0700`, file `0600`) and guards the index at `path`.
     pub fn open(path: &Path, host: Arc<HostContextBox>) -> Result<Self, PluginError> {
         if let Some(dir) = path.parent().filter(|d| !d.as_os_str().is_empty()) {
-            DirBuilder::new().recursive(true).mode(0o700).create(dir).map_err(|e| index_failed(path, e))?;
+            DirBuilder::new()
+                .recursive(true)
+                .mode(0o700)
+                .create(dir)
+                .map_err(|e| index_failed(path, e))?;
         }
         // Create the file ourselves so it gets 0600; SQLite's sidecars inherit its mode.
-        match OpenOptions::new().write(true).create_new(true).mode(0o600).open(path) {
+        match OpenOptions::new()
+            .write(true)
+            .create_new(true)
+            .mode(0o600)
+            .open(path)
+        {
             Ok(_) => {}
             Err(e) if e.kind() == std::io::ErrorKind::AlreadyExists => {}
             Err(e) => return Err(index_failed(path, e)),
         }
         let conn = Connection::open(path).map_err(|e| index_failed(path, e))?;
         guard(&conn).map_err(|e| index_failed(path, e))?;
-        host.log(LogLevel::Info, RStr::from_str(&format!("index opened at {}", path.display())));
-        Ok(Self { conn: Some(conn), path: path.to_path_buf(), host })
+        host.log(
+            LogLevel::Info,
+            RStr::from_str(&format!("index opened at {}", path.display())),
+        );
+        Ok(Self {
+            conn: Some(conn),
+            path: path.to_path_buf(),
+            host,
+        })
     }
 
     /// The path this index was opened at.
@@ -65,7 +81,10 @@ impl Drop for Index {
         if let Some(conn) = self.conn.take() {
             let outcome = match conn.close() {
                 Ok(()) => format!("index closed at {}", self.path.display()),
-                Err((_, e)) => format!("index closed at {} (close reported: {e})", self.path.display()),
+                Err((_, e)) => format!(
+                    "index closed at {} (close reported: {e})",
+                    self.path.display()
+                ),
             };
             self.host.log(LogLevel::Info, RStr::from_str(&outcome));
         }
@@ -74,11 +93,15 @@ impl Drop for Index {
 
 /// Refuses a database that belongs to someone else; claims an empty one.
 fn guard(conn: &Connection) -> Result<(), String> {
-    let app_id: i32 = conn.query_row("PRAGMA application_id", [], |r| r.get(0)).map_err(|e| e.to_string())?;
+    let app_id: i32 = conn
+        .query_row("PRAGMA application_id", [], |r| r.get(0))
+        .map_err(|e| e.to_string())?;
     let tables: i64 = conn
-        .query_row("SELECT count(*) FROM sqlite_master WHERE type = 'table' AND name NOT LIKE 'sqlite_%'", [], |r| {
-            r.get(0)
-        })
+        .query_row(
+            "SELECT count(*) FROM sqlite_master WHERE type = 'table' AND name NOT LIKE 'sqlite_%'",
+            [],
+            |r| r.get(0),
+        )
         .map_err(|e| e.to_string())?;
     match app_id {
         APPLICATION_ID => Ok(()),
@@ -86,6 +109,8 @@ fn guard(conn: &Connection) -> Result<(), String> {
             .execute_batch(&format!("PRAGMA application_id = {APPLICATION_ID}"))
             .map_err(|e| e.to_string()),
         0 => Err("not an empty or recognized derived index".into()),
-        other => Err(format!("the database belongs to another application (application_id {other:#x})")),
+        other => Err(format!(
+            "the database belongs to another application (application_id {other:#x})"
+        )),
     }
 }

@@ -24,6 +24,8 @@ pub mod service;
 /// What [`export_plugin!`] expands to refers to; not for other use.
 #[doc(hidden)]
 pub mod __reexport {
-    pub use host_api::abi::{HostContextBox, PluginError, PluginInstance, PluginRoot, PluginRoot_Ref, ABI_VERSION};
+    pub use host_api::abi::{
+        HostContextBox, PluginError, PluginInstance, PluginRoot, PluginRoot_Ref, ABI_VERSION,
+    };
     pub use host_api::FOLD_VERSION;
 }

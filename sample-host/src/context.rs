@@ -56,11 +56,19 @@ impl Shared {
             LogLevel::Info => "info",
             LogLevel::Debug => "debug",
         };
-        let line = LogLine { at_micros: self.started.elapsed().as_micros(), generation, level, message: message.into() };
+        let line = LogLine {
+            at_micros: self.started.elapsed().as_micros(),
+            generation,
+            level,
+            message: message.into(),
+        };
         if self.echo {
             eprintln!("[{level}] gen {generation}: {}", line.message);
         }
-        self.log.lock().unwrap_or_else(|p| p.into_inner()).push(line);
+        self.log
+            .lock()
+            .unwrap_or_else(|p| p.into_inner())
+            .push(line);
     }
 
     /// Everything logged so far.
@@ -75,7 +83,10 @@ impl Shared {
 
     /// Trips a token: the call holding it should stop with `ABORTED`.
     pub fn cancel(&self, token: CancelToken) {
-        self.cancelled.lock().unwrap_or_else(|p| p.into_inner()).insert(token);
+        self.cancelled
+            .lock()
+            .unwrap_or_else(|p| p.into_inner())
+            .insert(token);
     }
 }
 
@@ -91,12 +102,22 @@ impl HostContext for GenerationContext {
             .live
             .list()
             .iter()
-            .map(|(h, n)| LiveSession { header: h.into(), event_count: *n })
+            .map(|(h, n)| LiveSession {
+                header: h.into(),
+                event_count: *n,
+            })
             .collect()
     }
 
     fn live_session(&self, id: RStr<'_>) -> ROption<LiveSession> {
-        self.shared.live.get(id.as_str()).map(|(h, n)| LiveSession { header: (&h).into(), event_count: n }).into()
+        self.shared
+            .live
+            .get(id.as_str())
+            .map(|(h, n)| LiveSession {
+                header: (&h).into(),
+                event_count: n,
+            })
+            .into()
     }
 
     fn live_events(&self, id: RStr<'_>, from_seq: u64) -> ROption<RVec<RString>> {
@@ -108,7 +129,11 @@ impl HostContext for GenerationContext {
     }
 
     fn sessions_root(&self) -> ROption<RString> {
-        self.shared.sessions_root.as_ref().map(|p| RString::from(p.to_string_lossy().into_owned())).into()
+        self.shared
+            .sessions_root
+            .as_ref()
+            .map(|p| RString::from(p.to_string_lossy().into_owned()))
+            .into()
     }
 
     fn log(&self, level: LogLevel, message: RStr<'_>) {
@@ -116,6 +141,12 @@ impl HostContext for GenerationContext {
     }
 
     fn is_cancelled(&self, token: CancelToken) -> bool {
-        token != 0 && self.shared.cancelled.lock().unwrap_or_else(|p| p.into_inner()).contains(&token)
+        token != 0
+            && self
+                .shared
+                .cancelled
+                .lock()
+                .unwrap_or_else(|p| p.into_inner())
+                .contains(&token)
     }
 }

@@ -20,7 +20,14 @@ pub struct Script {
 
 impl Script {
     pub fn new(prefix: &str, start_time: i64) -> Self {
-        Self { events: Vec::new(), time: start_time, turn: 0, step: 0, ids: 0, prefix: prefix.to_string() }
+        Self {
+            events: Vec::new(),
+            time: start_time,
+            turn: 0,
+            step: 0,
+            ids: 0,
+            prefix: prefix.to_string(),
+        }
     }
 
     fn next_seq(&self) -> u64 {
@@ -56,7 +63,10 @@ impl Script {
     /// `step/end` and `turn/end` (completed).
     pub fn end_turn(&mut self) {
         self.plain("step/end", json!({"turn": self.turn, "step": self.step}));
-        self.plain("turn/end", json!({"turn": self.turn, "reason": {"kind": "completed"}}));
+        self.plain(
+            "turn/end",
+            json!({"turn": self.turn, "reason": {"kind": "completed"}}),
+        );
     }
 
     /// A user line (`source.kind: user`), appended.
@@ -96,13 +106,19 @@ impl Script {
 
     /// A `session/title`.
     pub fn title(&mut self, title: &str, message_seq: u64) {
-        self.plain("session/title", json!({"title": title, "messageSeqs": [message_seq], "source": {"kind": "fallback"}}));
+        self.plain(
+            "session/title",
+            json!({"title": title, "messageSeqs": [message_seq], "source": {"kind": "fallback"}}),
+        );
     }
 
     /// A compaction: the surface nodes `start..=end` (surface order) become one checkpoint message.
     pub fn compact(&mut self, start: u64, end: u64, shadowed: &[u64], summary: &str) -> u64 {
         let compaction_id = self.id("compaction");
-        let marker = self.plain("compaction/start", json!({"compactionId": compaction_id, "turn": null}));
+        let marker = self.plain(
+            "compaction/start",
+            json!({"compactionId": compaction_id, "turn": null}),
+        );
         let summary_seq = self.plain(
             "compaction/summary",
             json!({"compactionId": compaction_id, "summary": [{"type": "text", "text": summary}],
@@ -119,16 +135,22 @@ impl Script {
         e.source_event_seqs = Some(json!(sources));
         e.surface_op = Some(json!({"op": "replace", "start": start, "end": end}));
         let seq = self.push(e);
-        self.plain("compaction/end", json!({"compactionId": compaction_id, "turn": null}));
+        self.plain(
+            "compaction/end",
+            json!({"compactionId": compaction_id, "turn": null}),
+        );
         seq
     }
 
     /// The tool-result pruner: `compaction/prune`, then a content-only rewrite of the result at `target`.
     pub fn prune(&mut self, target: u64, replacement_text: &str) -> u64 {
-        let Some(original) = self.events.iter().find(|e| e.seq == target).cloned() else { return target };
+        let Some(original) = self.events.iter().find(|e| e.seq == target).cloned() else {
+            return target;
+        };
         let prune = self.plain("compaction/prune", json!({"shadowedRange": {"start": target, "end": target}, "shadowedSeqs": [target], "shadowedTokenCount": 300}));
         let mut data = original.data.clone();
-        data["message"]["content"][0]["content"] = json!([{"type": "text", "text": replacement_text}]);
+        data["message"]["content"][0]["content"] =
+            json!([{"type": "text", "text": replacement_text}]);
         let mut e = Event::new("tool/result", self.next_seq(), self.time, data);
         e.source_event_seqs = Some(json!([prune, target]));
         e.surface_op = Some(json!({"op": "replace", "start": target, "end": target}));
@@ -143,10 +165,26 @@ pub const CI_SESSION: &str = "demo-ci-fix";
 pub const CHILD_SESSION: &str = "demo-ci-fix-child";
 pub const DOCS_SESSION: &str = "demo-docs";
 
-fn write(root: &Path, header: SessionHeader, compression: Compression, events: &[Event]) -> Result<(), LogError> {
-    let mut writer = LogWriter::create(root, header, WriteOptions { compression, ..WriteOptions::default() })?;
+fn write(
+    root: &Path,
+    header: SessionHeader,
+    compression: Compression,
+    events: &[Event],
+) -> Result<(), LogError> {
+    let mut writer = LogWriter::create(
+        root,
+        header,
+        WriteOptions {
+            compression,
+            ..WriteOptions::default()
+        },
+    )?;
     // Two batches, as a real host would append: the first turn, then the rest.
-    let split = events.iter().position(|e| e.kind == "turn/end").map(|i| i + 1).unwrap_or(events.len());
+    let split = events
+        .iter()
+        .position(|e| e.kind == "turn/end")
+        .map(|i| i + 1)
+        .unwrap_or(events.len());
     if split > 0 {
         writer.append(&events[..split])?;
     }
@@ -162,7 +200,9 @@ pub fn write_demo_corpus(root: &Path) -> Result<Vec<String>, LogError> {
 
     let mut ci = Script::new("ci", base);
     ci.begin_turn();
-    let ask = ci.user("CI fails on main: `cargo test` panics in parser::tests::nested_arrays. What is the stack?");
+    let ask = ci.user(
+        "CI fails on main: `cargo test` panics in parser::tests::nested_arrays. What is the stack?",
+    );
     ci.title("CI failure in parser tests", ask);
     let run = ci.tool(
         "bash",
@@ -183,7 +223,11 @@ pub fn write_demo_corpus(root: &Path) -> Result<Vec<String>, LogError> {
     let mut child = Script::new("child", base + 60_000);
     child.begin_turn();
     child.user("Write a regression test for the close_array off-by-one.");
-    let result = child.tool("write_file", r#"{"path":"tests/close_array.rs"}"#, &"fn close_array_reads_past_stack_top() { /* … */ }\n".repeat(40));
+    let result = child.tool(
+        "write_file",
+        r#"{"path":"tests/close_array.rs"}"#,
+        &"fn close_array_reads_past_stack_top() { /* … */ }\n".repeat(40),
+    );
     child.prune(result, "[pruned: 40 lines written to tests/close_array.rs]");
     child.assistant("Added tests/close_array.rs with `close_array_reads_past_stack_top`.");
     child.end_turn();
@@ -195,11 +239,25 @@ pub fn write_demo_corpus(root: &Path) -> Result<Vec<String>, LogError> {
 
     let mut docs = Script::new("docs", base + 3_600_000);
     docs.begin_turn();
-    let q = docs.user("Summarise the JSON5 support plan for the README. 日本語の説明も少し欲しい。");
+    let q =
+        docs.user("Summarise the JSON5 support plan for the README. 日本語の説明も少し欲しい。");
     docs.title("JSON5 plan for the README", q);
     docs.assistant("Plan: accept comments and trailing commas behind a `json5` feature; keep strict JSON the default.");
     docs.end_turn();
-    write(root, SessionHeader::new(DOCS_SESSION, base + 3_600_000, Some("/home/demo/projects/docs".to_string())), Compression::None, &docs.events)?;
+    write(
+        root,
+        SessionHeader::new(
+            DOCS_SESSION,
+            base + 3_600_000,
+            Some("/home/demo/projects/docs".to_string()),
+        ),
+        Compression::None,
+        &docs.events,
+    )?;
 
-    Ok(vec![CI_SESSION.into(), CHILD_SESSION.into(), DOCS_SESSION.into()])
+    Ok(vec![
+        CI_SESSION.into(),
+        CHILD_SESSION.into(),
+        DOCS_SESSION.into(),
+    ])
 }

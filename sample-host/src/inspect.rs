@@ -16,7 +16,12 @@ use serde_json::json;
 use crate::render::{clip, table};
 
 /// Runs the command; returns the process exit status (0, or 1 when the log cannot be read or folded).
-pub fn run(path: &Path, as_json: bool, out: &mut dyn Write, err: &mut dyn Write) -> std::io::Result<i32> {
+pub fn run(
+    path: &Path,
+    as_json: bool,
+    out: &mut dyn Write,
+    err: &mut dyn Write,
+) -> std::io::Result<i32> {
     let fold = match fold_pass(path) {
         Ok(fold) => fold,
         Err(e) => return report(&e, as_json, out, err),
@@ -34,7 +39,10 @@ pub fn run(path: &Path, as_json: bool, out: &mut dyn Write, err: &mut dyn Write)
             Ok(e) => e,
             Err(e) => return report(&e, as_json, out, err),
         };
-        let label = fold.label(event.seq).map(|l| l.as_str()).unwrap_or("log-only");
+        let label = fold
+            .label(event.seq)
+            .map(|l| l.as_str())
+            .unwrap_or("log-only");
         let text = event_text(&event);
         if as_json {
             let mut line = json!({"seq": event.seq, "type": event.kind, "surface": label});
@@ -43,11 +51,19 @@ pub fn run(path: &Path, as_json: bool, out: &mut dyn Write, err: &mut dyn Write)
             }
             writeln!(out, "{line}")?;
         } else {
-            rows.push(vec![event.seq.to_string(), event.kind.clone(), label.to_string(), clip(&text, 80)]);
+            rows.push(vec![
+                event.seq.to_string(),
+                event.kind.clone(),
+                label.to_string(),
+                clip(&text, 80),
+            ]);
         }
     }
     if let Some(torn) = reader.torn_tail() {
-        let at = torn.line.map(|l| format!(" at line {l}")).unwrap_or_default();
+        let at = torn
+            .line
+            .map(|l| format!(" at line {l}"))
+            .unwrap_or_default();
         writeln!(
             err,
             "warning: {}: torn tail salvaged{at} (byte {}): {} [{}]; the events before it were read",
@@ -78,12 +94,18 @@ fn fold_pass(path: &Path) -> Result<SurfaceFold, LogError> {
     let mut fold = SurfaceFold::new();
     for event in reader.by_ref() {
         let event = event?;
-        fold.apply(&event).map_err(|e| LogError::from(e).at_path(path))?;
+        fold.apply(&event)
+            .map_err(|e| LogError::from(e).at_path(path))?;
     }
     Ok(fold)
 }
 
-fn report(e: &LogError, as_json: bool, out: &mut dyn Write, err: &mut dyn Write) -> std::io::Result<i32> {
+fn report(
+    e: &LogError,
+    as_json: bool,
+    out: &mut dyn Write,
+    err: &mut dyn Write,
+) -> std::io::Result<i32> {
     if as_json {
         let mut body = json!({"code": e.code.as_str(), "message": e.to_string(), "line": e.line});
         if let Some(seq) = e.seq {

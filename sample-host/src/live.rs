@@ -21,10 +21,18 @@ pub enum LiveError {
     #[error("no live session {0:?}")]
     NotFound(String),
     #[error("live session {id:?}: batch rejected by the surface fold: {source}")]
-    Fold { id: String, source: host_api::surface::FoldError },
+    Fold {
+        id: String,
+        source: host_api::surface::FoldError,
+    },
     #[error("live session {id:?}: {source}")]
-    Log { id: String, source: host_api::log::LogError },
-    #[error("live session {id:?}: event seq {got} does not continue the session (expected {expected})")]
+    Log {
+        id: String,
+        source: host_api::log::LogError,
+    },
+    #[error(
+        "live session {id:?}: event seq {got} does not continue the session (expected {expected})"
+    )]
     Seq { id: String, expected: u64, got: u64 },
 }
 
@@ -50,11 +58,20 @@ impl LiveSessions {
 
     /// Starts a live session. With a sessions root it is persisted there (nothing on disk until the first
     /// append, per the writer's rules).
-    pub fn create(&self, header: SessionHeader, persist_to: Option<(&Path, WriteOptions)>) -> Result<(), LiveError> {
+    pub fn create(
+        &self,
+        header: SessionHeader,
+        persist_to: Option<(&Path, WriteOptions)>,
+    ) -> Result<(), LiveError> {
         let id = header.id.clone();
         let writer = match persist_to {
             Some((root, options)) => Some(
-                LogWriter::create(root, header.clone(), options).map_err(|source| LiveError::Log { id: id.clone(), source })?,
+                LogWriter::create(root, header.clone(), options).map_err(|source| {
+                    LiveError::Log {
+                        id: id.clone(),
+                        source,
+                    }
+                })?,
             ),
             None => None,
         };
@@ -62,25 +79,44 @@ impl LiveSessions {
         if sessions.contains_key(&id) {
             return Err(LiveError::Exists(id));
         }
-        sessions.insert(id, LiveSession { header, events: Vec::new(), json: Vec::new(), fold: SurfaceFold::new(), writer });
+        sessions.insert(
+            id,
+            LiveSession {
+                header,
+                events: Vec::new(),
+                json: Vec::new(),
+                fold: SurfaceFold::new(),
+                writer,
+            },
+        );
         Ok(())
     }
 
     /// Appends one durable batch: folded first (all or nothing), then written, then made visible.
     pub fn append(&self, id: &str, batch: Vec<Event>) -> Result<(), LiveError> {
         let mut sessions = self.sessions.write().unwrap_or_else(|p| p.into_inner());
-        let session = sessions.get_mut(id).ok_or_else(|| LiveError::NotFound(id.to_string()))?;
+        let session = sessions
+            .get_mut(id)
+            .ok_or_else(|| LiveError::NotFound(id.to_string()))?;
         let mut fold = session.fold.clone();
-        let mut expected = session.events.len() as u64;
-        for event in &batch {
+        for (expected, event) in (session.events.len() as u64..).zip(&batch) {
             if event.seq != expected {
-                return Err(LiveError::Seq { id: id.to_string(), expected, got: event.seq });
+                return Err(LiveError::Seq {
+                    id: id.to_string(),
+                    expected,
+                    got: event.seq,
+                });
             }
-            fold.apply(event).map_err(|source| LiveError::Fold { id: id.to_string(), source })?;
-            expected += 1;
+            fold.apply(event).map_err(|source| LiveError::Fold {
+                id: id.to_string(),
+                source,
+            })?;
         }
         if let Some(writer) = &mut session.writer {
-            writer.append(&batch).map_err(|source| LiveError::Log { id: id.to_string(), source })?;
+            writer.append(&batch).map_err(|source| LiveError::Log {
+                id: id.to_string(),
+                source,
+            })?;
         }
         session.fold = fold;
         session.json.extend(batch.iter().map(Event::to_json_line));
@@ -97,20 +133,27 @@ impl LiveSessions {
     /// Headers and event counts of every live session.
     pub fn list(&self) -> Vec<(SessionHeader, u64)> {
         let sessions = self.sessions.read().unwrap_or_else(|p| p.into_inner());
-        sessions.values().map(|s| (s.header.clone(), s.events.len() as u64)).collect()
+        sessions
+            .values()
+            .map(|s| (s.header.clone(), s.events.len() as u64))
+            .collect()
     }
 
     /// One live session's header and event count.
     pub fn get(&self, id: &str) -> Option<(SessionHeader, u64)> {
         let sessions = self.sessions.read().unwrap_or_else(|p| p.into_inner());
-        sessions.get(id).map(|s| (s.header.clone(), s.events.len() as u64))
+        sessions
+            .get(id)
+            .map(|s| (s.header.clone(), s.events.len() as u64))
     }
 
     /// JSON envelopes of the events with seq ≥ `from_seq`.
     pub fn events_json(&self, id: &str, from_seq: u64) -> Option<Vec<String>> {
         let sessions = self.sessions.read().unwrap_or_else(|p| p.into_inner());
         let s = sessions.get(id)?;
-        let from = usize::try_from(from_seq).unwrap_or(usize::MAX).min(s.json.len());
+        let from = usize::try_from(from_seq)
+            .unwrap_or(usize::MAX)
+            .min(s.json.len());
         Some(s.json[from..].to_vec())
     }
 
@@ -124,6 +167,10 @@ impl LiveSessions {
     /// Where a live session is persisted, if it is.
     pub fn log_path(&self, id: &str) -> Option<PathBuf> {
         let sessions = self.sessions.read().unwrap_or_else(|p| p.into_inner());
-        sessions.get(id)?.writer.as_ref().map(|w| w.path().to_path_buf())
+        sessions
+            .get(id)?
+            .writer
+            .as_ref()
+            .map(|w| w.path().to_path_buf())
     }
 }

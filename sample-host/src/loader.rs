@@ -11,7 +11,9 @@
 
 use std::path::{Path, PathBuf};
 
-use abi_stable::library::{AbiHeaderRef, LibraryError, RootModule, ROOT_MODULE_LOADER_NAME_WITH_NUL};
+use abi_stable::library::{
+    AbiHeaderRef, LibraryError, RootModule, ROOT_MODULE_LOADER_NAME_WITH_NUL,
+};
 use host_api::abi::{PluginRoot_Ref, ABI_VERSION};
 use host_api::FOLD_VERSION;
 
@@ -27,12 +29,22 @@ pub enum Refusal {
     #[error("failed abi_stable's layout check of the plugin root module: {0}")]
     Layout(String),
     #[error("plugin {name} {version} was built for plugin ABI version {found}; this host speaks version {expected}")]
-    AbiVersion { name: String, version: String, found: u32, expected: u32 },
+    AbiVersion {
+        name: String,
+        version: String,
+        found: u32,
+        expected: u32,
+    },
     #[error(
         "plugin {name} {version} was built with log-format/fold version {found}; this host uses version {expected}, \
          so the two would label events differently"
     )]
-    FoldVersion { name: String, version: String, found: u32, expected: u32 },
+    FoldVersion {
+        name: String,
+        version: String,
+        found: u32,
+        expected: u32,
+    },
     #[error("could not make a shadow copy of the library: {0}")]
     ShadowCopy(String),
     #[error("reload limit reached: {0} generations are already mapped (libraries are never unloaded); restart the host to load more")]
@@ -81,8 +93,11 @@ pub fn open_and_check(path: &Path) -> Result<CheckedPlugin, Refusal> {
     let library = unsafe { libloading::os::unix::Library::open(Some(path), flags) }
         .map_err(|e| Refusal::NotALibrary(e.to_string()))?;
     // SAFETY: the symbol, when present, is abi_stable's header static, whose address is its `AbiHeaderRef`.
-    let header: Result<AbiHeaderRef, _> =
-        unsafe { library.get::<AbiHeaderRef>(ROOT_MODULE_LOADER_NAME_WITH_NUL.as_bytes()).map(|s| *s) };
+    let header: Result<AbiHeaderRef, _> = unsafe {
+        library
+            .get::<AbiHeaderRef>(ROOT_MODULE_LOADER_NAME_WITH_NUL.as_bytes())
+            .map(|s| *s)
+    };
     let header = match header {
         Ok(h) => h,
         Err(e) => {
@@ -93,11 +108,17 @@ pub fn open_and_check(path: &Path) -> Result<CheckedPlugin, Refusal> {
     };
     // From here on the library's code runs; it must stay mapped (module docs).
     std::mem::forget(library);
-    let lib_header = header.upgrade().map_err(|e| Refusal::AbiStableHeader(describe(&e)))?;
-    let root = lib_header.init_root_module::<PluginRoot_Ref>().map_err(|e| match e {
-        LibraryError::AbiInstability(_) | LibraryError::IncompatibleVersionNumber { .. } => Refusal::Layout(describe(&e)),
-        other => Refusal::Layout(describe(&other)),
-    })?;
+    let lib_header = header
+        .upgrade()
+        .map_err(|e| Refusal::AbiStableHeader(describe(&e)))?;
+    let root = lib_header
+        .init_root_module::<PluginRoot_Ref>()
+        .map_err(|e| match e {
+            LibraryError::AbiInstability(_) | LibraryError::IncompatibleVersionNumber { .. } => {
+                Refusal::Layout(describe(&e))
+            }
+            other => Refusal::Layout(describe(&other)),
+        })?;
     let checked = CheckedPlugin { root };
     if root.abi_version() != ABI_VERSION {
         return Err(Refusal::AbiVersion {
@@ -121,7 +142,11 @@ pub fn open_and_check(path: &Path) -> Result<CheckedPlugin, Refusal> {
 /// abi_stable's errors are long multi-line reports; keep the first lines, which say what differs.
 fn describe(e: &LibraryError) -> String {
     let text = e.to_string();
-    let mut lines: Vec<&str> = text.lines().filter(|l| !l.trim().is_empty()).take(6).collect();
+    let mut lines: Vec<&str> = text
+        .lines()
+        .filter(|l| !l.trim().is_empty())
+        .take(6)
+        .collect();
     if text.lines().count() > 6 {
         lines.push("…");
     }
@@ -130,7 +155,9 @@ fn describe(e: &LibraryError) -> String {
 
 /// Whether a directory entry looks like a shared library on this platform.
 pub fn is_library_file(path: &Path) -> bool {
-    path.extension().and_then(|e| e.to_str()).is_some_and(|e| matches!(e, "so" | "dylib" | "dll"))
+    path.extension()
+        .and_then(|e| e.to_str())
+        .is_some_and(|e| matches!(e, "so" | "dylib" | "dll"))
 }
 
 /// The file name every build of the real plugin has on this platform.

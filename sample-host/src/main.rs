@@ -47,7 +47,16 @@ struct Args {
 }
 
 fn parse_args() -> Result<Args> {
-    let mut args = Args { plugins: None, sessions: None, index: None, verbose: false, json: false, before: 0, after: 0, positional: Vec::new() };
+    let mut args = Args {
+        plugins: None,
+        sessions: None,
+        index: None,
+        verbose: false,
+        json: false,
+        before: 0,
+        after: 0,
+        positional: Vec::new(),
+    };
     let mut it = std::env::args().skip(1);
     while let Some(arg) = it.next() {
         let mut value = |name: &str| it.next().with_context(|| format!("{name} needs a value"));
@@ -55,8 +64,16 @@ fn parse_args() -> Result<Args> {
             "--plugins" => args.plugins = Some(value("--plugins")?.into()),
             "--sessions" => args.sessions = Some(value("--sessions")?.into()),
             "--index" => args.index = Some(value("--index")?.into()),
-            "--before" => args.before = value("--before")?.parse().context("--before takes an integer")?,
-            "--after" => args.after = value("--after")?.parse().context("--after takes an integer")?,
+            "--before" => {
+                args.before = value("--before")?
+                    .parse()
+                    .context("--before takes an integer")?
+            }
+            "--after" => {
+                args.after = value("--after")?
+                    .parse()
+                    .context("--after takes an integer")?
+            }
             "--json" => args.json = true,
             "--verbose" | "-v" => args.verbose = true,
             "--help" | "-h" => {
@@ -93,17 +110,32 @@ fn run() -> Result<i32> {
             let path = rest.first().context("inspect needs a PATH")?;
             let stdout = std::io::stdout();
             let stderr = std::io::stderr();
-            Ok(sample_host::inspect::run(Path::new(path), args.json, &mut stdout.lock(), &mut stderr.lock())?)
+            Ok(sample_host::inspect::run(
+                Path::new(path),
+                args.json,
+                &mut stdout.lock(),
+                &mut stderr.lock(),
+            )?)
         }
         "demo" => run_demo(&args),
         "plugins" => {
-            let host = start_host(&args, args.sessions.clone().unwrap_or_else(paths::default_sessions_dir))?;
+            let host = start_host(
+                &args,
+                args.sessions
+                    .clone()
+                    .unwrap_or_else(paths::default_sessions_dir),
+            )?;
             print_plugins(&host, args.json);
             Ok(if host.serving().is_some() { 0 } else { 1 })
         }
         "watch" => run_watch(&args),
         "sessions" | "events" | "surface" | "event" | "trace" => {
-            let host = start_host(&args, args.sessions.clone().unwrap_or_else(paths::default_sessions_dir))?;
+            let host = start_host(
+                &args,
+                args.sessions
+                    .clone()
+                    .unwrap_or_else(paths::default_sessions_dir),
+            )?;
             read_command(&host, &command, rest, &args)
         }
         other => bail!("unknown command {other:?}\n\n{USAGE}"),
@@ -153,17 +185,33 @@ fn print_plugins(host: &PluginHost, as_json: bool) {
                 v
             })
             .collect();
-        println!("{}", json!({"pluginsDir": host.plugins_dir().display().to_string(), "mappedLibraries": host.mapped_libraries(), "plugins": items}));
+        println!(
+            "{}",
+            json!({"pluginsDir": host.plugins_dir().display().to_string(), "mappedLibraries": host.mapped_libraries(), "plugins": items})
+        );
         return;
     }
     println!("plugin folder: {}", host.plugins_dir().display());
     let rows: Vec<Vec<String>> = status
         .iter()
         .map(|s| {
-            let file = s.file.file_name().map(|f| f.to_string_lossy().into_owned()).unwrap_or_default();
+            let file = s
+                .file
+                .file_name()
+                .map(|f| f.to_string_lossy().into_owned())
+                .unwrap_or_default();
             let (state, detail) = match &s.state {
-                SlotState::Serving { generation, name, version } => (format!("serving (generation {generation})"), format!("{name} {version}")),
-                SlotState::Standby { name, version } => ("standby".to_string(), format!("{name} {version}")),
+                SlotState::Serving {
+                    generation,
+                    name,
+                    version,
+                } => (
+                    format!("serving (generation {generation})"),
+                    format!("{name} {version}"),
+                ),
+                SlotState::Standby { name, version } => {
+                    ("standby".to_string(), format!("{name} {version}"))
+                }
                 SlotState::Refused { reason, .. } => ("refused".to_string(), reason.clone()),
             };
             let detail = match &s.note {
@@ -186,7 +234,11 @@ fn fail(e: &PluginError, as_json: bool) -> i32 {
 }
 
 fn read_command(host: &PluginHost, command: &str, rest: &[String], args: &Args) -> Result<i32> {
-    let id = || rest.first().map(String::as_str).context("this command needs a session ID");
+    let id = || {
+        rest.first()
+            .map(String::as_str)
+            .context("this command needs a session ID")
+    };
     let token = host.shared().new_token();
     let out = match command {
         "sessions" => host.query(|q| q.list_sessions(token)).map(|list| {
@@ -202,7 +254,21 @@ fn read_command(host: &PluginHost, command: &str, rest: &[String], args: &Args) 
                             (true, false) => "live",
                             _ => "disk",
                         };
-                        vec![h.id.to_string(), h.created_at.to_string(), source.to_string(), h.cwd.as_ref().map(|c| c.to_string()).unwrap_or_else(|| "-".into()).to_string(), h.parent_session.as_ref().map(|c| c.to_string()).unwrap_or_else(|| "-".into()).to_string()]
+                        vec![
+                            h.id.to_string(),
+                            h.created_at.to_string(),
+                            source.to_string(),
+                            h.cwd
+                                .as_ref()
+                                .map(|c| c.to_string())
+                                .unwrap_or_else(|| "-".into())
+                                .to_string(),
+                            h.parent_session
+                                .as_ref()
+                                .map(|c| c.to_string())
+                                .unwrap_or_else(|| "-".into())
+                                .to_string(),
+                        ]
                     })
                     .collect();
                 table(&["ID", "CREATED", "SOURCE", "CWD", "PARENT"], &rows)
@@ -210,14 +276,26 @@ fn read_command(host: &PluginHost, command: &str, rest: &[String], args: &Args) 
         }),
         "events" => {
             let id = id()?;
-            host.query(|q| q.list_events(RStr::from_str(id))).map(|events| {
-                if args.json {
-                    json!(events.iter().map(render::event_record).collect::<Vec<_>>()).to_string()
-                } else {
-                    let rows: Vec<Vec<String>> = events.iter().map(|e| vec![e.seq.to_string(), e.kind.to_string(), e.surface.as_str().to_string(), e.time.to_string()]).collect();
-                    table(&["SEQ", "TYPE", "SURFACE", "TIME"], &rows)
-                }
-            })
+            host.query(|q| q.list_events(RStr::from_str(id)))
+                .map(|events| {
+                    if args.json {
+                        json!(events.iter().map(render::event_record).collect::<Vec<_>>())
+                            .to_string()
+                    } else {
+                        let rows: Vec<Vec<String>> = events
+                            .iter()
+                            .map(|e| {
+                                vec![
+                                    e.seq.to_string(),
+                                    e.kind.to_string(),
+                                    e.surface.as_str().to_string(),
+                                    e.time.to_string(),
+                                ]
+                            })
+                            .collect();
+                        table(&["SEQ", "TYPE", "SURFACE", "TIME"], &rows)
+                    }
+                })
         }
         "surface" => {
             let id = id()?;
@@ -225,23 +303,62 @@ fn read_command(host: &PluginHost, command: &str, rest: &[String], args: &Args) 
                 if args.json {
                     render::surface(&s).to_string()
                 } else {
-                    let rows: Vec<Vec<String>> = s.events.iter().map(render::envelope).map(|e| vec![e["seq"].to_string(), e["type"].as_str().unwrap_or("").to_string(), clip(&summary(&e), 90)]).collect();
-                    format!("captured through seq {}\n{}", s.captured_through_seq.map(|n| n.to_string()).unwrap_or_else(|| "-".into()), table(&["SEQ", "TYPE", "CONTENT"], &rows))
+                    let rows: Vec<Vec<String>> = s
+                        .events
+                        .iter()
+                        .map(render::envelope)
+                        .map(|e| {
+                            vec![
+                                e["seq"].to_string(),
+                                e["type"].as_str().unwrap_or("").to_string(),
+                                clip(&summary(&e), 90),
+                            ]
+                        })
+                        .collect();
+                    format!(
+                        "captured through seq {}\n{}",
+                        s.captured_through_seq
+                            .map(|n| n.to_string())
+                            .unwrap_or_else(|| "-".into()),
+                        table(&["SEQ", "TYPE", "CONTENT"], &rows)
+                    )
                 }
             })
         }
         "event" => {
             let id = id()?;
-            let seq: i64 = rest.get(1).context("event needs ID SEQ")?.parse().context("SEQ must be an integer")?;
-            let request = ReadEventRequest { session_id: id.into(), seq, before: args.before, after: args.after };
+            let seq: i64 = rest
+                .get(1)
+                .context("event needs ID SEQ")?
+                .parse()
+                .context("SEQ must be an integer")?;
+            let request = ReadEventRequest {
+                session_id: id.into(),
+                seq,
+                before: args.before,
+                after: args.after,
+            };
             host.query(|q| q.read_event(request, token)).map(|w| {
                 if args.json {
                     render::window(&w).to_string()
                 } else {
-                    let rows: Vec<Vec<String>> = w.events.iter().map(render::envelope).map(|e| {
-                        let mark = if e["seq"].as_u64() == Some(seq as u64) { ">" } else { " " };
-                        vec![format!("{mark}{}", e["seq"]), e["type"].as_str().unwrap_or("").to_string(), clip(&summary(&e), 90)]
-                    }).collect();
+                    let rows: Vec<Vec<String>> = w
+                        .events
+                        .iter()
+                        .map(render::envelope)
+                        .map(|e| {
+                            let mark = if e["seq"].as_u64() == Some(seq as u64) {
+                                ">"
+                            } else {
+                                " "
+                            };
+                            vec![
+                                format!("{mark}{}", e["seq"]),
+                                e["type"].as_str().unwrap_or("").to_string(),
+                                clip(&summary(&e), 90),
+                            ]
+                        })
+                        .collect();
                     table(&["SEQ", "TYPE", "CONTENT"], &rows)
                 }
             })
@@ -264,22 +381,41 @@ fn read_command(host: &PluginHost, command: &str, rest: &[String], args: &Args) 
                         }
                     })
                 }
-                None => host.query(|q| q.trace_session(RStr::from_str(id), token)).map(|l| {
-                    if args.json {
-                        render::lineage(&l).to_string()
-                    } else {
-                        let mut s = format!("session {}\n  ancestors: {:?}\n", l.target.header.id, l.ancestors.iter().map(|a| a.header.id.to_string()).collect::<Vec<_>>());
-                        for d in l.descendants.iter() {
-                            s.push_str(&format!("  {}└ {}\n", "  ".repeat(d.depth.saturating_sub(1) as usize), d.session.header.id));
+                None => host
+                    .query(|q| q.trace_session(RStr::from_str(id), token))
+                    .map(|l| {
+                        if args.json {
+                            render::lineage(&l).to_string()
+                        } else {
+                            let mut s = format!(
+                                "session {}\n  ancestors: {:?}\n",
+                                l.target.header.id,
+                                l.ancestors
+                                    .iter()
+                                    .map(|a| a.header.id.to_string())
+                                    .collect::<Vec<_>>()
+                            );
+                            for d in l.descendants.iter() {
+                                s.push_str(&format!(
+                                    "  {}└ {}\n",
+                                    "  ".repeat(d.depth.saturating_sub(1) as usize),
+                                    d.session.header.id
+                                ));
+                            }
+                            s.push_str(&match (
+                                l.complete,
+                                l.root.as_ref().into_option(),
+                                l.unresolved_parent_id.as_ref().into_option(),
+                            ) {
+                                (true, Some(root), _) => format!("  root: {}\n", root.header.id),
+                                (_, _, Some(missing)) => {
+                                    format!("  incomplete: parent {missing} is not in the corpus\n")
+                                }
+                                _ => String::new(),
+                            });
+                            s
                         }
-                        s.push_str(&match (l.complete, l.root.as_ref().into_option(), l.unresolved_parent_id.as_ref().into_option()) {
-                            (true, Some(root), _) => format!("  root: {}\n", root.header.id),
-                            (_, _, Some(missing)) => format!("  incomplete: parent {missing} is not in the corpus\n"),
-                            _ => String::new(),
-                        });
-                        s
-                    }
-                }),
+                    }),
             }
         }
         _ => unreachable!("dispatched above"),
@@ -310,15 +446,26 @@ fn summary(event: &Value) -> String {
 }
 
 fn run_watch(args: &Args) -> Result<i32> {
-    let host = start_host(args, args.sessions.clone().unwrap_or_else(paths::default_sessions_dir))?;
-    let _watcher = sample_host::watch::watch(&host, Duration::from_millis(250)).context("watching the plugin folder")?;
-    println!("watching {} — rebuild the plugin to hot-reload it; Ctrl-C to stop", host.plugins_dir().display());
+    let host = start_host(
+        args,
+        args.sessions
+            .clone()
+            .unwrap_or_else(paths::default_sessions_dir),
+    )?;
+    let _watcher = sample_host::watch::watch(&host, Duration::from_millis(250))
+        .context("watching the plugin folder")?;
+    println!(
+        "watching {} — rebuild the plugin to hot-reload it; Ctrl-C to stop",
+        host.plugins_dir().display()
+    );
     let mut last = None;
     loop {
         let now = host.serving();
         if now != last {
             match &now {
-                Some((generation, name, version)) => println!("serving: {name} {version} (generation {generation})"),
+                Some((generation, name, version)) => {
+                    println!("serving: {name} {version} (generation {generation})")
+                }
                 None => println!("serving: nothing"),
             }
             last = now;
@@ -333,16 +480,31 @@ fn section(title: &str) {
 
 fn run_demo(args: &Args) -> Result<i32> {
     let base = paths::default_demo_dir();
-    let sessions = args.sessions.clone().unwrap_or_else(|| base.join("sessions"));
+    let sessions = args
+        .sessions
+        .clone()
+        .unwrap_or_else(|| base.join("sessions"));
     if sessions.exists() {
         if args.sessions.is_some() {
             bail!("demo writes a fresh corpus; {} already exists (omit --sessions to use the demo folder)", sessions.display());
         }
-        std::fs::remove_dir_all(&sessions).with_context(|| format!("clearing {}", sessions.display()))?;
+        std::fs::remove_dir_all(&sessions)
+            .with_context(|| format!("clearing {}", sessions.display()))?;
     }
     let ids = demo::write_demo_corpus(&sessions).context("writing the demo corpus")?;
-    let args = Args { index: Some(args.index.clone().unwrap_or_else(|| base.join("index.sqlite"))), ..clone_args(args) };
-    println!("demo corpus: {} sessions written to {}", ids.len(), sessions.display());
+    let args = Args {
+        index: Some(
+            args.index
+                .clone()
+                .unwrap_or_else(|| base.join("index.sqlite")),
+        ),
+        ..clone_args(args)
+    };
+    println!(
+        "demo corpus: {} sessions written to {}",
+        ids.len(),
+        sessions.display()
+    );
     let host = start_host(&args, sessions.clone())?;
     section("plugins");
     print_plugins(&host, false);
@@ -353,14 +515,27 @@ fn run_demo(args: &Args) -> Result<i32> {
     // A live session of this host, persisted beside the others as it grows.
     let live_id = "demo-live";
     let header = SessionHeader::new(live_id, 1_785_100_000_000, Some(demo::DEMO_CWD.to_string()));
-    host.shared().live.create(header, Some((&sessions, WriteOptions::default()))).context("creating the live session")?;
+    host.shared()
+        .live
+        .create(header, Some((&sessions, WriteOptions::default())))
+        .context("creating the live session")?;
     let mut script = Script::new("live", 1_785_100_000_000);
     script.begin_turn();
     script.user("Where did we leave the parser CI fix?");
     script.assistant("In demo-ci-fix: the off-by-one in Parser::close_array was fixed and a regression test added.");
-    host.shared().live.append(live_id, script.events.clone()).context("appending to the live session")?;
-    println!("\nlive session {live_id}: {} events appended (open turn), persisted at {}", script.events.len(),
-        host.shared().live.log_path(live_id).map(|p| p.display().to_string()).unwrap_or_default());
+    host.shared()
+        .live
+        .append(live_id, script.events.clone())
+        .context("appending to the live session")?;
+    println!(
+        "\nlive session {live_id}: {} events appended (open turn), persisted at {}",
+        script.events.len(),
+        host.shared()
+            .live
+            .log_path(live_id)
+            .map(|p| p.display().to_string())
+            .unwrap_or_default()
+    );
 
     let show = |title: &str, command: &str, rest: &[&str], extra: &Args| -> Result<()> {
         section(title);
@@ -368,22 +543,67 @@ fn run_demo(args: &Args) -> Result<i32> {
         read_command(&host, command, &rest, extra)?;
         Ok(())
     };
-    show("sessions (live and on disk, merged; live wins)", "sessions", &[], &args)?;
-    show(&format!("events of {} with their surface labels", demo::CI_SESSION), "events", &[demo::CI_SESSION], &args)?;
-    show("what the model sees now (current surface)", "surface", &[demo::CI_SESSION], &args)?;
-    show("a shadowed event: the original question, compacted away", "trace", &[demo::CI_SESSION, "3"], &args)?;
-    show("the event window around it", "event", &[demo::CI_SESSION, "3"], &Args { before: 1, after: 2, ..clone_args(&args) })?;
+    show(
+        "sessions (live and on disk, merged; live wins)",
+        "sessions",
+        &[],
+        &args,
+    )?;
+    show(
+        &format!("events of {} with their surface labels", demo::CI_SESSION),
+        "events",
+        &[demo::CI_SESSION],
+        &args,
+    )?;
+    show(
+        "what the model sees now (current surface)",
+        "surface",
+        &[demo::CI_SESSION],
+        &args,
+    )?;
+    show(
+        "a shadowed event: the original question, compacted away",
+        "trace",
+        &[demo::CI_SESSION, "3"],
+        &args,
+    )?;
+    show(
+        "the event window around it",
+        "event",
+        &[demo::CI_SESSION, "3"],
+        &Args {
+            before: 1,
+            after: 2,
+            ..clone_args(&args)
+        },
+    )?;
     show("lineage", "trace", &[demo::CI_SESSION], &args)?;
-    show("the live session, read through the plugin", "events", &[live_id], &args)?;
+    show(
+        "the live session, read through the plugin",
+        "events",
+        &[live_id],
+        &args,
+    )?;
 
     section("what the host sends the model for the live session (same fold)");
-    for message in host.shared().live.model_messages(live_id).unwrap_or_default() {
+    for message in host
+        .shared()
+        .live
+        .model_messages(live_id)
+        .unwrap_or_default()
+    {
         println!("{}", clip(&message.to_string(), 110));
     }
 
     section("full-text search");
     let token = host.shared().new_token();
-    let request = host_api::abi::SearchSessionsRequest { query: "close_array".into(), session_filters: RVec::new(), event_filters: RVec::new(), limit: Default::default(), cursor: Default::default() };
+    let request = host_api::abi::SearchSessionsRequest {
+        query: "close_array".into(),
+        session_filters: RVec::new(),
+        event_filters: RVec::new(),
+        limit: Default::default(),
+        cursor: Default::default(),
+    };
     match host.query(|q| q.search_sessions(request, token)) {
         Ok(page) => println!("{} sessions match", page.items.len()),
         Err(e) => println!("{e}"),
@@ -392,5 +612,14 @@ fn run_demo(args: &Args) -> Result<i32> {
 }
 
 fn clone_args(a: &Args) -> Args {
-    Args { plugins: a.plugins.clone(), sessions: a.sessions.clone(), index: a.index.clone(), verbose: a.verbose, json: a.json, before: a.before, after: a.after, positional: a.positional.clone() }
+    Args {
+        plugins: a.plugins.clone(),
+        sessions: a.sessions.clone(),
+        index: a.index.clone(),
+        verbose: a.verbose,
+        json: a.json,
+        before: a.before,
+        after: a.after,
+        positional: a.positional.clone(),
+    }
 }

@@ -56,7 +56,11 @@ impl HostOptions {
 #[derive(Debug, Clone, PartialEq, Eq)]
 pub enum SlotState {
     /// This library's generation serves calls.
-    Serving { generation: u64, name: String, version: String },
+    Serving {
+        generation: u64,
+        name: String,
+        version: String,
+    },
     /// A good plugin, not serving because another library already does.
     Standby { name: String, version: String },
     /// Refused: `code` is a stable tag, `reason` says why.
@@ -70,6 +74,28 @@ pub struct SlotStatus {
     pub state: SlotState,
     /// E.g. a newer build that was refused while the old generation kept serving.
     pub note: Option<String>,
+}
+
+/// What a library file was when it was last loaded: a reload of an unchanged file is skipped.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+struct FileIdentity {
+    dev: u64,
+    ino: u64,
+    len: u64,
+    mtime_ns: i128,
+}
+
+impl FileIdentity {
+    fn of(path: &Path) -> Option<Self> {
+        use std::os::unix::fs::MetadataExt;
+        let m = std::fs::metadata(path).ok()?;
+        Some(Self {
+            dev: m.dev(),
+            ino: m.ino(),
+            len: m.len(),
+            mtime_ns: i128::from(m.mtime()) * 1_000_000_000 + i128::from(m.mtime_nsec()),
+        })
+    }
 }
 
 struct Active {
@@ -87,6 +113,8 @@ pub struct PluginHost {
     _shadow_guard: Option<tempfile::TempDir>,
     serving: RwLock<Option<Active>>,
     catalog: Mutex<BTreeMap<PathBuf, SlotStatus>>,
+    /// Identity of each file at its last load attempt.
+    seen: Mutex<BTreeMap<PathBuf, FileIdentity>>,
     next_generation: AtomicU64,
     mapped: AtomicUsize,
     /// One load or swap at a time; calls are never blocked by a load, only by the swap itself.
@@ -102,7 +130,9 @@ impl PluginHost {
                 (dir.clone(), None)
             }
             None => {
-                let dir = tempfile::Builder::new().prefix("sample-host-shadow-").tempdir()?;
+                let dir = tempfile::Builder::new()
+                    .prefix("sample-host-shadow-")
+                    .tempdir()?;
                 (dir.path().to_path_buf(), Some(dir))
             }
         };
@@ -113,6 +143,7 @@ impl PluginHost {
             _shadow_guard: guard,
             serving: RwLock::new(None),
             catalog: Mutex::new(BTreeMap::new()),
+            seen: Mutex::new(BTreeMap::new()),
             next_generation: AtomicU64::new(1),
             mapped: AtomicUsize::new(0),
             reload: Mutex::new(()),
@@ -144,19 +175,30 @@ impl PluginHost {
     /// Loads every library file in the folder that is not loaded yet.
     pub fn scan(&self) {
         let mut files: Vec<PathBuf> = match std::fs::read_dir(&self.options.plugins_dir) {
-            Ok(entries) => entries.filter_map(|e| e.ok()).map(|e| e.path()).filter(|p| self.watches(p)).collect(),
+            Ok(entries) => entries
+                .filter_map(|e| e.ok())
+                .map(|e| e.path())
+                .filter(|p| self.watches(p))
+                .collect(),
             Err(e) => {
                 self.shared.log(
                     0,
                     LogLevel::Error,
-                    format!("cannot read plugin folder {}: {e}", self.options.plugins_dir.display()),
+                    format!(
+                        "cannot read plugin folder {}: {e}",
+                        self.options.plugins_dir.display()
+                    ),
                 );
                 return;
             }
         };
         files.sort();
         for file in files {
-            let known = self.catalog.lock().unwrap_or_else(|p| p.into_inner()).contains_key(&file);
+            let known = self
+                .catalog
+                .lock()
+                .unwrap_or_else(|p| p.into_inner())
+                .contains_key(&file);
             if !known {
                 self.load_file(&file);
             }
@@ -167,18 +209,48 @@ impl PluginHost {
     /// nothing does.
     pub fn load_file(&self, file: &Path) {
         let _one_at_a_time = self.reload.lock().unwrap_or_else(|p| p.into_inner());
+        // Watchers report more than content changes (metadata, a second event for one rename); loading
+        // the same file twice would map it twice and cycle a generation for nothing.
+        let identity = FileIdentity::of(file);
+        {
+            let mut seen = self.seen.lock().unwrap_or_else(|p| p.into_inner());
+            if identity.is_some() && seen.get(file) == identity.as_ref() {
+                return;
+            }
+            if let Some(identity) = identity {
+                seen.insert(file.to_path_buf(), identity);
+            }
+        }
         match self.load_checked(file) {
             Err(refusal) => self.refuse(file, refusal),
             Ok(plugin) => {
-                let serving_file = self.serving.read().unwrap_or_else(|p| p.into_inner()).as_ref().map(|a| a.file.clone());
+                let serving_file = self
+                    .serving
+                    .read()
+                    .unwrap_or_else(|p| p.into_inner())
+                    .as_ref()
+                    .map(|a| a.file.clone());
                 match serving_file {
                     Some(f) if f != file => {
                         self.shared.log(
                             0,
                             LogLevel::Info,
-                            format!("{} ({} {}) is on standby: {} already serves", file.display(), plugin.name(), plugin.version(), f.display()),
+                            format!(
+                                "{} ({} {}) is on standby: {} already serves",
+                                file.display(),
+                                plugin.name(),
+                                plugin.version(),
+                                f.display()
+                            ),
                         );
-                        self.set_status(file, SlotState::Standby { name: plugin.name(), version: plugin.version() }, None);
+                        self.set_status(
+                            file,
+                            SlotState::Standby {
+                                name: plugin.name(),
+                                version: plugin.version(),
+                            },
+                            None,
+                        );
                     }
                     _ => self.swap_in(file, plugin),
                 }
@@ -192,9 +264,14 @@ impl PluginHost {
             return Err(Refusal::ReloadLimit(mapped));
         }
         let shadow = self.shadow_path(file);
-        std::fs::copy(file, &shadow).map_err(|e| Refusal::ShadowCopy(format!("{} → {}: {e}", file.display(), shadow.display())))?;
+        std::fs::copy(file, &shadow).map_err(|e| {
+            Refusal::ShadowCopy(format!("{} → {}: {e}", file.display(), shadow.display()))
+        })?;
         let result = open_and_check(&shadow);
-        if !matches!(result, Err(Refusal::NotALibrary(_)) | Err(Refusal::NoRootModule(_))) {
+        if !matches!(
+            result,
+            Err(Refusal::NotALibrary(_)) | Err(Refusal::NoRootModule(_))
+        ) {
             self.mapped.fetch_add(1, Ordering::SeqCst);
         }
         // The mapping outlives the file; removing it keeps the shadow folder from growing.
@@ -203,17 +280,36 @@ impl PluginHost {
     }
 
     fn shadow_path(&self, file: &Path) -> PathBuf {
-        let stem = file.file_stem().map(|s| s.to_string_lossy().into_owned()).unwrap_or_else(|| "plugin".into());
-        let ext = file.extension().map(|s| s.to_string_lossy().into_owned()).unwrap_or_else(|| "so".into());
+        let stem = file
+            .file_stem()
+            .map(|s| s.to_string_lossy().into_owned())
+            .unwrap_or_else(|| "plugin".into());
+        let ext = file
+            .extension()
+            .map(|s| s.to_string_lossy().into_owned())
+            .unwrap_or_else(|| "so".into());
         let n = self.next_generation.load(Ordering::SeqCst);
-        let nanos = std::time::SystemTime::now().duration_since(std::time::UNIX_EPOCH).map(|d| d.as_nanos()).unwrap_or(0);
+        let nanos = std::time::SystemTime::now()
+            .duration_since(std::time::UNIX_EPOCH)
+            .map(|d| d.as_nanos())
+            .unwrap_or(0);
         self.shadow_dir.join(format!("{stem}.gen{n}.{nanos}.{ext}"))
     }
 
     fn refuse(&self, file: &Path, refusal: Refusal) {
-        self.shared.log(0, LogLevel::Warn, format!("refused plugin library {}: {refusal}", file.display()));
+        self.shared.log(
+            0,
+            LogLevel::Warn,
+            format!("refused plugin library {}: {refusal}", file.display()),
+        );
         let mut catalog = self.catalog.lock().unwrap_or_else(|p| p.into_inner());
-        let serving_this = matches!(catalog.get(file), Some(SlotStatus { state: SlotState::Serving { .. }, .. }));
+        let serving_this = matches!(
+            catalog.get(file),
+            Some(SlotStatus {
+                state: SlotState::Serving { .. },
+                ..
+            })
+        );
         if serving_this {
             // The old generation keeps serving; remember why the new build was not taken.
             if let Some(status) = catalog.get_mut(file) {
@@ -222,7 +318,14 @@ impl PluginHost {
         } else {
             catalog.insert(
                 file.to_path_buf(),
-                SlotStatus { file: file.to_path_buf(), state: SlotState::Refused { code: refusal.code().into(), reason: refusal.to_string() }, note: None },
+                SlotStatus {
+                    file: file.to_path_buf(),
+                    state: SlotState::Refused {
+                        code: refusal.code().into(),
+                        reason: refusal.to_string(),
+                    },
+                    note: None,
+                },
             );
         }
     }
@@ -231,11 +334,24 @@ impl PluginHost {
         self.catalog
             .lock()
             .unwrap_or_else(|p| p.into_inner())
-            .insert(file.to_path_buf(), SlotStatus { file: file.to_path_buf(), state, note });
+            .insert(
+                file.to_path_buf(),
+                SlotStatus {
+                    file: file.to_path_buf(),
+                    state,
+                    note,
+                },
+            );
     }
 
     fn build(&self, plugin: CheckedPlugin, generation: u64) -> Result<PluginInstance, PluginError> {
-        let context = HostContext_TO::from_value(GenerationContext { shared: self.shared.clone(), generation }, TD_Opaque);
+        let context = HostContext_TO::from_value(
+            GenerationContext {
+                shared: self.shared.clone(),
+                generation,
+            },
+            TD_Opaque,
+        );
         let new = plugin.root.new();
         new(RStr::from_str(&self.options.plugin_config), context).into_result()
     }
@@ -245,9 +361,18 @@ impl PluginHost {
         // Waits for calls in flight on the old generation; new calls queue behind us.
         let mut serving = self.serving.write().unwrap_or_else(|p| p.into_inner());
         let previous = serving.take().map(|old| {
-            let Active { generation: old_gen, file: old_file, plugin: old_plugin, instance } = old;
+            let Active {
+                generation: old_gen,
+                file: old_file,
+                plugin: old_plugin,
+                instance,
+            } = old;
             drop(instance); // closes the old generation's index before the new one opens it
-            self.shared.log(old_gen, LogLevel::Info, format!("generation {old_gen} drained and dropped"));
+            self.shared.log(
+                old_gen,
+                LogLevel::Info,
+                format!("generation {old_gen} drained and dropped"),
+            );
             (old_gen, old_file, old_plugin)
         });
         match self.build(plugin, generation) {
@@ -255,35 +380,88 @@ impl PluginHost {
                 self.shared.log(
                     generation,
                     LogLevel::Info,
-                    format!("generation {generation} serving: {} {} from {}", plugin.name(), plugin.version(), file.display()),
+                    format!(
+                        "generation {generation} serving: {} {} from {}",
+                        plugin.name(),
+                        plugin.version(),
+                        file.display()
+                    ),
                 );
-                *serving = Some(Active { generation, file: file.to_path_buf(), plugin, instance });
+                *serving = Some(Active {
+                    generation,
+                    file: file.to_path_buf(),
+                    plugin,
+                    instance,
+                });
                 drop(serving);
-                self.set_status(file, SlotState::Serving { generation, name: plugin.name(), version: plugin.version() }, None);
+                self.set_status(
+                    file,
+                    SlotState::Serving {
+                        generation,
+                        name: plugin.name(),
+                        version: plugin.version(),
+                    },
+                    None,
+                );
             }
             Err(e) => {
-                self.shared.log(generation, LogLevel::Error, format!("generation {generation} failed to start: {e}"));
+                self.shared.log(
+                    generation,
+                    LogLevel::Error,
+                    format!("generation {generation} failed to start: {e}"),
+                );
                 let note = format!("a newer build failed to start: {e}");
                 match previous {
-                    Some((old_gen, old_file, old_plugin)) => match self.build(old_plugin, old_gen) {
-                        Ok(instance) => {
-                            self.shared.log(old_gen, LogLevel::Info, format!("generation {old_gen} restored"));
-                            *serving = Some(Active { generation: old_gen, file: old_file.clone(), plugin: old_plugin, instance });
-                            drop(serving);
-                            self.set_status(
-                                &old_file,
-                                SlotState::Serving { generation: old_gen, name: old_plugin.name(), version: old_plugin.version() },
-                                Some(note),
-                            );
+                    Some((old_gen, old_file, old_plugin)) => {
+                        match self.build(old_plugin, old_gen) {
+                            Ok(instance) => {
+                                self.shared.log(
+                                    old_gen,
+                                    LogLevel::Info,
+                                    format!("generation {old_gen} restored"),
+                                );
+                                *serving = Some(Active {
+                                    generation: old_gen,
+                                    file: old_file.clone(),
+                                    plugin: old_plugin,
+                                    instance,
+                                });
+                                drop(serving);
+                                self.set_status(
+                                    &old_file,
+                                    SlotState::Serving {
+                                        generation: old_gen,
+                                        name: old_plugin.name(),
+                                        version: old_plugin.version(),
+                                    },
+                                    Some(note),
+                                );
+                            }
+                            Err(e2) => {
+                                drop(serving);
+                                self.set_status(
+                                    file,
+                                    SlotState::Refused {
+                                        code: "init-failed".into(),
+                                        reason: format!(
+                                            "{e}; restoring the previous build failed too: {e2}"
+                                        ),
+                                    },
+                                    None,
+                                );
+                            }
                         }
-                        Err(e2) => {
-                            drop(serving);
-                            self.set_status(file, SlotState::Refused { code: "init-failed".into(), reason: format!("{e}; restoring the previous build failed too: {e2}") }, None);
-                        }
-                    },
+                    }
                     None => {
                         drop(serving);
-                        self.set_status(file, SlotState::Refused { code: "init-failed".into(), reason: e.to_string() }, None);
+                        self.set_status(
+                            file,
+                            SlotState::Refused {
+                                code: "init-failed".into(),
+                                reason: e.to_string(),
+                            },
+                            None,
+                        );
                     }
                 }
             }
@@ -291,7 +469,10 @@ impl PluginHost {
     }
 
     /// Calls the serving `SessionQuery`. `PLUGIN_UNAVAILABLE` when no plugin serves.
-    pub fn query<T>(&self, call: impl FnOnce(&SessionQueryBox) -> RResult<T, PluginError>) -> Result<T, PluginError> {
+    pub fn query<T>(
+        &self,
+        call: impl FnOnce(&SessionQueryBox) -> RResult<T, PluginError>,
+    ) -> Result<T, PluginError> {
         let serving = self.serving.read().unwrap_or_else(|p| p.into_inner());
         match serving.as_ref() {
             Some(active) => call(&active.instance.query).into_result(),
@@ -306,15 +487,19 @@ impl PluginHost {
     ) -> (Result<T, PluginError>, Option<(u64, String)>) {
         let serving = self.serving.read().unwrap_or_else(|p| p.into_inner());
         match serving.as_ref() {
-            Some(active) => {
-                (call(&active.instance.query).into_result(), Some((active.generation, active.plugin.version())))
-            }
+            Some(active) => (
+                call(&active.instance.query).into_result(),
+                Some((active.generation, active.plugin.version())),
+            ),
             None => (Err(unavailable(&self.options.plugins_dir)), None),
         }
     }
 
     /// Calls the serving `SessionReferenceResolver`.
-    pub fn resolver<T>(&self, call: impl FnOnce(&SessionReferenceResolverBox) -> RResult<T, PluginError>) -> Result<T, PluginError> {
+    pub fn resolver<T>(
+        &self,
+        call: impl FnOnce(&SessionReferenceResolverBox) -> RResult<T, PluginError>,
+    ) -> Result<T, PluginError> {
         let serving = self.serving.read().unwrap_or_else(|p| p.into_inner());
         match serving.as_ref() {
             Some(active) => call(&active.instance.resolver).into_result(),
@@ -325,12 +510,19 @@ impl PluginHost {
     /// The serving generation: (generation, plugin name, version).
     pub fn serving(&self) -> Option<(u64, String, String)> {
         let serving = self.serving.read().unwrap_or_else(|p| p.into_inner());
-        serving.as_ref().map(|a| (a.generation, a.plugin.name(), a.plugin.version()))
+        serving
+            .as_ref()
+            .map(|a| (a.generation, a.plugin.name(), a.plugin.version()))
     }
 
     /// Every library file seen, with its state.
     pub fn status(&self) -> Vec<SlotStatus> {
-        self.catalog.lock().unwrap_or_else(|p| p.into_inner()).values().cloned().collect()
+        self.catalog
+            .lock()
+            .unwrap_or_else(|p| p.into_inner())
+            .values()
+            .cloned()
+            .collect()
     }
 
     /// How many libraries this process has mapped (never unloaded).
@@ -344,7 +536,11 @@ impl PluginHost {
         if let Some(active) = serving.take() {
             let generation = active.generation;
             drop(active);
-            self.shared.log(generation, LogLevel::Info, format!("generation {generation} dropped at shutdown"));
+            self.shared.log(
+                generation,
+                LogLevel::Info,
+                format!("generation {generation} dropped at shutdown"),
+            );
         }
     }
 }
@@ -356,5 +552,11 @@ impl Drop for PluginHost {
 }
 
 fn unavailable(dir: &Path) -> PluginError {
-    PluginError::new(ErrorCode::PluginUnavailable, format!("no plugin serves ctx.sessionQuery (plugin folder: {})", dir.display()))
+    PluginError::new(
+        ErrorCode::PluginUnavailable,
+        format!(
+            "no plugin serves ctx.sessionQuery (plugin folder: {})",
+            dir.display()
+        ),
+    )
 }

@@ -6,7 +6,9 @@ use std::path::{Path, PathBuf};
 use crate::loader::plugin_file_name;
 
 fn home() -> Option<PathBuf> {
-    std::env::var_os("HOME").filter(|h| !h.is_empty()).map(PathBuf::from)
+    std::env::var_os("HOME")
+        .filter(|h| !h.is_empty())
+        .map(PathBuf::from)
 }
 
 fn xdg(var: &str, fallback: &str) -> PathBuf {
@@ -38,13 +40,22 @@ pub fn default_demo_dir() -> PathBuf {
 /// else the binary's own folder — where `cargo build` puts the plugin — loading only the plugin's file
 /// name, because that folder also holds the test fixture libraries.
 pub fn default_plugins_dir() -> (PathBuf, Option<OsString>) {
-    let exe_dir = std::env::current_exe().ok().and_then(|p| p.parent().map(Path::to_path_buf));
-    if let Some(dir) = exe_dir.as_ref().map(|d| d.join("plugins")).filter(|d| d.is_dir()) {
+    let exe_dir = std::env::current_exe()
+        .ok()
+        .and_then(|p| p.parent().map(Path::to_path_buf));
+    if let Some(dir) = exe_dir
+        .as_ref()
+        .map(|d| d.join("plugins"))
+        .filter(|d| d.is_dir())
+    {
         return (dir, None);
     }
     let config = xdg("XDG_CONFIG_HOME", ".config").join("plugins");
     if config.is_dir() {
         return (config, None);
     }
-    (exe_dir.unwrap_or_else(|| PathBuf::from(".")), Some(plugin_file_name().into_os_string()))
+    (
+        exe_dir.unwrap_or_else(|| PathBuf::from(".")),
+        Some(plugin_file_name().into_os_string()),
+    )
 }

@@ -34,6 +34,11 @@ pub fn watch(host: &Arc<PluginHost>, debounce: Duration) -> notify::Result<Watch
     let events = tx.clone();
     let mut watcher = notify::recommended_watcher(move |res: notify::Result<notify::Event>| {
         if let Ok(event) = res {
+            // Reading a library (our own shadow copy does) is an access event; reacting to it would make
+            // every load trigger the next one.
+            if matches!(event.kind, notify::EventKind::Access(_)) {
+                return;
+            }
             for path in event.paths {
                 let _ = events.send(Msg::Changed(path));
             }
@@ -54,8 +59,11 @@ pub fn watch(host: &Arc<PluginHost>, debounce: Duration) -> notify::Result<Watch
                     Err(RecvTimeoutError::Timeout) => {}
                 }
                 let Some(host) = weak.upgrade() else { return };
-                let due: Vec<PathBuf> =
-                    pending.iter().filter(|(_, at)| at.elapsed() >= debounce).map(|(p, _)| p.clone()).collect();
+                let due: Vec<PathBuf> = pending
+                    .iter()
+                    .filter(|(_, at)| at.elapsed() >= debounce)
+                    .map(|(p, _)| p.clone())
+                    .collect();
                 for path in due {
                     pending.remove(&path);
                     if !host.watches(&path) || !path.is_file() {
@@ -70,12 +78,20 @@ pub fn watch(host: &Arc<PluginHost>, debounce: Duration) -> notify::Result<Watch
             }
         })
         .map_err(|e| notify::Error::generic(&format!("cannot start the watch thread: {e}")))?;
-    Ok(Watcher { watcher: Some(watcher), stop: Some(tx), thread: Some(thread) })
+    Ok(Watcher {
+        watcher: Some(watcher),
+        stop: Some(tx),
+        thread: Some(thread),
+    })
 }
 
 /// Same size and mtime across a short pause: the writer is done.
 fn is_stable(path: &std::path::Path) -> bool {
-    let look = || std::fs::metadata(path).ok().map(|m| (m.len(), m.modified().ok()));
+    let look = || {
+        std::fs::metadata(path)
+            .ok()
+            .map(|m| (m.len(), m.modified().ok()))
+    };
     let first = look();
     std::thread::sleep(Duration::from_millis(30));
     first.is_some() && first == look()

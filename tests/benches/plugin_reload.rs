@@ -41,7 +41,11 @@ fn main() {
     let libs = libs();
     let dir = tempfile::tempdir().unwrap();
 
-    let baseline = median((0..LOADS).map(|i| plain_dlopen(&libs.plugin, dir.path(), i)).collect());
+    let baseline = median(
+        (0..LOADS)
+            .map(|i| plain_dlopen(&libs.plugin, dir.path(), i))
+            .collect(),
+    );
 
     let loads = median(
         (0..LOADS)
@@ -68,7 +72,8 @@ fn main() {
     let failures = Arc::new(std::sync::atomic::AtomicU64::new(0));
     let calls = Arc::new(std::sync::atomic::AtomicU64::new(0));
     let caller = {
-        let (host, stop, failures, calls) = (host.clone(), stop.clone(), failures.clone(), calls.clone());
+        let (host, stop, failures, calls) =
+            (host.clone(), stop.clone(), failures.clone(), calls.clone());
         std::thread::spawn(move || {
             while !stop.load(Ordering::SeqCst) {
                 if host.query(|q| q.list_sessions(0)).is_err() {
@@ -80,7 +85,11 @@ fn main() {
     };
     let mut swaps = Vec::new();
     for i in 0..SWAPS {
-        let (lib, version) = if i % 2 == 0 { (&libs.next_version, "0.2.0-next") } else { (&libs.plugin, "0.1.0") };
+        let (lib, version) = if i % 2 == 0 {
+            (&libs.next_version, "0.2.0-next")
+        } else {
+            (&libs.plugin, "0.1.0")
+        };
         std::thread::sleep(Duration::from_millis(100));
         let replaced = Instant::now();
         install(lib, &plugins, "libdsh_session_search.so");
@@ -89,7 +98,10 @@ fn main() {
             if served.is_some_and(|(_, v)| v == version) {
                 break;
             }
-            assert!(replaced.elapsed() < Duration::from_secs(20), "swap {i} never happened");
+            assert!(
+                replaced.elapsed() < Duration::from_secs(20),
+                "swap {i} never happened"
+            );
             std::thread::sleep(Duration::from_millis(1));
         }
         swaps.push(replaced.elapsed());
@@ -116,5 +128,9 @@ fn main() {
         calls.load(Ordering::SeqCst),
         failures.load(Ordering::SeqCst)
     );
-    assert_eq!(failures.load(Ordering::SeqCst), 0, "calls failed during swaps");
+    assert_eq!(
+        failures.load(Ordering::SeqCst),
+        0,
+        "calls failed during swaps"
+    );
 }

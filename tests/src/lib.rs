@@ -48,7 +48,12 @@ pub fn manifest(dir: &std::path::Path) -> Vec<ManifestRow> {
                 has_packed_rows: cols[5] == "true",
                 event_types: cols
                     .get(6)
-                    .map(|s| s.split(',').filter(|t| !t.is_empty()).map(str::to_string).collect())
+                    .map(|s| {
+                        s.split(',')
+                            .filter(|t| !t.is_empty())
+                            .map(str::to_string)
+                            .collect()
+                    })
                     .unwrap_or_default(),
             }
         })
@@ -89,7 +94,10 @@ pub mod libs {
     /// `target/<profile>` of the running test binary (`target/<profile>/deps/<test>`).
     fn profile_dir() -> PathBuf {
         let exe = std::env::current_exe().expect("test binary path");
-        exe.parent().and_then(Path::parent).expect("target/<profile>/deps").to_path_buf()
+        exe.parent()
+            .and_then(Path::parent)
+            .expect("target/<profile>/deps")
+            .to_path_buf()
     }
 
     fn lib(dir: &Path, name: &str) -> PathBuf {
@@ -106,7 +114,9 @@ pub mod libs {
             let cargo = std::env::var("CARGO").unwrap_or_else(|_| "cargo".into());
             let workspace = PathBuf::from(env!("CARGO_MANIFEST_DIR")).join("..");
             let mut cmd = Command::new(cargo);
-            cmd.arg("build").arg("--manifest-path").arg(workspace.join("Cargo.toml"));
+            cmd.arg("build")
+                .arg("--manifest-path")
+                .arg(workspace.join("Cargo.toml"));
             for p in PACKAGES {
                 cmd.args(["-p", p]);
             }
@@ -114,7 +124,9 @@ pub mod libs {
                 cmd.arg("--release");
             }
             cmd.env("CARGO_TARGET_DIR", &target);
-            let status = cmd.status().expect("running cargo build for the plugin libraries");
+            let status = cmd
+                .status()
+                .expect("running cargo build for the plugin libraries");
             assert!(status.success(), "building the plugin libraries failed");
             Libs {
                 plugin: lib(&dir, "dsh_session_search"),

@@ -22,7 +22,8 @@ fn replacing_the_library_under_load_swaps_generations_without_a_failed_call() {
 
     let host = host::start(&plugins, Some(&sessions), &index);
     assert_eq!(host.serving().map(|s| s.2), Some("0.1.0".to_string()));
-    let _watcher = sample_host::watch::watch(&host, Duration::from_millis(100)).expect("watch starts");
+    let _watcher =
+        sample_host::watch::watch(&host, Duration::from_millis(100)).expect("watch starts");
 
     let stop = Arc::new(AtomicBool::new(false));
     let caller = {
@@ -38,7 +39,8 @@ fn replacing_the_library_under_load_swaps_generations_without_a_failed_call() {
                 if let Err(e) = result {
                     failures.push(e);
                 }
-                if first_new.is_none() && served_by.as_ref().is_some_and(|(_, v)| v == "0.2.0-next") {
+                if first_new.is_none() && served_by.as_ref().is_some_and(|(_, v)| v == "0.2.0-next")
+                {
                     first_new = Some(Instant::now());
                 }
             }
@@ -51,17 +53,26 @@ fn replacing_the_library_under_load_swaps_generations_without_a_failed_call() {
     install(&libs.next_version, &plugins, "libdsh_session_search.so");
 
     let deadline = replaced_at + Duration::from_secs(10);
-    while host.serving().map(|s| s.2) != Some("0.2.0-next".to_string()) && Instant::now() < deadline {
+    while host.serving().map(|s| s.2) != Some("0.2.0-next".to_string()) && Instant::now() < deadline
+    {
         std::thread::sleep(Duration::from_millis(10));
     }
     std::thread::sleep(Duration::from_millis(200)); // the caller keeps going on generation 2
     stop.store(true, Ordering::SeqCst);
     let (calls, failures, first_new) = caller.join().unwrap();
 
-    assert!(failures.is_empty(), "{} of {calls} calls failed: {:?}", failures.len(), failures.first());
+    assert!(
+        failures.is_empty(),
+        "{} of {calls} calls failed: {:?}",
+        failures.len(),
+        failures.first()
+    );
     let first_new = first_new.expect("the new build answered");
     let swap = first_new.duration_since(replaced_at);
-    assert!(swap < Duration::from_secs(2), "the new build first answered {swap:?} after the file was replaced");
+    assert!(
+        swap < Duration::from_secs(2),
+        "the new build first answered {swap:?} after the file was replaced"
+    );
     assert!(calls > 10, "the caller made only {calls} calls");
 
     // Generation 1 closed the index before generation 2 opened it.
@@ -69,11 +80,20 @@ fn replacing_the_library_under_load_swaps_generations_without_a_failed_call() {
     let index_text = index.display().to_string();
     let position = |generation: u64, what: &str| {
         log.iter()
-            .position(|l| l.generation == generation && l.message == format!("index {what} at {index_text}"))
+            .position(|l| {
+                l.generation == generation && l.message == format!("index {what} at {index_text}")
+            })
             .unwrap_or_else(|| panic!("no 'index {what}' from generation {generation} in {log:#?}"))
     };
-    let (open1, close1, open2) = (position(1, "opened"), position(1, "closed"), position(2, "opened"));
-    assert!(open1 < close1 && close1 < open2, "order was open1={open1} close1={close1} open2={open2}: {log:#?}");
+    let (open1, close1, open2) = (
+        position(1, "opened"),
+        position(1, "closed"),
+        position(2, "opened"),
+    );
+    assert!(
+        open1 < close1 && close1 < open2,
+        "order was open1={open1} close1={close1} open2={open2}: {log:#?}"
+    );
     assert!(log[close1].at_micros <= log[open2].at_micros);
     assert_eq!(host.serving().map(|s| s.0), Some(2));
 }
@@ -86,7 +106,8 @@ fn a_broken_build_dropped_into_the_folder_leaves_the_old_generation_serving() {
     std::fs::create_dir(&plugins).unwrap();
     install(&libs.plugin, &plugins, "libdsh_session_search.so");
     let host = host::start(&plugins, None, &dir.path().join("index.sqlite"));
-    let _watcher = sample_host::watch::watch(&host, Duration::from_millis(100)).expect("watch starts");
+    let _watcher =
+        sample_host::watch::watch(&host, Duration::from_millis(100)).expect("watch starts");
 
     // An incompatible build replaces the library; the old generation must keep serving.
     install(&libs.abi_mismatch, &plugins, "libdsh_session_search.so");
@@ -96,19 +117,68 @@ fn a_broken_build_dropped_into_the_folder_leaves_the_old_generation_serving() {
         if let Some(note) = status.iter().find_map(|s| s.note.clone()) {
             break note;
         }
-        assert!(Instant::now() < deadline, "the refused reload was never noted: {status:?}");
+        assert!(
+            Instant::now() < deadline,
+            "the refused reload was never noted: {status:?}"
+        );
         std::thread::sleep(Duration::from_millis(20));
     };
-    assert!(note.contains("abi-version") && note.contains("keeps serving"), "{note}");
-    assert_eq!(host.serving().map(|s| (s.0, s.2)), Some((1, "0.1.0".to_string())));
-    let err = host.query(|q| q.read_surface(abi_stable::std_types::RStr::from_str("missing"))).unwrap_err();
+    assert!(
+        note.contains("abi-version") && note.contains("keeps serving"),
+        "{note}"
+    );
+    assert_eq!(
+        host.serving().map(|s| (s.0, s.2)),
+        Some((1, "0.1.0".to_string()))
+    );
+    let err = host
+        .query(|q| q.read_surface(abi_stable::std_types::RStr::from_str("missing")))
+        .unwrap_err();
     assert_eq!(err.code, ErrorCode::SessionQuerySessionNotFound, "{err}");
 
     // A good build afterwards is taken.
     install(&libs.next_version, &plugins, "libdsh_session_search.so");
     let deadline = Instant::now() + Duration::from_secs(10);
     while host.serving().map(|s| s.2) != Some("0.2.0-next".to_string()) {
-        assert!(Instant::now() < deadline, "the good build was not taken: {:?}", host.status());
+        assert!(
+            Instant::now() < deadline,
+            "the good build was not taken: {:?}",
+            host.status()
+        );
         std::thread::sleep(Duration::from_millis(20));
     }
+}
+
+#[test]
+fn reading_the_library_for_a_shadow_copy_does_not_trigger_another_reload() {
+    // Regression: the shadow copy reads the library, the watcher saw that access and reloaded again,
+    // forever, cycling generations with no new build.
+    let libs = libs();
+    let dir = tempfile::tempdir().unwrap();
+    let plugins = dir.path().join("plugins");
+    std::fs::create_dir(&plugins).unwrap();
+    install(&libs.plugin, &plugins, "libdsh_session_search.so");
+    let host = host::start(&plugins, None, &dir.path().join("index.sqlite"));
+    let _watcher =
+        sample_host::watch::watch(&host, Duration::from_millis(50)).expect("watch starts");
+    install(&libs.next_version, &plugins, "libdsh_session_search.so");
+    let deadline = Instant::now() + Duration::from_secs(10);
+    while host.serving().map(|s| s.0) != Some(2) {
+        assert!(
+            Instant::now() < deadline,
+            "the new build was not taken: {:?}",
+            host.status()
+        );
+        std::thread::sleep(Duration::from_millis(10));
+    }
+    // Touching nothing else, the generation stays put, and reading the file (as any tool may) is ignored.
+    let _ = std::fs::read(plugins.join("libdsh_session_search.so")).unwrap();
+    std::thread::sleep(Duration::from_millis(600));
+    assert_eq!(
+        host.serving().map(|s| s.0),
+        Some(2),
+        "{:?}",
+        host.shared().log_lines()
+    );
+    assert_eq!(host.mapped_libraries(), 2);
 }

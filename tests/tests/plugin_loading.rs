@@ -26,7 +26,11 @@ fn bad_libraries_are_refused_with_reasons_while_a_good_plugin_loads() {
     let plugins = dir.path().join("plugins");
     std::fs::create_dir(&plugins).unwrap();
     // File names order the scan: the bad ones come first so the good one must still load after them.
-    std::fs::write(plugins.join("liba_not_a_library.so"), b"this is a text file, not ELF").unwrap();
+    std::fs::write(
+        plugins.join("liba_not_a_library.so"),
+        b"this is a text file, not ELF",
+    )
+    .unwrap();
     install(&libs.no_root, &plugins, "libb_no_root.so");
     install(&libs.abi_mismatch, &plugins, "libc_abi99.so");
     install(&libs.layout_mismatch, &plugins, "libd_layout.so");
@@ -41,25 +45,42 @@ fn bad_libraries_are_refused_with_reasons_while_a_good_plugin_loads() {
 
     let (code, reason) = refused_reason(&host, "libb_no_root.so");
     assert_eq!(code, "no-root-module");
-    assert!(reason.contains("exports no abi_stable root module"), "{reason}");
+    assert!(
+        reason.contains("exports no abi_stable root module"),
+        "{reason}"
+    );
 
     let (code, reason) = refused_reason(&host, "libc_abi99.so");
     assert_eq!(code, "abi-version");
-    assert!(reason.contains("plugin ABI version 99") && reason.contains("version 1"), "{reason}");
+    assert!(
+        reason.contains("plugin ABI version 99") && reason.contains("version 1"),
+        "{reason}"
+    );
 
     let (code, reason) = refused_reason(&host, "libd_layout.so");
     assert_eq!(code, "layout-mismatch");
     assert!(reason.contains("layout"), "{reason}");
 
-    assert_eq!(host.status().len(), 5, "README.txt is not a library and is ignored");
+    assert_eq!(
+        host.status().len(),
+        5,
+        "README.txt is not a library and is ignored"
+    );
     let (generation, name, version) = host.serving().expect("the good plugin serves");
-    assert_eq!((name.as_str(), version.as_str()), ("dsh-session-search", "0.1.0"));
+    assert_eq!(
+        (name.as_str(), version.as_str()),
+        ("dsh-session-search", "0.1.0")
+    );
     assert_eq!(generation, 1);
     // The refusals are in the host's log too, naming the file.
     let log = host.shared().log_lines();
-    assert!(log.iter().any(|l| l.message.contains("refused plugin library") && l.message.contains("libc_abi99.so")));
+    assert!(log.iter().any(
+        |l| l.message.contains("refused plugin library") && l.message.contains("libc_abi99.so")
+    ));
     // And the good one answers through the ABI.
-    let sessions = host.query(|q| q.list_sessions(0)).expect("list_sessions through the ABI");
+    let sessions = host
+        .query(|q| q.list_sessions(0))
+        .expect("list_sessions through the ABI");
     assert!(sessions.is_empty());
 }
 
@@ -69,7 +90,11 @@ fn a_folder_without_plugins_gives_plugin_unavailable() {
     let host = host::start(dir.path(), None, &dir.path().join("index.sqlite"));
     let err = host.query(|q| q.list_sessions(0)).unwrap_err();
     assert_eq!(err.code, ErrorCode::PluginUnavailable);
-    assert!(err.message.contains(&dir.path().display().to_string()), "{}", err.message);
+    assert!(
+        err.message.contains(&dir.path().display().to_string()),
+        "{}",
+        err.message
+    );
 }
 
 #[test]
@@ -80,15 +105,24 @@ fn a_panic_inside_a_plugin_call_comes_back_as_an_error_and_the_host_keeps_workin
     std::fs::create_dir(&plugins).unwrap();
     install(&libs.faulty, &plugins, "libdsh_session_search.so");
     let host = host::start(&plugins, None, &dir.path().join("index.sqlite"));
-    assert_eq!(host.serving().map(|s| s.2), Some("0.1.0-faulty".to_string()));
+    assert_eq!(
+        host.serving().map(|s| s.2),
+        Some("0.1.0-faulty".to_string())
+    );
 
     for _ in 0..3 {
         let err = host.query(|q| q.list_sessions(0)).unwrap_err();
         assert_eq!(err.code, ErrorCode::PluginPanicked);
-        assert!(err.message.contains("list_sessions") && err.message.contains("injected test fault"), "{}", err.message);
+        assert!(
+            err.message.contains("list_sessions") && err.message.contains("injected test fault"),
+            "{}",
+            err.message
+        );
     }
     // Other calls of the same instance still work after the contained panics.
-    let err = host.query(|q| q.read_surface(RStr::from_str("no-such-session"))).unwrap_err();
+    let err = host
+        .query(|q| q.read_surface(RStr::from_str("no-such-session")))
+        .unwrap_err();
     assert_eq!(err.code, ErrorCode::SessionQuerySessionNotFound, "{err}");
 }
 
@@ -100,13 +134,20 @@ fn an_invalid_config_refuses_the_instance_with_a_clear_error() {
     std::fs::create_dir(&plugins).unwrap();
     install(&libs.plugin, &plugins, "libdsh_session_search.so");
     let shared = sample_host::Shared::new(None, false);
-    let host = sample_host::PluginHost::start(sample_host::HostOptions::new(&plugins, r#"{"indexPth": 1}"#), shared).unwrap();
+    let host = sample_host::PluginHost::start(
+        sample_host::HostOptions::new(&plugins, r#"{"indexPth": 1}"#),
+        shared,
+    )
+    .unwrap();
     assert!(host.serving().is_none());
     let status = host.status();
     match &status[0].state {
         SlotState::Refused { code, reason } => {
             assert_eq!(code, "init-failed");
-            assert!(reason.contains("SESSION_QUERY_INVALID_CONFIG") && reason.contains("indexPth"), "{reason}");
+            assert!(
+                reason.contains("SESSION_QUERY_INVALID_CONFIG") && reason.contains("indexPth"),
+                "{reason}"
+            );
         }
         other => panic!("expected a refusal, got {other:?}"),
     }

@@ -130,7 +130,10 @@ pub struct PluginError {
 
 impl PluginError {
     pub fn new(code: ErrorCode, message: impl Into<String>) -> Self {
-        Self { code, message: RString::from(message.into()) }
+        Self {
+            code,
+            message: RString::from(message.into()),
+        }
     }
 }
 
@@ -153,7 +156,9 @@ mod tests {
             let s = code.as_str();
             assert!(seen.insert(s), "{s} twice");
             assert!(
-                s.starts_with("SESSION_QUERY_") || s.starts_with("SESSION_REFERENCE_") || s.starts_with("PLUGIN_"),
+                s.starts_with("SESSION_QUERY_")
+                    || s.starts_with("SESSION_REFERENCE_")
+                    || s.starts_with("PLUGIN_"),
                 "{s}"
             );
         }

@@ -42,13 +42,26 @@ pub trait SessionQuery: Send + Sync + 'static {
     fn read_surface(&self, session_id: RStr<'_>) -> RResult<SurfaceSnapshot, PluginError>;
 
     /// `readEvent`: one event and a raw window around it.
-    fn read_event(&self, request: ReadEventRequest, cancel: CancelToken) -> RResult<EventWindow, PluginError>;
+    fn read_event(
+        &self,
+        request: ReadEventRequest,
+        cancel: CancelToken,
+    ) -> RResult<EventWindow, PluginError>;
 
     /// `traceSession`: ancestors and descendants by `parentSession`.
-    fn trace_session(&self, session_id: RStr<'_>, cancel: CancelToken) -> RResult<SessionLineage, PluginError>;
+    fn trace_session(
+        &self,
+        session_id: RStr<'_>,
+        cancel: CancelToken,
+    ) -> RResult<SessionLineage, PluginError>;
 
     /// `traceEvent`: what replaced an event, what it replaced, what it cites and what cites it.
-    fn trace_event(&self, session_id: RStr<'_>, seq: i64, cancel: CancelToken) -> RResult<EventTrace, PluginError>;
+    fn trace_event(
+        &self,
+        session_id: RStr<'_>,
+        seq: i64,
+        cancel: CancelToken,
+    ) -> RResult<EventTrace, PluginError>;
 
     /// `readTitleSnapshots`: titles of many sessions, each fulfilled or rejected on its own.
     fn read_title_snapshots(
@@ -65,8 +78,11 @@ pub trait SessionQuery: Send + Sync + 'static {
     ) -> RResult<SessionSearchPage, PluginError>;
 
     /// `searchEvents`: full-text search inside one session.
-    fn search_events(&self, request: SearchEventsRequest, cancel: CancelToken)
-        -> RResult<EventSearchPage, PluginError>;
+    fn search_events(
+        &self,
+        request: SearchEventsRequest,
+        cancel: CancelToken,
+    ) -> RResult<EventSearchPage, PluginError>;
 
     /// Sessions the corpus could not read at the last look (path, code, reason).
     #[sabi(last_prefix_field)]

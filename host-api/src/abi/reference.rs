@@ -26,7 +26,11 @@ pub trait SessionReferenceResolver: Send + Sync + 'static {
 
     /// Snapshot the referenced sessions into one warned, escaped, budgeted context message.
     #[sabi(last_prefix_field)]
-    fn prepare(&self, request: PrepareRequest, cancel: CancelToken) -> RResult<Prepared, PluginError>;
+    fn prepare(
+        &self,
+        request: PrepareRequest,
+        cancel: CancelToken,
+    ) -> RResult<Prepared, PluginError>;
 }
 
 /// The owned, type-erased service the host holds.

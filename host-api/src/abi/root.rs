@@ -48,7 +48,10 @@ pub struct PluginRoot {
     /// Builds an instance from a JSON config and the host context. Must not panic (it is an
     /// `extern "C"` function: a panic would abort the host).
     #[sabi(last_prefix_field)]
-    pub new: extern "C" fn(config: RStr<'_>, host: HostContextBox) -> RResult<PluginInstance, PluginError>,
+    pub new: extern "C" fn(
+        config: RStr<'_>,
+        host: HostContextBox,
+    ) -> RResult<PluginInstance, PluginError>,
 }
 
 impl RootModule for PluginRoot_Ref {

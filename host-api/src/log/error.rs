@@ -113,7 +113,9 @@ impl LogErrorCode {
     /// The DSH error class of this code.
     pub fn class(self) -> ErrorClass {
         match self {
-            Self::NewerFormat | Self::OlderFormat | Self::UnknownEventType => ErrorClass::Unsupported,
+            Self::NewerFormat | Self::OlderFormat | Self::UnknownEventType => {
+                ErrorClass::Unsupported
+            }
             Self::InvalidEnvelope
             | Self::ObsoleteVocabulary
             | Self::MalformedLegacy
@@ -145,7 +147,13 @@ pub struct LogError {
 
 impl LogError {
     pub fn new(code: LogErrorCode, message: impl Into<String>) -> Self {
-        Self { code, path: None, line: None, seq: None, message: message.into() }
+        Self {
+            code,
+            path: None,
+            line: None,
+            seq: None,
+            message: message.into(),
+        }
     }
 
     pub fn io(path: &Path, err: &std::io::Error) -> Self {

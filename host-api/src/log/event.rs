@@ -129,7 +129,12 @@ impl Event {
     /// safe integer, `data` present, `ignorable` absent or `true`. `surfaceOp`/`sourceEventSeqs` are checked
     /// by the fold.
     pub fn from_value(value: Value) -> Result<Self, LogError> {
-        let invalid = |why: String| LogError::new(LogErrorCode::InvalidEnvelope, format!("invalid event envelope: {why}"));
+        let invalid = |why: String| {
+            LogError::new(
+                LogErrorCode::InvalidEnvelope,
+                format!("invalid event envelope: {why}"),
+            )
+        };
         let Value::Object(map) = value else {
             return Err(invalid("not a JSON object".into()));
         };
@@ -147,8 +152,18 @@ impl Event {
                     Value::String(s) => kind = Some(s),
                     _ => return Err(invalid("type is not a string".into())),
                 },
-                "seq" => seq = Some(safe_uint(&value).ok_or_else(|| invalid(format!("seq {value} is not a safe integer ≥ 0")))?),
-                "time" => time = Some(safe_int(&value).ok_or_else(|| invalid(format!("time {value} is not a safe integer")))?),
+                "seq" => {
+                    seq =
+                        Some(safe_uint(&value).ok_or_else(|| {
+                            invalid(format!("seq {value} is not a safe integer ≥ 0"))
+                        })?)
+                }
+                "time" => {
+                    time =
+                        Some(safe_int(&value).ok_or_else(|| {
+                            invalid(format!("time {value} is not a safe integer"))
+                        })?)
+                }
                 "data" => data = Some(value),
                 "sourceEventSeqs" => {
                     if surface_op.is_none() {
@@ -172,15 +187,28 @@ impl Event {
         let kind = kind.ok_or_else(|| invalid("type is missing".into()))?;
         let seq = seq.ok_or_else(|| invalid("seq is missing".into()))?;
         let err_seq = |e: LogError| e.at_seq(seq);
-        let time = time.ok_or_else(|| invalid("time is missing".into())).map_err(err_seq)?;
-        let data = data.ok_or_else(|| invalid("data is missing".into())).map_err(err_seq)?;
+        let time = time
+            .ok_or_else(|| invalid("time is missing".into()))
+            .map_err(err_seq)?;
+        let data = data
+            .ok_or_else(|| invalid("data is missing".into()))
+            .map_err(err_seq)?;
         // The order only matters when both keys are present; otherwise normalise it so that equal lines
         // make equal events.
         let tail_order = match (&source_event_seqs, &surface_op) {
             (Some(_), Some(_)) => tail_order.unwrap_or_default(),
             _ => TailOrder::default(),
         };
-        Ok(Self { kind, seq, time, data, source_event_seqs, surface_op, ignorable, tail_order })
+        Ok(Self {
+            kind,
+            seq,
+            time,
+            data,
+            source_event_seqs,
+            surface_op,
+            ignorable,
+            tail_order,
+        })
     }
 
     /// The envelope as JSON, keys in the order they were read (or `Session.append`'s order for new events).
@@ -190,7 +218,10 @@ impl Event {
         map.insert("seq".into(), self.seq.into());
         map.insert("time".into(), self.time.into());
         map.insert("data".into(), self.data.clone());
-        let sources = self.source_event_seqs.clone().map(|v| ("sourceEventSeqs", v));
+        let sources = self
+            .source_event_seqs
+            .clone()
+            .map(|v| ("sourceEventSeqs", v));
         let op = self.surface_op.clone().map(|v| ("surfaceOp", v));
         let tail = match self.tail_order {
             TailOrder::SourcesFirst => [sources, op],
@@ -254,7 +285,9 @@ mod tests {
             let err = Event::from_value(bad.clone()).unwrap_err();
             assert_eq!(err.code, LogErrorCode::InvalidEnvelope, "{bad}");
         }
-        let ok = Event::from_value(json!({"type":"a","seq":1.0,"time":0,"data":null,"ignorable":true})).unwrap();
+        let ok =
+            Event::from_value(json!({"type":"a","seq":1.0,"time":0,"data":null,"ignorable":true}))
+                .unwrap();
         assert_eq!(ok.seq, 1);
         assert_eq!(ok.ignorable, Some(true));
     }

@@ -81,16 +81,25 @@ impl SessionHeader {
     /// `delegationDepth` reads as 0 and a non-absolute cwd is accepted, each with a diagnostic.
     pub fn parse(bytes: &[u8], strict: bool) -> Result<(Self, Vec<HeaderDiagnostic>), LogError> {
         let value = crate::json::parse_lossy(bytes).map_err(|e| {
-            LogError::new(LogErrorCode::HeaderNotJson, format!("header line is not valid JSON: {e}"))
-                .at_line(1)
+            LogError::new(
+                LogErrorCode::HeaderNotJson,
+                format!("header line is not valid JSON: {e}"),
+            )
+            .at_line(1)
         })?;
         Self::from_value(&value, strict).map_err(|e| e.at_line(1))
     }
 
     /// Validates a parsed header value (see [`SessionHeader::parse`]).
-    pub fn from_value(value: &Value, strict: bool) -> Result<(Self, Vec<HeaderDiagnostic>), LogError> {
+    pub fn from_value(
+        value: &Value,
+        strict: bool,
+    ) -> Result<(Self, Vec<HeaderDiagnostic>), LogError> {
         let not_header = |why: &str| {
-            LogError::new(LogErrorCode::InvalidHeader, format!("first line is not a session header: {why}"))
+            LogError::new(
+                LogErrorCode::InvalidHeader,
+                format!("first line is not a session header: {why}"),
+            )
         };
         let Value::Object(map) = value else {
             return Err(not_header("not a JSON object"));
@@ -134,7 +143,8 @@ impl SessionHeader {
             .get("createdAt")
             .filter(|v| !is_negative_zero(v))
             .and_then(safe_uint)
-            .ok_or_else(|| not_header("createdAt is not a safe integer ≥ 0"))? as i64;
+            .ok_or_else(|| not_header("createdAt is not a safe integer ≥ 0"))?
+            as i64;
         let delegation_depth = match map.get("delegationDepth") {
             None if strict => return Err(not_header("delegationDepth is missing")),
             None => {
@@ -142,14 +152,18 @@ impl SessionHeader {
                 Some(0)
             }
             Some(v) if is_negative_zero(v) => return Err(not_header("delegationDepth is -0")),
-            Some(v) => Some(safe_uint(v).ok_or_else(|| not_header("delegationDepth is not a safe integer ≥ 0"))?),
+            Some(v) => Some(
+                safe_uint(v)
+                    .ok_or_else(|| not_header("delegationDepth is not a safe integer ≥ 0"))?,
+            ),
         };
         let origin = match map.get("origin") {
             None => None,
             Some(Value::String(s)) if s == "subagent" => Some(s.clone()),
             Some(_) => return Err(not_header("origin is not \"subagent\"")),
         };
-        let agent_preset = optional_string(map, "agentPreset").map_err(|_| not_header("agentPreset is not a string"))?;
+        let agent_preset = optional_string(map, "agentPreset")
+            .map_err(|_| not_header("agentPreset is not a string"))?;
         if map.contains_key("sandboxMode") || map.contains_key("approvalPolicy") {
             return Err(LogError::new(
                 LogErrorCode::RetiredHeaderFields,
@@ -168,11 +182,13 @@ impl SessionHeader {
                 diagnostics.push(HeaderDiagnostic::NonAbsoluteCwd(cwd.clone()));
             }
         }
-        let parent_session =
-            optional_string(map, "parentSession").map_err(|_| not_header("parentSession is not a string"))?;
+        let parent_session = optional_string(map, "parentSession")
+            .map_err(|_| not_header("parentSession is not a string"))?;
         let seed_length = match map.get("seedLength") {
             None => None,
-            Some(v) => Some(safe_uint(v).ok_or_else(|| not_header("seedLength is not a safe integer ≥ 0"))?),
+            Some(v) => Some(
+                safe_uint(v).ok_or_else(|| not_header("seedLength is not a safe integer ≥ 0"))?,
+            ),
         };
         Ok((
             Self {
@@ -278,6 +294,9 @@ mod tests {
         ] {
             assert_eq!(SessionHeader::parse(bad, false).unwrap_err().code, LogErrorCode::InvalidHeader);
         }
-        assert_eq!(SessionHeader::parse(b"{nope", false).unwrap_err().code, LogErrorCode::HeaderNotJson);
+        assert_eq!(
+            SessionHeader::parse(b"{nope", false).unwrap_err().code,
+            LogErrorCode::HeaderNotJson
+        );
     }
 }

@@ -30,5 +30,9 @@ impl RootModule for PluginRoot_Ref {
 /// The mismatched root module.
 #[export_root_module]
 pub fn get_root_module() -> PluginRoot_Ref {
-    PluginRoot { abi_version: 1, name: RStr::from_str("dsh-session-search") }.leak_into_prefix()
+    PluginRoot {
+        abi_version: 1,
+        name: RStr::from_str("dsh-session-search"),
+    }
+    .leak_into_prefix()
 }
