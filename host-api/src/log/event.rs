@@ -129,88 +129,18 @@ impl Event {
     /// safe integer, `data` present, `ignorable` absent or `true`. `surfaceOp`/`sourceEventSeqs` are checked
     /// by the fold.
     pub fn from_value(value: Value) -> Result<Self, LogError> {
-        let invalid = |why: String| {
-            LogError::new(
-                LogErrorCode::InvalidEnvelope,
-                format!("invalid event envelope: {why}"),
-            )
-        };
         let Value::Object(map) = value else {
-            return Err(invalid("not a JSON object".into()));
+            return Err(invalid_envelope("not a JSON object".into()));
         };
-        let mut kind = None;
-        let mut seq = None;
-        let mut time = None;
-        let mut data = None;
-        let mut source_event_seqs = None;
-        let mut surface_op = None;
-        let mut ignorable = None;
-        let mut tail_order = None;
+        let mut parts = EnvelopeParts::default();
         for (key, value) in map {
-            match key.as_str() {
-                "type" => match value {
-                    Value::String(s) => kind = Some(s),
-                    _ => return Err(invalid("type is not a string".into())),
-                },
-                "seq" => {
-                    seq =
-                        Some(safe_uint(&value).ok_or_else(|| {
-                            invalid(format!("seq {value} is not a safe integer ≥ 0"))
-                        })?)
-                }
-                "time" => {
-                    time =
-                        Some(safe_int(&value).ok_or_else(|| {
-                            invalid(format!("time {value} is not a safe integer"))
-                        })?)
-                }
-                "data" => data = Some(value),
-                "sourceEventSeqs" => {
-                    if surface_op.is_none() {
-                        tail_order = Some(TailOrder::SourcesFirst);
-                    }
-                    source_event_seqs = Some(value);
-                }
-                "surfaceOp" => {
-                    if source_event_seqs.is_none() {
-                        tail_order = Some(TailOrder::SurfaceOpFirst);
-                    }
-                    surface_op = Some(value);
-                }
-                "ignorable" => match value {
-                    Value::Bool(true) => ignorable = Some(true),
-                    _ => return Err(invalid("ignorable is present but not true".into())),
-                },
-                other => return Err(invalid(format!("unexpected key {other:?}"))),
+            match EnvelopeKey::of(&key) {
+                Some(k) => parts.set(k, value),
+                None => return Err(invalid_envelope(format!("unexpected key {key:?}"))),
             }
         }
-        let kind = kind.ok_or_else(|| invalid("type is missing".into()))?;
-        let seq = seq.ok_or_else(|| invalid("seq is missing".into()))?;
-        let err_seq = |e: LogError| e.at_seq(seq);
-        let time = time
-            .ok_or_else(|| invalid("time is missing".into()))
-            .map_err(err_seq)?;
-        let data = data
-            .ok_or_else(|| invalid("data is missing".into()))
-            .map_err(err_seq)?;
-        // The order only matters when both keys are present; otherwise normalise it so that equal lines
-        // make equal events.
-        let tail_order = match (&source_event_seqs, &surface_op) {
-            (Some(_), Some(_)) => tail_order.unwrap_or_default(),
-            _ => TailOrder::default(),
-        };
-        Ok(Self {
-            kind,
-            seq,
-            time,
-            data,
-            source_event_seqs,
-            surface_op,
-            ignorable,
-            tail_order,
-        })
+        parts.into_event()
     }
-
     /// The envelope as JSON, keys in the order they were read (or `Session.append`'s order for new events).
     pub fn to_value(&self) -> Value {
         let mut map = Map::new();
@@ -239,6 +169,177 @@ impl Event {
     /// The event as one JSON line without the trailing LF.
     pub fn to_json_line(&self) -> String {
         self.to_value().to_string()
+    }
+}
+
+fn invalid_envelope(why: String) -> LogError {
+    LogError::new(
+        LogErrorCode::InvalidEnvelope,
+        format!("invalid event envelope: {why}"),
+    )
+}
+
+/// The seven keys an envelope may have.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub(crate) enum EnvelopeKey {
+    Type,
+    Seq,
+    Time,
+    Data,
+    SourceEventSeqs,
+    SurfaceOp,
+    Ignorable,
+}
+
+impl EnvelopeKey {
+    /// The key as written.
+    pub(crate) fn name(self) -> &'static str {
+        match self {
+            Self::Type => "type",
+            Self::Seq => "seq",
+            Self::Time => "time",
+            Self::Data => "data",
+            Self::SourceEventSeqs => "sourceEventSeqs",
+            Self::SurfaceOp => "surfaceOp",
+            Self::Ignorable => "ignorable",
+        }
+    }
+
+    pub(crate) fn of(key: &str) -> Option<Self> {
+        Some(match key {
+            "type" => Self::Type,
+            "seq" => Self::Seq,
+            "time" => Self::Time,
+            "data" => Self::Data,
+            "sourceEventSeqs" => Self::SourceEventSeqs,
+            "surfaceOp" => Self::SurfaceOp,
+            "ignorable" => Self::Ignorable,
+            _ => return None,
+        })
+    }
+}
+
+/// An envelope's fields as read, before validation. Later duplicates win, as in `JSON.parse`.
+#[derive(Debug, Default)]
+pub(crate) struct EnvelopeParts {
+    kind: Option<Value>,
+    seq: Option<Value>,
+    time: Option<Value>,
+    data: Option<Value>,
+    source_event_seqs: Option<Value>,
+    surface_op: Option<Value>,
+    ignorable: Option<Value>,
+    tail_order: Option<TailOrder>,
+}
+
+impl EnvelopeParts {
+    pub(crate) fn set(&mut self, key: EnvelopeKey, value: Value) {
+        match key {
+            EnvelopeKey::Type => self.kind = Some(value),
+            EnvelopeKey::Seq => self.seq = Some(value),
+            EnvelopeKey::Time => self.time = Some(value),
+            EnvelopeKey::Data => self.data = Some(value),
+            EnvelopeKey::SourceEventSeqs => {
+                if self.surface_op.is_none() {
+                    self.tail_order = Some(TailOrder::SourcesFirst);
+                }
+                self.source_event_seqs = Some(value);
+            }
+            EnvelopeKey::SurfaceOp => {
+                if self.source_event_seqs.is_none() {
+                    self.tail_order = Some(TailOrder::SurfaceOpFirst);
+                }
+                self.surface_op = Some(value);
+            }
+            EnvelopeKey::Ignorable => self.ignorable = Some(value),
+        }
+    }
+
+    /// The `type`, when it is a string.
+    pub(crate) fn kind(&self) -> Option<&str> {
+        self.kind.as_ref().and_then(Value::as_str)
+    }
+
+    /// The `seq` as read.
+    pub(crate) fn seq(&self) -> Option<&Value> {
+        self.seq.as_ref()
+    }
+
+    /// The parts as an envelope value (canonical key order), for scanner tests.
+    #[cfg(test)]
+    pub(crate) fn into_value(self) -> Value {
+        let mut map = Map::new();
+        for (key, value) in [
+            ("type", self.kind),
+            ("seq", self.seq),
+            ("time", self.time),
+            ("data", self.data),
+            ("sourceEventSeqs", self.source_event_seqs),
+            ("surfaceOp", self.surface_op),
+            ("ignorable", self.ignorable),
+        ] {
+            if let Some(value) = value {
+                map.insert(key.to_owned(), value);
+            }
+        }
+        Value::Object(map)
+    }
+
+    /// Parts of an `assistant/chunk` event expanded from a packed row (already validated there).
+    pub(crate) fn chunk(seq: u64, time: i64, data: Value) -> Self {
+        Self {
+            kind: Some(Value::String("assistant/chunk".to_owned())),
+            seq: Some(seq.into()),
+            time: Some(time.into()),
+            data: Some(data),
+            ..Self::default()
+        }
+    }
+
+    /// Validates the envelope rules of spec §1.4.
+    pub(crate) fn into_event(self) -> Result<Event, LogError> {
+        let kind = match self.kind {
+            Some(Value::String(s)) => s,
+            Some(_) => return Err(invalid_envelope("type is not a string".into())),
+            None => return Err(invalid_envelope("type is missing".into())),
+        };
+        let seq = match &self.seq {
+            Some(v) => safe_uint(v)
+                .ok_or_else(|| invalid_envelope(format!("seq {v} is not a safe integer ≥ 0")))?,
+            None => return Err(invalid_envelope("seq is missing".into())),
+        };
+        let time = match &self.time {
+            Some(v) => safe_int(v).ok_or_else(|| {
+                invalid_envelope(format!("time {v} is not a safe integer")).at_seq(seq)
+            })?,
+            None => return Err(invalid_envelope("time is missing".into()).at_seq(seq)),
+        };
+        let data = self
+            .data
+            .ok_or_else(|| invalid_envelope("data is missing".into()).at_seq(seq))?;
+        let ignorable = match self.ignorable {
+            None => None,
+            Some(Value::Bool(true)) => Some(true),
+            Some(_) => {
+                return Err(invalid_envelope("ignorable is present but not true".into()).at_seq(seq))
+            }
+        };
+        // The order only matters when both keys are present; otherwise normalise it so that equal lines
+        // make equal events.
+        let tail_order = match (&self.source_event_seqs, &self.surface_op) {
+            (Some(_), Some(_)) => self.tail_order.unwrap_or_default(),
+            _ => TailOrder::default(),
+        };
+        Ok(Event {
+            kind,
+            seq,
+            time,
+            data,
+            source_event_seqs: self.source_event_seqs,
+            surface_op: self.surface_op,
+            ignorable,
+            tail_order,
+        })
     }
 }
 

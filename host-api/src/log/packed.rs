@@ -9,7 +9,7 @@
 
 use serde_json::{Map, Value};
 
-use super::event::Event;
+use super::event::{EnvelopeParts, Event};
 use crate::json::{safe_int, safe_uint, MAX_SAFE_INTEGER};
 
 /// The shortest run the writer packs (DSH's `MIN_RUN`). Readers accept any row length ≥ 1.
@@ -88,6 +88,19 @@ pub fn row_kind_of(line: &Map<String, Value>) -> Option<RowKind> {
 ///
 /// `row` must be an object whose `type` is a packed tag (see [`row_kind`]); anything else is refused.
 pub fn expand_row(row: Map<String, Value>) -> Result<Vec<Value>, String> {
+    expand_row_parts(row)?
+        .into_iter()
+        .map(|parts| {
+            parts
+                .into_event()
+                .map(|e| e.to_value())
+                .map_err(|e| e.message)
+        })
+        .collect()
+}
+
+/// [`expand_row`] without building each member's envelope map: the reader's hot path.
+pub(crate) fn expand_row_parts(row: Map<String, Value>) -> Result<Vec<EnvelopeParts>, String> {
     let kind = row
         .get("type")
         .and_then(Value::as_str)
@@ -206,12 +219,7 @@ pub fn expand_row(row: Map<String, Value>) -> Result<Vec<Value>, String> {
         member_data.insert("turn".into(), turn.clone());
         member_data.insert("step".into(), step.clone());
         member_data.insert("chunk".into(), Value::Object(chunk));
-        let mut event = Map::with_capacity(4);
-        event.insert("type".into(), "assistant/chunk".into());
-        event.insert("seq".into(), seq.into());
-        event.insert("time".into(), time.into());
-        event.insert("data".into(), Value::Object(member_data));
-        events.push(Value::Object(event));
+        events.push(EnvelopeParts::chunk(seq, time, Value::Object(member_data)));
     }
     Ok(events)
 }

@@ -38,7 +38,7 @@ use super::error::{LogError, LogErrorCode};
 use super::header::{HeaderDiagnostic, SessionHeader};
 use super::legacy::LegacyUpgrader;
 use super::repair::CloserTracker;
-use super::scan::LineScanner;
+use super::scan::{LineScanner, Scanned};
 use super::validate;
 use super::zstd_frames::{self, FrameDecoder, FrameDefect, FrameScan};
 use super::{Compression, Event};
@@ -243,7 +243,7 @@ pub struct LogReader {
     compression: Compression,
     input: Input,
     scanner: LineScanner,
-    pending: VecDeque<Value>,
+    pending: VecDeque<Scanned>,
     next_seq: u64,
     legacy: LegacyUpgrader,
     closers: CloserTracker,
@@ -390,12 +390,21 @@ impl LogReader {
     }
 
     /// Runs one scanned event through the logical pipeline.
-    fn process(&mut self, mut value: Value) -> Result<Event, LogError> {
+    fn process(&mut self, scanned: Scanned) -> Result<Event, LogError> {
         // The scanner proved the seq equals the event's index.
         let seq = self.next_seq;
         self.next_seq = seq.saturating_add(1);
         let line = self.scanner.line();
         let locate = |e: LogError| e.at_path(&self.path).at_line(line).at_seq(seq);
+        let mut value = match scanned {
+            // Steps 2–5 and the request/header rule do not apply to these types: envelope rules only.
+            Scanned::Plain(parts) => {
+                let event = parts.into_event().map_err(locate)?;
+                self.closers.observe(&event);
+                return Ok(event);
+            }
+            Scanned::Value(value) => value,
+        };
         // Most events (chunks, steps, titles) are of a type steps 2–5 never look at: skip the lookups.
         let plain = value
             .get("type")
@@ -638,7 +647,7 @@ fn read_zstd_header(src: Source, chunk: usize) -> Result<(Vec<u8>, Input), LogEr
 fn advance_zstd(
     z: &mut ZstdInput,
     scanner: &mut LineScanner,
-    pending: &mut VecDeque<Value>,
+    pending: &mut VecDeque<Scanned>,
 ) -> Result<bool, LogError> {
     loop {
         if let Some(rest) = z.plain.get(z.pos..).filter(|r| !r.is_empty()) {

@@ -17,8 +17,44 @@
 use serde_json::Value;
 
 use super::error::{LogError, LogErrorCode};
+use super::event::EnvelopeParts;
+use super::line::{parse_line, Parsed};
 use super::packed;
-use crate::json::parse_lossy;
+
+/// One event the scanner accepted, in the form the reader's pipeline takes next.
+#[derive(Debug)]
+pub enum Scanned {
+    /// An envelope of a type the checks of spec §1.7 steps 2–5 never look at (chunks, steps, …), or a
+    /// member of a packed row; only the envelope rules remain to check.
+    Plain(EnvelopeParts),
+    /// Any other value, for the checked path.
+    Value(Value),
+}
+
+impl Scanned {
+    fn kind(&self) -> Option<&str> {
+        match self {
+            Self::Plain(parts) => parts.kind(),
+            Self::Value(v) => v.get("type").and_then(Value::as_str),
+        }
+    }
+
+    fn seq(&self) -> Option<&Value> {
+        match self {
+            Self::Plain(parts) => parts.seq(),
+            Self::Value(v) => v.get("seq"),
+        }
+    }
+
+    /// The event as the JSON value it was read from.
+    #[cfg(test)]
+    pub fn into_value(self) -> Value {
+        match self {
+            Self::Plain(parts) => parts.into_value(),
+            Self::Value(v) => v,
+        }
+    }
+}
 
 /// The scanner state for one log (see the module doc).
 #[derive(Debug, Clone)]
@@ -32,12 +68,12 @@ pub struct LineScanner {
 
 /// The events one line decoded to.
 enum Decoded {
-    One(Value),
-    Row(Vec<Value>),
+    One(Scanned),
+    Row(Vec<Scanned>),
 }
 
 impl Decoded {
-    fn as_slice(&self) -> &[Value] {
+    fn as_slice(&self) -> &[Scanned] {
         match self {
             Self::One(v) => std::slice::from_ref(v),
             Self::Row(vs) => vs,
@@ -45,9 +81,7 @@ impl Decoded {
     }
 
     fn has_turn_end(&self) -> bool {
-        self.as_slice()
-            .iter()
-            .any(|v| v.get("type").and_then(Value::as_str) == Some("turn/end"))
+        self.as_slice().iter().any(|v| v.kind() == Some("turn/end"))
     }
 }
 
@@ -67,7 +101,11 @@ impl LineScanner {
     /// (none once an issue is set; all of a packed row or nothing). Returns how many were appended.
     ///
     /// `Err` is the first issue, turned fatal because this line decodes to a `turn/end`.
-    pub fn feed<E: Extend<Value>>(&mut self, line: &[u8], out: &mut E) -> Result<usize, LogError> {
+    pub fn feed<E: Extend<Scanned>>(
+        &mut self,
+        line: &[u8],
+        out: &mut E,
+    ) -> Result<usize, LogError> {
         self.line = self.line.saturating_add(1);
         self.consumed = self.consumed.saturating_add(line.len() as u64);
         let n = self.line;
@@ -79,9 +117,9 @@ impl LineScanner {
                 );
                 return Ok(0);
             }
-            Ok(Value::Object(map)) if packed::row_kind_of(&map).is_some() => {
-                match packed::expand_row(map) {
-                    Ok(events) => Decoded::Row(events),
+            Ok(Parsed::Value(Value::Object(map))) if packed::row_kind_of(&map).is_some() => {
+                match packed::expand_row_parts(map) {
+                    Ok(events) => Decoded::Row(events.into_iter().map(Scanned::Plain).collect()),
                     Err(why) => {
                         self.set_issue(
                             LogErrorCode::InvalidPackedRow,
@@ -91,7 +129,8 @@ impl LineScanner {
                     }
                 }
             }
-            Ok(value) => Decoded::One(value),
+            Ok(Parsed::Value(value)) => Decoded::One(Scanned::Value(value)),
+            Ok(Parsed::Plain(parts)) => Decoded::One(Scanned::Plain(parts)),
         };
         if self.issue.is_some() {
             return if decoded.has_turn_end() {
@@ -102,13 +141,15 @@ impl LineScanner {
         }
         for (k, event) in decoded.as_slice().iter().enumerate() {
             let expected = self.next_seq.saturating_add(k as u64);
-            if !seq_equals(event, expected) {
+            if !event.seq().is_some_and(|seq| seq_equals(seq, expected)) {
                 let got = match event {
-                    Value::Object(map) => map
-                        .get("seq")
+                    Scanned::Value(Value::Null) => "null".to_owned(),
+                    Scanned::Value(v) if !v.is_object() => {
+                        "a value that is not an object".to_owned()
+                    }
+                    _ => event
+                        .seq()
                         .map_or_else(|| "no seq".to_owned(), Value::to_string),
-                    Value::Null => "null".to_owned(),
-                    _ => "a value that is not an object".to_owned(),
                 };
                 let message = format!(
                     "seq gap in committed region at line {n} (expected {expected}, got {got})"
@@ -151,11 +192,13 @@ impl LineScanner {
     }
 
     /// Bytes of input fed so far (lines and fragments).
+    #[cfg(test)]
     pub fn consumed(&self) -> u64 {
         self.consumed
     }
 
     /// How many events were accepted; also the seq the next event must have.
+    #[cfg(test)]
     pub fn next_seq(&self) -> u64 {
         self.next_seq
     }
@@ -184,19 +227,10 @@ impl LineScanner {
     }
 }
 
-/// Parses one line. Valid UTF-8 (the normal case) skips the lossy decoder's slower scan; anything else
-/// goes through [`parse_lossy`], which also repairs lone surrogate escapes.
-fn parse_line(line: &[u8]) -> Result<Value, serde_json::Error> {
-    match std::str::from_utf8(line).map(serde_json::from_str::<Value>) {
-        Ok(Ok(value)) => Ok(value),
-        _ => parse_lossy(line),
-    }
-}
-
 /// `event.seq === expected` as JavaScript compares it: a number of equal value (`1.0` counts).
-fn seq_equals(event: &Value, expected: u64) -> bool {
-    match event.get("seq") {
-        Some(Value::Number(n)) => match n.as_u64() {
+fn seq_equals(seq: &Value, expected: u64) -> bool {
+    match seq {
+        Value::Number(n) => match n.as_u64() {
             Some(u) => u == expected,
             None => n.as_f64() == Some(expected as f64),
         },
@@ -214,13 +248,19 @@ mod tests {
 
     fn feed_all(lines: &[String]) -> (LineScanner, Vec<Value>, Result<(), LogError>) {
         let mut scanner = LineScanner::new(2);
-        let mut out = Vec::new();
+        let mut out: Vec<Scanned> = Vec::new();
+        let mut result = Ok(());
         for line in lines {
             if let Err(e) = scanner.feed(line.as_bytes(), &mut out) {
-                return (scanner, out, Err(e));
+                result = Err(e);
+                break;
             }
         }
-        (scanner, out, Ok(()))
+        (
+            scanner,
+            out.into_iter().map(Scanned::into_value).collect(),
+            result,
+        )
     }
 
     #[test]

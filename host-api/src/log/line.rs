@@ -1,0 +1,189 @@
+//! Parsing one storage line without building a map for its envelope.
+//!
+//! Most lines of a real log are events of types no validation step looks at (chunks, steps, titles). For
+//! those the envelope's fields go straight into [`EnvelopeParts`]: no `serde_json::Map`, no key strings,
+//! no hashing. Every other line (messages, turn ends, packed rows, anything odd) comes back as the
+//! `Value` the checked path expects, built from the same single parse.
+
+use std::fmt;
+
+use serde::de::{self, DeserializeSeed, Deserializer, MapAccess, Visitor};
+use serde_json::{Map, Value};
+
+use super::event::{EnvelopeKey, EnvelopeParts};
+use super::validate::is_plain_known;
+use crate::json::parse_lossy;
+
+/// One parsed storage line.
+#[derive(Debug)]
+pub(crate) enum Parsed {
+    /// An envelope of a type steps 2–5 of spec §1.7 never look at, not yet validated (§1.4).
+    Plain(EnvelopeParts),
+    /// Anything else, as `JSON.parse` would return it.
+    Value(Value),
+}
+
+/// Parses one line (its LF included or not). Invalid UTF-8 and lone surrogate escapes take the lossy
+/// path of [`parse_lossy`], as Node would read them.
+pub(crate) fn parse_line(line: &[u8]) -> Result<Parsed, serde_json::Error> {
+    let Ok(text) = std::str::from_utf8(line) else {
+        return parse_lossy(line).map(Parsed::Value);
+    };
+    if text.trim_start().starts_with('{') {
+        let mut de = serde_json::Deserializer::from_str(text);
+        if let Ok(parsed) = (&mut de)
+            .deserialize_map(LineVisitor)
+            .and_then(|p| de.end().map(|()| p))
+        {
+            return Ok(parsed);
+        }
+    }
+    // Not an object, not valid JSON as written (a lone surrogate, say), or invalid: the general path
+    // gives JavaScript's answer or the parse error to report.
+    parse_lossy(line).map(Parsed::Value)
+}
+
+enum LineKey {
+    Known(EnvelopeKey),
+    Other(String),
+}
+
+struct LineKeySeed;
+
+impl<'de> DeserializeSeed<'de> for LineKeySeed {
+    type Value = LineKey;
+
+    fn deserialize<D: Deserializer<'de>>(self, deserializer: D) -> Result<LineKey, D::Error> {
+        deserializer.deserialize_str(self)
+    }
+}
+
+impl Visitor<'_> for LineKeySeed {
+    type Value = LineKey;
+
+    fn expecting(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        f.write_str("an object key")
+    }
+
+    fn visit_str<E: de::Error>(self, key: &str) -> Result<LineKey, E> {
+        Ok(EnvelopeKey::of(key).map_or_else(|| LineKey::Other(key.to_owned()), LineKey::Known))
+    }
+
+    fn visit_string<E: de::Error>(self, key: String) -> Result<LineKey, E> {
+        Ok(EnvelopeKey::of(&key).map_or(LineKey::Other(key), LineKey::Known))
+    }
+}
+
+struct LineVisitor;
+
+impl<'de> Visitor<'de> for LineVisitor {
+    type Value = Parsed;
+
+    fn expecting(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        f.write_str("a JSON object")
+    }
+
+    fn visit_map<A: MapAccess<'de>>(self, mut map: A) -> Result<Parsed, A::Error> {
+        let mut pairs: Vec<(LineKey, Value)> = Vec::with_capacity(7);
+        let mut seen = 0u8;
+        let mut plain_shape = true;
+        while let Some(key) = map.next_key_seed(LineKeySeed)? {
+            let value: Value = map.next_value()?;
+            match &key {
+                LineKey::Known(k) => {
+                    let bit = 1u8 << (*k as u8);
+                    // A repeated key is legal JSON (the last one wins); leave it to the general path.
+                    plain_shape &= seen & bit == 0;
+                    seen |= bit;
+                }
+                LineKey::Other(_) => plain_shape = false,
+            }
+            pairs.push((key, value));
+        }
+        let plain_kind = pairs.iter().any(|(k, v)| {
+            matches!(k, LineKey::Known(EnvelopeKey::Type)) && v.as_str().is_some_and(is_plain_known)
+        });
+        if plain_shape && plain_kind {
+            let mut parts = EnvelopeParts::default();
+            for (key, value) in pairs {
+                if let LineKey::Known(k) = key {
+                    parts.set(k, value);
+                }
+            }
+            return Ok(Parsed::Plain(parts));
+        }
+        let mut object = Map::with_capacity(pairs.len());
+        for (key, value) in pairs {
+            let key = match key {
+                LineKey::Known(k) => k.name().to_owned(),
+                LineKey::Other(s) => s,
+            };
+            object.insert(key, value);
+        }
+        Ok(Parsed::Value(Value::Object(object)))
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    fn value(line: &str) -> Value {
+        match parse_line(line.as_bytes()).unwrap() {
+            Parsed::Value(v) => v,
+            Parsed::Plain(p) => p.into_event().unwrap().to_value(),
+        }
+    }
+
+    #[test]
+    fn plain_events_skip_the_map_and_keep_their_fields() {
+        let line = r#"{"type":"step/start","seq":3,"time":-5,"data":{"b":1,"a":[2]}}"#;
+        let Parsed::Plain(parts) = parse_line(line.as_bytes()).unwrap() else {
+            panic!("not plain")
+        };
+        let event = parts.into_event().unwrap();
+        assert_eq!(event.to_json_line(), line);
+    }
+
+    #[test]
+    fn checked_types_odd_keys_and_duplicates_take_the_general_path_with_js_semantics() {
+        for line in [
+            r#"{"type":"user/message","seq":0,"time":0,"data":{}}"#,
+            r#"{"type":"step/start","seq":0,"time":0,"data":{},"extra":1}"#,
+            r#"{"type":"text-chunks","seq0":0,"time0":0,"data":{}}"#,
+        ] {
+            assert!(
+                matches!(parse_line(line.as_bytes()).unwrap(), Parsed::Value(_)),
+                "{line}"
+            );
+        }
+        let dup = r#"{"type":"step/start","seq":0,"seq":1,"time":0,"data":{}}"#;
+        let Parsed::Value(v) = parse_line(dup.as_bytes()).unwrap() else {
+            panic!("duplicates are general")
+        };
+        assert_eq!(v["seq"], 1, "the last duplicate wins");
+        assert_eq!(
+            v.as_object().unwrap().keys().next().map(String::as_str),
+            Some("type")
+        );
+    }
+
+    #[test]
+    fn non_objects_escapes_and_bad_bytes_read_as_javascript_would() {
+        assert_eq!(value("[1,2]"), serde_json::json!([1, 2]));
+        assert_eq!(value("null"), Value::Null);
+        assert_eq!(
+            value(r#"{"type":"step\/start","seq":0,"time":0,"data":"\uD800"}"#)["data"],
+            "\u{FFFD}"
+        );
+        assert!(parse_line(b"{\"type\":").is_err());
+        assert!(parse_line(b"{} trailing").is_err());
+        let Parsed::Value(v) =
+            parse_line(b"{\"type\":\"step/start\",\"seq\":0,\"time\":0,\"data\":\"\xff\"}")
+                .unwrap()
+        else {
+            panic!("invalid UTF-8 takes the lossy path")
+        };
+        assert_eq!(v["data"], "\u{FFFD}");
+    }
+}
