@@ -77,11 +77,14 @@ pub fn run(
         let h = reader.header();
         writeln!(
             out,
-            "session {}  created {}  cwd {}  {:?}  {} events",
+            "session {}  created {}  cwd {}  {}  {} events",
             h.id,
             h.created_at,
             h.cwd.as_deref().unwrap_or("-"),
-            reader.compression(),
+            match reader.compression() {
+                host_api::log::Compression::None => "raw JSONL",
+                host_api::log::Compression::Zstd => "zstd",
+            },
             fold.folded()
         )?;
         write!(out, "{}", table(&["SEQ", "TYPE", "SURFACE", "TEXT"], &rows))?;
@@ -92,10 +95,10 @@ pub fn run(
 fn fold_pass(path: &Path) -> Result<SurfaceFold, LogError> {
     let mut reader = LogReader::open(path, &ReadOptions::default())?;
     let mut fold = SurfaceFold::new();
-    for event in reader.by_ref() {
+    while let Some(event) = reader.next() {
         let event = event?;
         fold.apply(&event)
-            .map_err(|e| LogError::from(e).at_path(path))?;
+            .map_err(|e| LogError::from(e).at_path(path).at_line(reader.line()))?;
     }
     Ok(fold)
 }

@@ -90,6 +90,13 @@ fn parse_args() -> Result<Args> {
 fn main() {
     let code = match run() {
         Ok(code) => code,
+        // `sample-host … | head`: the reader went away; that is not an error of ours.
+        Err(e)
+            if e.downcast_ref::<std::io::Error>()
+                .is_some_and(|io| io.kind() == std::io::ErrorKind::BrokenPipe) =>
+        {
+            0
+        }
         Err(e) => {
             eprintln!("error: {e:#}");
             2

@@ -15,6 +15,9 @@ use super::validate::is_plain_known;
 use crate::json::parse_lossy;
 
 /// One parsed storage line.
+// `Plain` is the large variant and also the common one (most lines of a log), so boxing it would add an
+// allocation per event to save copying in the rare case.
+#[allow(clippy::large_enum_variant)]
 #[derive(Debug)]
 pub(crate) enum Parsed {
     /// An envelope of a type steps 2–5 of spec §1.7 never look at, not yet validated (§1.4).

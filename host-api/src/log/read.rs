@@ -352,6 +352,13 @@ impl LogReader {
         self.torn_tail.as_ref()
     }
 
+    /// The 1-based physical line (header = 1; zstd: of the decompressed text) of the event the iterator
+    /// returned last, so a consumer that rejects an event (the surface fold, say) can say where it is.
+    /// Crash closers have no line; after them this is the last line read.
+    pub fn line(&self) -> u64 {
+        self.scanner.line()
+    }
+
     /// File bytes known good so far: raw, through the last accepted line; zstd, through the last complete
     /// frame. Once iteration has ended without error, where a repairing writer could append.
     pub fn committed_bytes(&self) -> u64 {

@@ -22,6 +22,8 @@ use super::line::{parse_line, Parsed};
 use super::packed;
 
 /// One event the scanner accepted, in the form the reader's pipeline takes next.
+// `Plain` is the large variant and the common one; see `line::Parsed`.
+#[allow(clippy::large_enum_variant)]
 #[derive(Debug)]
 pub enum Scanned {
     /// An envelope of a type the checks of spec §1.7 steps 2–5 never look at (chunks, steps, …), or a
@@ -67,6 +69,8 @@ pub struct LineScanner {
 }
 
 /// The events one line decoded to.
+// `One` is both the large and the common variant; boxing it would cost an allocation per line.
+#[allow(clippy::large_enum_variant)]
 enum Decoded {
     One(Scanned),
     Row(Vec<Scanned>),
@@ -195,12 +199,6 @@ impl LineScanner {
     #[cfg(test)]
     pub fn consumed(&self) -> u64 {
         self.consumed
-    }
-
-    /// How many events were accepted; also the seq the next event must have.
-    #[cfg(test)]
-    pub fn next_seq(&self) -> u64 {
-        self.next_seq
     }
 
     /// The physical line number of the last line fed.
