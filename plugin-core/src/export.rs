@@ -47,10 +47,18 @@ pub fn build_instance(
 /// ```ignore
 /// plugin_core::export_plugin! { name: "dsh-session-search", version: env!("CARGO_PKG_VERSION") }
 /// ```
-/// Test fixtures may also pass `abi_version: N` (to be refused) and `options: BuildOptions { .. }`.
+/// Test fixtures may also pass `abi_version: N` or `fold_version: N` (to be refused) and
+/// `options: BuildOptions { .. }`.
 #[macro_export]
 macro_rules! export_plugin {
-    (name: $name:expr, version: $version:expr $(, abi_version: $abi:expr)? $(, options: $options:expr)? $(,)?) => {
+    (
+        name: $name:expr,
+        version: $version:expr
+        $(, abi_version: $abi:expr)?
+        $(, fold_version: $fold:expr)?
+        $(, options: $options:expr)?
+        $(,)?
+    ) => {
         extern "C" fn __plugin_new(
             config: ::abi_stable::std_types::RStr<'_>,
             host: $crate::__reexport::HostContextBox,
@@ -68,9 +76,12 @@ macro_rules! export_plugin {
             #[allow(unused_mut, unused_assignments)]
             let mut abi_version = $crate::__reexport::ABI_VERSION;
             $( abi_version = $abi; )?
+            #[allow(unused_mut, unused_assignments)]
+            let mut fold_version = $crate::__reexport::FOLD_VERSION;
+            $( fold_version = $fold; )?
             $crate::__reexport::PluginRoot {
                 abi_version,
-                fold_version: $crate::__reexport::FOLD_VERSION,
+                fold_version,
                 name: ::abi_stable::std_types::RStr::from_str($name),
                 version: ::abi_stable::std_types::RStr::from_str($version),
                 new: __plugin_new,

@@ -61,7 +61,8 @@ pub fn manifest(dir: &std::path::Path) -> Vec<ManifestRow> {
 }
 
 pub mod libs {
-    //! The plugin libraries the integration tests load: the real plugin and the fixture builds.
+    //! The plugin libraries the integration tests load (the real plugin and the fixture builds), and the
+    //! `sample-host` binary.
     //!
     //! `cargo test` does not build cdylib-only packages, so the first test that needs them runs
     //! `cargo build` for them once (into the same target folder and profile as the tests, so it is a
@@ -77,15 +78,20 @@ pub mod libs {
         pub plugin: PathBuf,
         pub next_version: PathBuf,
         pub abi_mismatch: PathBuf,
+        pub fold_mismatch: PathBuf,
         pub layout_mismatch: PathBuf,
         pub faulty: PathBuf,
         pub no_root: PathBuf,
+        /// The `sample-host` binary, for tests of its command line.
+        pub sample_host: PathBuf,
     }
 
-    const PACKAGES: [&str; 6] = [
+    const PACKAGES: [&str; 8] = [
         "plugin",
+        "sample-host",
         "test-plugin-next-version",
         "test-plugin-abi-mismatch",
+        "test-plugin-fold-mismatch",
         "test-plugin-layout-mismatch",
         "test-plugin-faulty",
         "test-plugin-no-root",
@@ -132,9 +138,11 @@ pub mod libs {
                 plugin: lib(&dir, "dsh_session_search"),
                 next_version: lib(&dir, "test_plugin_next_version"),
                 abi_mismatch: lib(&dir, "test_plugin_abi_mismatch"),
+                fold_mismatch: lib(&dir, "test_plugin_fold_mismatch"),
                 layout_mismatch: lib(&dir, "test_plugin_layout_mismatch"),
                 faulty: lib(&dir, "test_plugin_faulty"),
                 no_root: lib(&dir, "test_plugin_no_root"),
+                sample_host: dir.join("sample-host"),
             }
         })
     }

@@ -34,6 +34,7 @@ fn bad_libraries_are_refused_with_reasons_while_a_good_plugin_loads() {
     install(&libs.no_root, &plugins, "libb_no_root.so");
     install(&libs.abi_mismatch, &plugins, "libc_abi99.so");
     install(&libs.layout_mismatch, &plugins, "libd_layout.so");
+    install(&libs.fold_mismatch, &plugins, "libe_fold7.so");
     install(&libs.plugin, &plugins, "libz_good.so");
     std::fs::write(plugins.join("README.txt"), b"not a library name, ignored").unwrap();
 
@@ -61,9 +62,16 @@ fn bad_libraries_are_refused_with_reasons_while_a_good_plugin_loads() {
     assert_eq!(code, "layout-mismatch");
     assert!(reason.contains("layout"), "{reason}");
 
+    let (code, reason) = refused_reason(&host, "libe_fold7.so");
+    assert_eq!(code, "fold-version");
+    assert!(
+        reason.contains("fold version 7") && reason.contains("label events differently"),
+        "{reason}"
+    );
+
     assert_eq!(
         host.status().len(),
-        5,
+        6,
         "README.txt is not a library and is ignored"
     );
     let (generation, name, version) = host.serving().expect("the good plugin serves");
