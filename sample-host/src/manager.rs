@@ -264,10 +264,22 @@ impl PluginHost {
             return Err(Refusal::ReloadLimit(mapped));
         }
         let shadow = self.shadow_path(file);
+        let started = std::time::Instant::now();
         std::fs::copy(file, &shadow).map_err(|e| {
             Refusal::ShadowCopy(format!("{} → {}: {e}", file.display(), shadow.display()))
         })?;
+        let copied = started.elapsed();
         let result = open_and_check(&shadow);
+        self.shared.log(
+            0,
+            LogLevel::Debug,
+            format!(
+                "timing: {} shadow copy {} µs, open and check {} µs",
+                file.display(),
+                copied.as_micros(),
+                (started.elapsed() - copied).as_micros()
+            ),
+        );
         if !matches!(
             result,
             Err(Refusal::NotALibrary(_)) | Err(Refusal::NoRootModule(_))
@@ -353,7 +365,17 @@ impl PluginHost {
             TD_Opaque,
         );
         let new = plugin.root.new();
-        new(RStr::from_str(&self.options.plugin_config), context).into_result()
+        let started = std::time::Instant::now();
+        let built = new(RStr::from_str(&self.options.plugin_config), context).into_result();
+        self.shared.log(
+            generation,
+            LogLevel::Debug,
+            format!(
+                "timing: generation {generation} built in {} µs",
+                started.elapsed().as_micros()
+            ),
+        );
+        built
     }
 
     fn swap_in(&self, file: &Path, plugin: CheckedPlugin) {

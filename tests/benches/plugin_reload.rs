@@ -47,6 +47,7 @@ fn main() {
             .collect(),
     );
 
+    let mut breakdown = Vec::new();
     let loads = median(
         (0..LOADS)
             .map(|i| {
@@ -58,6 +59,13 @@ fn main() {
                 let host = host::start(&plugins, None, &index);
                 let elapsed = start.elapsed();
                 assert!(host.serving().is_some());
+                breakdown.extend(
+                    host.shared()
+                        .log_lines()
+                        .into_iter()
+                        .filter(|l| l.message.starts_with("timing:"))
+                        .map(|l| l.message),
+                );
                 elapsed
             })
             .collect(),
@@ -116,6 +124,9 @@ fn main() {
         "plugin_reload: load (copy + open + checks + construct + index open) median {loads:?} = {:.1}x baseline",
         loads.as_secs_f64() / baseline.as_secs_f64()
     );
+    for line in breakdown.iter().take(2) {
+        println!("plugin_reload: first load {line}");
+    }
     println!(
         "plugin_reload: swap (replace → first answer of the new generation) median {swap_median:?}, max {swap_max:?} \
          = {:.1}x baseline, {:.1}x debounce ({DEBOUNCE:?}); aim < 500 ms: {}",
