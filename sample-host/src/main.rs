@@ -6,7 +6,7 @@ use std::path::{Path, PathBuf};
 use std::sync::Arc;
 use std::time::Duration;
 
-use abi_stable::std_types::{RStr, RVec};
+use abi_stable::std_types::{RStr, RString, RVec};
 use anyhow::{bail, Context, Result};
 use host_api::abi::{PluginError, ReadEventRequest};
 use host_api::log::write::WriteOptions;
@@ -44,6 +44,15 @@ struct Args {
     before: i64,
     after: i64,
     positional: Vec<String>,
+}
+
+impl Args {
+    /// `--sessions`, or the default sessions root.
+    fn sessions_dir(&self) -> PathBuf {
+        self.sessions
+            .clone()
+            .unwrap_or_else(paths::default_sessions_dir)
+    }
 }
 
 fn parse_args() -> Result<Args> {
@@ -126,23 +135,13 @@ fn run() -> Result<i32> {
         }
         "demo" => run_demo(&args),
         "plugins" => {
-            let host = start_host(
-                &args,
-                args.sessions
-                    .clone()
-                    .unwrap_or_else(paths::default_sessions_dir),
-            )?;
+            let host = start_host(&args, args.sessions_dir())?;
             print_plugins(&host, args.json);
             Ok(if host.serving().is_some() { 0 } else { 1 })
         }
         "watch" => run_watch(&args),
         "sessions" | "events" | "surface" | "event" | "trace" => {
-            let host = start_host(
-                &args,
-                args.sessions
-                    .clone()
-                    .unwrap_or_else(paths::default_sessions_dir),
-            )?;
+            let host = start_host(&args, args.sessions_dir())?;
             read_command(&host, &command, rest, &args)
         }
         other => bail!("unknown command {other:?}\n\n{USAGE}"),
@@ -310,24 +309,12 @@ fn read_command(host: &PluginHost, command: &str, rest: &[String], args: &Args) 
                 if args.json {
                     render::surface(&s).to_string()
                 } else {
-                    let rows: Vec<Vec<String>> = s
-                        .events
-                        .iter()
-                        .map(render::envelope)
-                        .map(|e| {
-                            vec![
-                                e["seq"].to_string(),
-                                e["type"].as_str().unwrap_or("").to_string(),
-                                clip(&summary(&e), 90),
-                            ]
-                        })
-                        .collect();
                     format!(
                         "captured through seq {}\n{}",
                         s.captured_through_seq
                             .map(|n| n.to_string())
                             .unwrap_or_else(|| "-".into()),
-                        table(&["SEQ", "TYPE", "CONTENT"], &rows)
+                        events_table(&s.events, None)
                     )
                 }
             })
@@ -349,24 +336,7 @@ fn read_command(host: &PluginHost, command: &str, rest: &[String], args: &Args) 
                 if args.json {
                     render::window(&w).to_string()
                 } else {
-                    let rows: Vec<Vec<String>> = w
-                        .events
-                        .iter()
-                        .map(render::envelope)
-                        .map(|e| {
-                            let mark = if e["seq"].as_u64() == Some(seq as u64) {
-                                ">"
-                            } else {
-                                " "
-                            };
-                            vec![
-                                format!("{mark}{}", e["seq"]),
-                                e["type"].as_str().unwrap_or("").to_string(),
-                                clip(&summary(&e), 90),
-                            ]
-                        })
-                        .collect();
-                    table(&["SEQ", "TYPE", "CONTENT"], &rows)
+                    events_table(&w.events, u64::try_from(seq).ok())
                 }
             })
         }
@@ -437,6 +407,27 @@ fn read_command(host: &PluginHost, command: &str, rest: &[String], args: &Args) 
     }
 }
 
+/// Event envelopes as a SEQ / TYPE / CONTENT table; `mark` flags one seq with `>`.
+fn events_table(events: &RVec<RString>, mark: Option<u64>) -> String {
+    let rows: Vec<Vec<String>> = events
+        .iter()
+        .map(render::envelope)
+        .map(|e| {
+            let flag = match mark {
+                Some(m) if e["seq"].as_u64() == Some(m) => ">",
+                Some(_) => " ",
+                None => "",
+            };
+            vec![
+                format!("{flag}{}", e["seq"]),
+                e["type"].as_str().unwrap_or("").to_string(),
+                clip(&summary(&e), 90),
+            ]
+        })
+        .collect();
+    table(&["SEQ", "TYPE", "CONTENT"], &rows)
+}
+
 /// A one-line summary of an event envelope for tables: its text if it has any, else its data.
 fn summary(event: &Value) -> String {
     match host_api::log::Event::from_value(event.clone()) {
@@ -453,12 +444,7 @@ fn summary(event: &Value) -> String {
 }
 
 fn run_watch(args: &Args) -> Result<i32> {
-    let host = start_host(
-        args,
-        args.sessions
-            .clone()
-            .unwrap_or_else(paths::default_sessions_dir),
-    )?;
+    let host = start_host(args, args.sessions_dir())?;
     let _watcher = sample_host::watch::watch(&host, Duration::from_millis(250))
         .context("watching the plugin folder")?;
     println!(

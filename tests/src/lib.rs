@@ -159,10 +159,33 @@ pub mod libs {
 }
 
 pub mod host {
-    //! Starting a sample host for a test.
+    //! Starting a sample host for a test, and waiting for it.
 
-    use std::path::Path;
+    use std::path::{Path, PathBuf};
     use std::sync::Arc;
+    use std::time::{Duration, Instant};
+
+    /// A fresh folder holding a `plugins/` folder with `lib` installed as the real plugin's file name.
+    /// Returns the temporary folder (keep it alive) and the plugin folder.
+    pub fn plugin_folder(lib: &Path) -> (tempfile::TempDir, PathBuf) {
+        let dir = tempfile::tempdir().expect("temporary folder");
+        let plugins = dir.path().join("plugins");
+        std::fs::create_dir(&plugins).expect("plugin folder");
+        crate::libs::install(lib, &plugins, "libdsh_session_search.so");
+        (dir, plugins)
+    }
+
+    /// Polls `probe` until it returns `Some`, failing the test with `what` after 10 s.
+    pub fn wait_for<T>(what: &str, mut probe: impl FnMut() -> Option<T>) -> T {
+        let deadline = Instant::now() + Duration::from_secs(10);
+        loop {
+            if let Some(value) = probe() {
+                return value;
+            }
+            assert!(Instant::now() < deadline, "timed out waiting for {what}");
+            std::thread::sleep(Duration::from_millis(10));
+        }
+    }
 
     use sample_host::{HostOptions, PluginHost, Shared};
 

@@ -101,28 +101,16 @@ fn replacing_the_library_under_load_swaps_generations_without_a_failed_call() {
 #[test]
 fn a_broken_build_dropped_into_the_folder_leaves_the_old_generation_serving() {
     let libs = libs();
-    let dir = tempfile::tempdir().unwrap();
-    let plugins = dir.path().join("plugins");
-    std::fs::create_dir(&plugins).unwrap();
-    install(&libs.plugin, &plugins, "libdsh_session_search.so");
+    let (dir, plugins) = host::plugin_folder(&libs.plugin);
     let host = host::start(&plugins, None, &dir.path().join("index.sqlite"));
     let _watcher =
         sample_host::watch::watch(&host, Duration::from_millis(100)).expect("watch starts");
 
     // An incompatible build replaces the library; the old generation must keep serving.
     install(&libs.abi_mismatch, &plugins, "libdsh_session_search.so");
-    let deadline = Instant::now() + Duration::from_secs(10);
-    let note = loop {
-        let status = host.status();
-        if let Some(note) = status.iter().find_map(|s| s.note.clone()) {
-            break note;
-        }
-        assert!(
-            Instant::now() < deadline,
-            "the refused reload was never noted: {status:?}"
-        );
-        std::thread::sleep(Duration::from_millis(20));
-    };
+    let note = host::wait_for("the refused reload to be noted", || {
+        host.status().iter().find_map(|s| s.note.clone())
+    });
     assert!(
         note.contains("abi-version") && note.contains("keeps serving"),
         "{note}"
@@ -138,15 +126,9 @@ fn a_broken_build_dropped_into_the_folder_leaves_the_old_generation_serving() {
 
     // A good build afterwards is taken.
     install(&libs.next_version, &plugins, "libdsh_session_search.so");
-    let deadline = Instant::now() + Duration::from_secs(10);
-    while host.serving().map(|s| s.2) != Some("0.2.0-next".to_string()) {
-        assert!(
-            Instant::now() < deadline,
-            "the good build was not taken: {:?}",
-            host.status()
-        );
-        std::thread::sleep(Duration::from_millis(20));
-    }
+    host::wait_for("the good build to be taken", || {
+        (host.serving().map(|s| s.2) == Some("0.2.0-next".to_string())).then_some(())
+    });
 }
 
 #[test]
@@ -154,23 +136,14 @@ fn reading_the_library_for_a_shadow_copy_does_not_trigger_another_reload() {
     // Regression: the shadow copy reads the library, the watcher saw that access and reloaded again,
     // forever, cycling generations with no new build.
     let libs = libs();
-    let dir = tempfile::tempdir().unwrap();
-    let plugins = dir.path().join("plugins");
-    std::fs::create_dir(&plugins).unwrap();
-    install(&libs.plugin, &plugins, "libdsh_session_search.so");
+    let (dir, plugins) = host::plugin_folder(&libs.plugin);
     let host = host::start(&plugins, None, &dir.path().join("index.sqlite"));
     let _watcher =
         sample_host::watch::watch(&host, Duration::from_millis(50)).expect("watch starts");
     install(&libs.next_version, &plugins, "libdsh_session_search.so");
-    let deadline = Instant::now() + Duration::from_secs(10);
-    while host.serving().map(|s| s.0) != Some(2) {
-        assert!(
-            Instant::now() < deadline,
-            "the new build was not taken: {:?}",
-            host.status()
-        );
-        std::thread::sleep(Duration::from_millis(10));
-    }
+    host::wait_for("the new build to be taken", || {
+        (host.serving().map(|s| s.0) == Some(2)).then_some(())
+    });
     // Touching nothing else, the generation stays put, and reading the file (as any tool may) is ignored.
     let _ = std::fs::read(plugins.join("libdsh_session_search.so")).unwrap();
     std::thread::sleep(Duration::from_millis(600));

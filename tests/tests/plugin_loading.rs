@@ -107,11 +107,7 @@ fn a_folder_without_plugins_gives_plugin_unavailable() {
 
 #[test]
 fn a_panic_inside_a_plugin_call_comes_back_as_an_error_and_the_host_keeps_working() {
-    let libs = libs();
-    let dir = tempfile::tempdir().unwrap();
-    let plugins = dir.path().join("plugins");
-    std::fs::create_dir(&plugins).unwrap();
-    install(&libs.faulty, &plugins, "libdsh_session_search.so");
+    let (dir, plugins) = host::plugin_folder(&libs().faulty);
     let host = host::start(&plugins, None, &dir.path().join("index.sqlite"));
     assert_eq!(
         host.serving().map(|s| s.2),
@@ -136,11 +132,7 @@ fn a_panic_inside_a_plugin_call_comes_back_as_an_error_and_the_host_keeps_workin
 
 #[test]
 fn an_invalid_config_refuses_the_instance_with_a_clear_error() {
-    let libs = libs();
-    let dir = tempfile::tempdir().unwrap();
-    let plugins = dir.path().join("plugins");
-    std::fs::create_dir(&plugins).unwrap();
-    install(&libs.plugin, &plugins, "libdsh_session_search.so");
+    let (_dir, plugins) = host::plugin_folder(&libs().plugin);
     let shared = sample_host::Shared::new(None, false);
     let host = sample_host::PluginHost::start(
         sample_host::HostOptions::new(&plugins, r#"{"indexPth": 1}"#),
