@@ -44,7 +44,7 @@ pub fn build_instance(
 /// Exports a plugin root module from a cdylib crate. The crate needs `abi_stable` and `plugin-core` as
 /// dependencies.
 ///
-/// ```ignore
+/// ```text
 /// plugin_core::export_plugin! { name: "dsh-session-search", version: env!("CARGO_PKG_VERSION") }
 /// ```
 /// Test fixtures may also pass `abi_version: N` or `fold_version: N` (to be refused) and
