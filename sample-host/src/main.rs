@@ -395,7 +395,7 @@ fn read_command(host: &PluginHost, command: &str, rest: &[String], args: &Args) 
                     }),
             }
         }
-        _ => unreachable!("dispatched above"),
+        other => bail!("{other} is not a read command"),
     };
     match out {
         Ok(text) => {
