@@ -1,7 +1,7 @@
 //! The `HostContext` this host lends each plugin generation: live sessions, the sessions root, a log
 //! that records which generation said what, and cancellation tokens.
 
-use std::collections::HashSet;
+use std::collections::{HashSet, VecDeque};
 use std::path::PathBuf;
 use std::sync::atomic::{AtomicU64, Ordering};
 use std::sync::{Arc, Mutex};
@@ -11,6 +11,9 @@ use abi_stable::std_types::{ROption, RStr, RString, RVec};
 use host_api::abi::{CancelToken, HostContext, LiveSession, LogLevel};
 
 use crate::live::LiveSessions;
+
+/// How many log lines the host keeps (older ones are dropped first).
+pub const LOG_CAPACITY: usize = 10_000;
 
 /// One line a plugin (or the host about a plugin) logged.
 #[derive(Debug, Clone, PartialEq, Eq)]
@@ -28,7 +31,8 @@ pub struct Shared {
     pub live: LiveSessions,
     pub sessions_root: Option<PathBuf>,
     started: Instant,
-    log: Mutex<Vec<LogLine>>,
+    /// The most recent [`LOG_CAPACITY`] lines: a long-running host must not grow without bound.
+    log: Mutex<VecDeque<LogLine>>,
     /// Print log lines to stderr as they arrive (`--verbose`).
     echo: bool,
     cancelled: Mutex<HashSet<CancelToken>>,
@@ -41,7 +45,7 @@ impl Shared {
             live: LiveSessions::new(),
             sessions_root,
             started: Instant::now(),
-            log: Mutex::new(Vec::new()),
+            log: Mutex::new(VecDeque::new()),
             echo,
             cancelled: Mutex::new(HashSet::new()),
             next_token: AtomicU64::new(1),
@@ -65,15 +69,21 @@ impl Shared {
         if self.echo {
             eprintln!("[{level}] gen {generation}: {}", line.message);
         }
+        let mut log = self.log.lock().unwrap_or_else(|p| p.into_inner());
+        if log.len() == LOG_CAPACITY {
+            log.pop_front();
+        }
+        log.push_back(line);
+    }
+
+    /// The lines logged so far (the most recent [`LOG_CAPACITY`]), oldest first.
+    pub fn log_lines(&self) -> Vec<LogLine> {
         self.log
             .lock()
             .unwrap_or_else(|p| p.into_inner())
-            .push(line);
-    }
-
-    /// Everything logged so far.
-    pub fn log_lines(&self) -> Vec<LogLine> {
-        self.log.lock().unwrap_or_else(|p| p.into_inner()).clone()
+            .iter()
+            .cloned()
+            .collect()
     }
 
     /// A fresh cancellation token for one call.
@@ -148,5 +158,25 @@ impl HostContext for GenerationContext {
                 .lock()
                 .unwrap_or_else(|p| p.into_inner())
                 .contains(&token)
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn the_log_keeps_only_the_most_recent_lines() {
+        let shared = Shared::new(None, false);
+        for i in 0..LOG_CAPACITY + 5 {
+            shared.log(0, LogLevel::Info, format!("line {i}"));
+        }
+        let lines = shared.log_lines();
+        assert_eq!(lines.len(), LOG_CAPACITY);
+        assert_eq!(lines[0].message, "line 5");
+        assert_eq!(
+            lines[LOG_CAPACITY - 1].message,
+            format!("line {}", LOG_CAPACITY + 4)
+        );
     }
 }
