@@ -27,14 +27,13 @@ use std::path::{Path, PathBuf};
 use std::sync::{Arc, Mutex, MutexGuard, OnceLock};
 
 use abi_stable::std_types::{RStr, RString};
-use host_api::abi::{
-    CancelToken, CorpusProblem, ErrorCode, HostContextBox, LiveSession, LogLevel, PluginError,
-};
+use host_api::abi::{CorpusProblem, ErrorCode, HostContextBox, LiveSession, LogLevel, PluginError};
 use host_api::log::layout::{ListedSession, Revision, SessionsRoot};
 use host_api::log::read::{read_log, ReadOptions};
 use host_api::log::{ErrorClass, Event, LogError, SessionHeader};
 use host_api::surface::{FoldError, SurfaceFold};
 
+use crate::cancel::Cancel;
 use cache::{CacheKey, LogCache, Stamp};
 
 /// Most sessions the cache keeps parsed at once.
@@ -179,28 +178,49 @@ impl Corpus {
         self.root.as_ref().map(SessionsRoot::root)
     }
 
-    /// Whether the host tripped `cancel` (`0` can never be cancelled).
-    pub fn is_cancelled(&self, cancel: CancelToken) -> bool {
-        cancel != 0 && self.host.is_cancelled(cancel)
+    /// `Err(SESSION_QUERY_ABORTED)` when the call was cancelled.
+    pub fn check_cancelled(&self, cancel: Cancel<'_>, what: &str) -> Result<(), PluginError> {
+        cancel.check_with(ErrorCode::SessionQueryAborted, what)
     }
 
-    /// `Err(SESSION_QUERY_ABORTED)` when the host tripped `cancel`.
-    pub fn check_cancelled(&self, cancel: CancelToken, what: &str) -> Result<(), PluginError> {
-        if self.is_cancelled(cancel) {
-            return Err(PluginError::new(
-                ErrorCode::SessionQueryAborted,
-                format!("{what} aborted: the call was cancelled"),
-            ));
+    /// Every live session as the host reports it now. A host that answers with something that does
+    /// not parse is logged and read as having no live sessions, so disk sessions stay readable.
+    pub fn live_sessions(&self) -> Vec<LiveSession> {
+        let text = self.host.live_sessions();
+        match serde_json::from_str(text.as_str()) {
+            Ok(list) => list,
+            Err(e) => {
+                self.host.log(
+                    LogLevel::Error,
+                    RStr::from_str(&format!("the host's live-session list does not parse: {e}")),
+                );
+                Vec::new()
+            }
         }
-        Ok(())
+    }
+
+    /// One live session as the host reports it now, `None` when it is not live.
+    pub fn live_session(&self, id: &str) -> Result<Option<LiveSession>, PluginError> {
+        let Some(text) = self.host.live_session(RStr::from_str(id)).into_option() else {
+            return Ok(None);
+        };
+        serde_json::from_str(text.as_str()).map(Some).map_err(|e| {
+            PluginError::new(
+                ErrorCode::PluginBadMessage,
+                format!(
+                    "live session {:?}: the host's record does not parse: {e}",
+                    clip(id)
+                ),
+            )
+        })
     }
 
     /// Every session of the corpus, in no particular order. Persisted headers come from the listing (no
     /// log is parsed); a live session overrides the persisted one with the same id after a compatibility
     /// check. Logs the listing cannot read are left out and reported through [`Corpus::problems`].
-    pub fn list(&self, cancel: CancelToken) -> Result<Vec<CorpusSession>, PluginError> {
+    pub fn list(&self, cancel: Cancel<'_>) -> Result<Vec<CorpusSession>, PluginError> {
         self.check_cancelled(cancel, "listing sessions")?;
-        let live: Vec<LiveSession> = self.host.live_sessions().into_iter().collect();
+        let live = self.live_sessions();
         let mut by_id: HashMap<String, CorpusSession> = HashMap::with_capacity(live.len());
         for session in &live {
             let header = SessionHeader::from(&session.header);
@@ -277,7 +297,7 @@ impl Corpus {
 
     /// Loads one session for an exact read: the live session when `id` is live (persistence is never
     /// consulted then), else the persisted log. `SESSION_NOT_FOUND` when neither has it.
-    pub fn load(&self, id: &str, cancel: CancelToken) -> Result<LoadedSession, PluginError> {
+    pub fn load(&self, id: &str, cancel: Cancel<'_>) -> Result<LoadedSession, PluginError> {
         self.check_cancelled(cancel, "reading a session")?;
         if let Some(loaded) = self.load_live(id)? {
             return Ok(loaded);
@@ -365,14 +385,18 @@ impl Corpus {
     /// The live session `id` as the host holds it now, or `None` when it is not live. Only what was
     /// appended since the cached copy is fetched and parsed.
     pub fn load_live(&self, id: &str) -> Result<Option<LoadedSession>, PluginError> {
-        let Some(live) = self.host.live_session(RStr::from_str(id)).into_option() else {
+        let Some(live) = self.live_session(id)? else {
             return Ok(None);
         };
         let header = SessionHeader::from(&live.header);
         let key = CacheKey::Live(id.to_string());
+        // Keyed by epoch too: a session recreated with the same header must not be served the old
+        // incarnation's prefix.
         let cached = match lock(&self.cache).get(&key) {
-            Some((Stamp::Live(h), data))
-                if h == header && data.events().len() as u64 <= live.event_count =>
+            Some((Stamp::Live(epoch, h), data))
+                if epoch == live.epoch
+                    && h == header
+                    && data.events().len() as u64 <= live.event_count =>
             {
                 Some(data)
             }
@@ -390,7 +414,7 @@ impl Corpus {
         let from = cached.as_ref().map_or(0, |d| d.events().len() as u64);
         let Some(texts) = self
             .host
-            .live_events(RStr::from_str(id), from)
+            .live_events(RStr::from_str(id), live.epoch, from)
             .into_option()
         else {
             return Ok(None);
@@ -400,7 +424,11 @@ impl Corpus {
             // The host answered with something else than the continuation (it restarted the session or
             // does not honour `from_seq`): read the whole session again.
             Some(_) if more.first().is_some_and(|e| e.seq != from) => {
-                let Some(texts) = self.host.live_events(RStr::from_str(id), 0).into_option() else {
+                let Some(texts) = self
+                    .host
+                    .live_events(RStr::from_str(id), live.epoch, 0)
+                    .into_option()
+                else {
                     return Ok(None);
                 };
                 SessionData::new(header.clone(), parse_live_events(id, 0, &texts)?)
@@ -409,7 +437,7 @@ impl Corpus {
             None => SessionData::new(header.clone(), more),
         };
         let data = Arc::new(data);
-        lock(&self.cache).insert(key, Stamp::Live(header), data.clone());
+        lock(&self.cache).insert(key, Stamp::Live(live.epoch, header), data.clone());
         Ok(Some(LoadedSession {
             data,
             live: true,
@@ -582,3 +610,11 @@ fn problem(root: &Path, id: Option<&str>, e: &LogError) -> CorpusProblem {
 
 #[cfg(test)]
 mod tests;
+
+/// At most the first 100 characters of a caller-supplied id, for messages.
+fn clip(id: &str) -> &str {
+    match id.char_indices().nth(100) {
+        Some((end, _)) => &id[..end],
+        None => id,
+    }
+}

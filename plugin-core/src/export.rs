@@ -4,7 +4,7 @@ use std::panic::{catch_unwind, AssertUnwindSafe};
 use std::sync::Arc;
 
 use abi_stable::std_types::{RResult, RStr};
-use host_api::abi::{ErrorCode, HostContextBox, PluginError, PluginInstance};
+use host_api::abi::{ErrorCode, HostContextBox, PluginError, PluginInstanceBox};
 
 use crate::config::Config;
 use crate::contain::panic_message;
@@ -23,7 +23,7 @@ pub fn build_instance(
     config: RStr<'_>,
     host: HostContextBox,
     options: BuildOptions,
-) -> RResult<PluginInstance, PluginError> {
+) -> RResult<PluginInstanceBox, PluginError> {
     let built = catch_unwind(AssertUnwindSafe(|| {
         let config = Config::parse(config.as_str())?;
         Service::open(config, Arc::new(host), options.fault)
@@ -41,20 +41,20 @@ pub fn build_instance(
     }
 }
 
-/// Exports a plugin root module from a cdylib crate. The crate needs `abi_stable` and `plugin-core` as
-/// dependencies.
+/// Exports a plugin root module and the plugin's contract stamp from a cdylib crate. The crate needs
+/// `abi_stable` and `plugin-core` as dependencies.
 ///
 /// ```text
 /// plugin_core::export_plugin! { name: "dsh-session-search", version: env!("CARGO_PKG_VERSION") }
 /// ```
-/// Test fixtures may also pass `abi_version: N` or `fold_version: N` (to be refused) and
+/// Test fixtures may also pass `contract: (major, minor)` or `fold_version: N` (to be refused) and
 /// `options: BuildOptions { .. }`.
 #[macro_export]
 macro_rules! export_plugin {
     (
         name: $name:expr,
         version: $version:expr
-        $(, abi_version: $abi:expr)?
+        $(, contract: ($major:expr, $minor:expr))?
         $(, fold_version: $fold:expr)?
         $(, options: $options:expr)?
         $(,)?
@@ -62,26 +62,32 @@ macro_rules! export_plugin {
         extern "C" fn __plugin_new(
             config: ::abi_stable::std_types::RStr<'_>,
             host: $crate::__reexport::HostContextBox,
-        ) -> ::abi_stable::std_types::RResult<$crate::__reexport::PluginInstance, $crate::__reexport::PluginError> {
+        ) -> ::abi_stable::std_types::RResult<$crate::__reexport::PluginInstanceBox, $crate::__reexport::PluginError> {
             #[allow(unused_mut, unused_assignments)]
             let mut options = $crate::export::BuildOptions::default();
             $( options = $options; )?
             $crate::export::build_instance(config, host, options)
         }
 
+        const __PLUGIN_STAMP: $crate::__reexport::ContractStamp = {
+            #[allow(unused_mut)]
+            let mut stamp = $crate::__reexport::ContractStamp::current();
+            $( stamp.major = $major; stamp.minor = $minor; )?
+            $( stamp.fold_version = $fold; )?
+            stamp
+        };
+
+        /// The contract this plugin was built against, readable before anything else of the library.
+        #[no_mangle]
+        pub static dsh_plugin_contract: $crate::__reexport::ContractStamp = __PLUGIN_STAMP;
+
         /// The plugin's root module, checked by the host before use.
         #[::abi_stable::export_root_module]
         pub fn get_root_module() -> $crate::__reexport::PluginRoot_Ref {
             use ::abi_stable::prefix_type::PrefixTypeTrait;
-            #[allow(unused_mut, unused_assignments)]
-            let mut abi_version = $crate::__reexport::ABI_VERSION;
-            $( abi_version = $abi; )?
-            #[allow(unused_mut, unused_assignments)]
-            let mut fold_version = $crate::__reexport::FOLD_VERSION;
-            $( fold_version = $fold; )?
             $crate::__reexport::PluginRoot {
-                abi_version,
-                fold_version,
+                contract: __PLUGIN_STAMP.contract(),
+                fold_version: __PLUGIN_STAMP.fold_version,
                 name: ::abi_stable::std_types::RStr::from_str($name),
                 version: ::abi_stable::std_types::RStr::from_str($version),
                 new: __plugin_new,

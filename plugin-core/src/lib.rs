@@ -13,6 +13,7 @@
 //! anything shared with the host (logs, cancellation) goes through `HostContext`, never globals, because
 //! every loaded copy of the plugin has its own statics.
 
+pub mod cancel;
 pub mod config;
 pub mod contain;
 pub mod corpus;
@@ -25,7 +26,7 @@ pub mod service;
 #[doc(hidden)]
 pub mod __reexport {
     pub use host_api::abi::{
-        HostContextBox, PluginError, PluginInstance, PluginRoot, PluginRoot_Ref, ABI_VERSION,
+        ContractStamp, HostContextBox, PluginError, PluginInstanceBox, PluginRoot, PluginRoot_Ref,
     };
     pub use host_api::FOLD_VERSION;
 }

@@ -1,21 +1,23 @@
-//! The two contracts implemented over [`Reads`]: every method runs inside [`contain`], so a bug surfaces
-//! as `PLUGIN_PANICKED` and never as a crashed host.
+//! The two contracts implemented over [`Reads`]: every method parses its JSON request, runs inside
+//! [`contain`] (so a bug surfaces as `PLUGIN_PANICKED`, never as a crashed host), and answers a JSON
+//! response.
 
 use std::sync::{Arc, Mutex};
 
 use abi_stable::{
     sabi_trait::TD_Opaque,
-    std_types::{ROption, RResult, RStr, RString, RVec},
+    std_types::{RResult, RStr, RString},
 };
 use host_api::abi::{
-    query::SessionQuery_TO, reference::SessionReferenceResolver_TO, CancelToken, Candidate,
-    CorpusProblem, ErrorCode, EventDocument, EventFilter, EventRecord, EventSearchPage, EventTrace,
-    EventWindow, HostContextBox, PluginError, PluginInstance, PrepareRequest, Prepared,
-    ReadEventRequest, SearchEventsRequest, SearchSessionsRequest, SessionEvents, SessionFilter,
-    SessionLineage, SessionQuery, SessionRecord, SessionReferenceResolver, SessionSearchPage,
-    SurfaceSnapshot, TitleSnapshot,
+    query::SessionQuery_TO, reference::SessionReferenceResolver_TO, root::PluginInstance_TO,
+    CallRef, EmptyRequest, ErrorCode, FilterEventsRequest, FilterSessionsRequest, HostContextBox,
+    PluginError, PluginInstance, PluginInstanceBox, ReadEventRequest, SessionQuery,
+    SessionQueryBox, SessionReferenceResolver, SessionReferenceResolverBox, SessionRequest,
+    TitleSnapshotsRequest, TraceEventRequest,
 };
+use serde::{de::DeserializeOwned, Serialize};
 
+use crate::cancel::{call_stopped, Cancel};
 use crate::config::Config;
 use crate::contain::contain;
 use crate::corpus::Corpus;
@@ -33,7 +35,7 @@ pub enum Fault {
 pub struct Service {
     reads: Reads,
     fault: Option<Fault>,
-    // Held only to keep the database open for the instance's lifetime; search (issue 4) will use it.
+    // Held only to keep the database open for the instance's lifetime; search will use it.
     _index: Mutex<Option<Index>>,
 }
 
@@ -62,33 +64,63 @@ impl Service {
     }
 
     /// The ABI instance: both services share this state.
-    pub fn into_instance(self) -> PluginInstance {
-        let shared = Arc::new(self);
-        PluginInstance {
-            query: SessionQuery_TO::from_value(QueryService(shared.clone()), TD_Opaque),
-            resolver: SessionReferenceResolver_TO::from_value(ResolverService(shared), TD_Opaque),
-        }
+    pub fn into_instance(self) -> PluginInstanceBox {
+        PluginInstance_TO::from_value(Instance(Arc::new(self)), TD_Opaque)
     }
 
-    fn call<T>(
+    /// Parses the request, runs `body` with a cancellation handle for this call, serialises the answer.
+    /// A request that does not parse is `bad_request` (the spec's own code where it has one).
+    fn serve<Req: DeserializeOwned, Resp: Serialize>(
         &self,
         name: &'static str,
-        body: impl FnOnce(&Reads) -> Result<T, PluginError>,
-    ) -> RResult<T, PluginError> {
+        call: CallRef<'_>,
+        request: RStr<'_>,
+        bad_request: ErrorCode,
+        body: impl FnOnce(&Reads, Req, Cancel<'_>) -> Result<Resp, PluginError>,
+    ) -> RResult<RString, PluginError> {
         contain(name, || {
             if self.fault == Some(Fault::PanicIn(name)) {
                 panic!("injected test fault in {name}");
             }
-            body(&self.reads)
+            let req: Req = serde_json::from_str(request.as_str()).map_err(|e| {
+                PluginError::new(
+                    bad_request,
+                    format!("{name}: the request is not valid: {e}"),
+                )
+            })?;
+            let stopped = || call_stopped(&call);
+            let response = body(&self.reads, req, Cancel::new(&stopped))?;
+            serde_json::to_string(&response)
+                .map(RString::from)
+                .map_err(|e| {
+                    PluginError::new(
+                        ErrorCode::PluginBadMessage,
+                        format!("{name}: the response could not be encoded: {e}"),
+                    )
+                })
         })
     }
 }
 
-fn not_implemented(what: &str, issue: u32) -> PluginError {
+/// Names the feature a method of the contract gives that this build does not offer yet.
+fn not_implemented(what: &str) -> PluginError {
     PluginError::new(
         ErrorCode::PluginNotImplemented,
-        format!("{what} is not implemented in this plugin build yet (tracked as issue {issue})"),
+        format!("{what} is not available in this plugin build"),
     )
+}
+
+/// The plugin instance handed to the host.
+struct Instance(Arc<Service>);
+
+impl PluginInstance for Instance {
+    fn session_query(&self) -> SessionQueryBox {
+        SessionQuery_TO::from_value(QueryService(self.0.clone()), TD_Opaque)
+    }
+
+    fn reference_resolver(&self) -> SessionReferenceResolverBox {
+        SessionReferenceResolver_TO::from_value(ResolverService(self.0.clone()), TD_Opaque)
+    }
 }
 
 /// `ctx.sessionQuery`.
@@ -97,136 +129,194 @@ struct QueryService(Arc<Service>);
 /// `ctx.sessionReferenceResolver`.
 struct ResolverService(Arc<Service>);
 
+const BAD: ErrorCode = ErrorCode::PluginBadMessage;
+
 impl SessionQuery for QueryService {
-    fn list_sessions(&self, cancel: CancelToken) -> RResult<RVec<SessionRecord>, PluginError> {
-        self.0
-            .call("list_sessions", |r| r.list_sessions(cancel).map(RVec::from))
+    fn list_sessions(&self, call: CallRef<'_>, request: RStr<'_>) -> RResult<RString, PluginError> {
+        self.0.serve(
+            "list_sessions",
+            call,
+            request,
+            BAD,
+            |r, _: EmptyRequest, c| r.list_sessions(c),
+        )
     }
 
-    fn read_session(&self, session_id: RStr<'_>) -> RResult<SessionEvents, PluginError> {
-        self.0
-            .call("read_session", |r| r.read_session(session_id.as_str()))
+    fn read_session(&self, call: CallRef<'_>, request: RStr<'_>) -> RResult<RString, PluginError> {
+        self.0.serve(
+            "read_session",
+            call,
+            request,
+            BAD,
+            |r, q: SessionRequest, _| r.read_session(&q.session_id),
+        )
     }
 
     fn filter_sessions(
         &self,
-        filters: RVec<SessionFilter>,
-        cancel: CancelToken,
-    ) -> RResult<RVec<SessionRecord>, PluginError> {
-        self.0.call("filter_sessions", |r| {
-            r.filter_sessions(&filters, cancel).map(RVec::from)
-        })
+        call: CallRef<'_>,
+        request: RStr<'_>,
+    ) -> RResult<RString, PluginError> {
+        self.0.serve(
+            "filter_sessions",
+            call,
+            request,
+            ErrorCode::SessionQueryInvalidFilter,
+            |r, q: FilterSessionsRequest, c| r.filter_sessions(&q.filters, c),
+        )
     }
 
-    fn filter_events(
-        &self,
-        session_id: RStr<'_>,
-        filters: RVec<EventFilter>,
-    ) -> RResult<RVec<EventDocument>, PluginError> {
-        self.0.call("filter_events", |r| {
-            r.filter_events(session_id.as_str(), &filters)
-                .map(RVec::from)
-        })
+    fn filter_events(&self, call: CallRef<'_>, request: RStr<'_>) -> RResult<RString, PluginError> {
+        self.0.serve(
+            "filter_events",
+            call,
+            request,
+            ErrorCode::SessionQueryInvalidFilter,
+            |r, q: FilterEventsRequest, _| r.filter_events(&q.session_id, &q.filters),
+        )
     }
 
-    fn list_events(&self, session_id: RStr<'_>) -> RResult<RVec<EventRecord>, PluginError> {
-        self.0.call("list_events", |r| {
-            r.list_events(session_id.as_str()).map(RVec::from)
-        })
+    fn list_events(&self, call: CallRef<'_>, request: RStr<'_>) -> RResult<RString, PluginError> {
+        self.0.serve(
+            "list_events",
+            call,
+            request,
+            BAD,
+            |r, q: SessionRequest, _| r.list_events(&q.session_id),
+        )
     }
 
-    fn read_surface(&self, session_id: RStr<'_>) -> RResult<SurfaceSnapshot, PluginError> {
-        self.0
-            .call("read_surface", |r| r.read_surface(session_id.as_str()))
+    fn read_surface(&self, call: CallRef<'_>, request: RStr<'_>) -> RResult<RString, PluginError> {
+        self.0.serve(
+            "read_surface",
+            call,
+            request,
+            BAD,
+            |r, q: SessionRequest, _| r.read_surface(&q.session_id),
+        )
     }
 
-    fn read_event(
-        &self,
-        request: ReadEventRequest,
-        cancel: CancelToken,
-    ) -> RResult<EventWindow, PluginError> {
-        self.0
-            .call("read_event", |r| r.read_event(&request, cancel))
+    fn read_event(&self, call: CallRef<'_>, request: RStr<'_>) -> RResult<RString, PluginError> {
+        self.0.serve(
+            "read_event",
+            call,
+            request,
+            ErrorCode::SessionQueryInvalidWindow,
+            |r, q: ReadEventRequest, c| r.read_event(&q, c),
+        )
     }
 
-    fn trace_session(
-        &self,
-        session_id: RStr<'_>,
-        cancel: CancelToken,
-    ) -> RResult<SessionLineage, PluginError> {
-        self.0.call("trace_session", |r| {
-            r.trace_session(session_id.as_str(), cancel)
-        })
+    fn trace_session(&self, call: CallRef<'_>, request: RStr<'_>) -> RResult<RString, PluginError> {
+        self.0.serve(
+            "trace_session",
+            call,
+            request,
+            BAD,
+            |r, q: SessionRequest, c| r.trace_session(&q.session_id, c),
+        )
     }
 
-    fn trace_event(
-        &self,
-        session_id: RStr<'_>,
-        seq: i64,
-        cancel: CancelToken,
-    ) -> RResult<EventTrace, PluginError> {
-        self.0.call("trace_event", |r| {
-            r.trace_event(session_id.as_str(), seq, cancel)
-        })
+    fn trace_event(&self, call: CallRef<'_>, request: RStr<'_>) -> RResult<RString, PluginError> {
+        self.0.serve(
+            "trace_event",
+            call,
+            request,
+            ErrorCode::SessionQueryEventNotFound,
+            |r, q: TraceEventRequest, c| r.trace_event(&q.session_id, q.seq, c),
+        )
     }
 
     fn read_title_snapshots(
         &self,
-        session_ids: RVec<RString>,
-        cancel: CancelToken,
-    ) -> RResult<RVec<TitleSnapshot>, PluginError> {
-        self.0.call("read_title_snapshots", |r| {
-            r.read_title_snapshots(&session_ids, cancel).map(RVec::from)
-        })
+        call: CallRef<'_>,
+        request: RStr<'_>,
+    ) -> RResult<RString, PluginError> {
+        self.0.serve(
+            "read_title_snapshots",
+            call,
+            request,
+            BAD,
+            |r, q: TitleSnapshotsRequest, c| {
+                let ids: Vec<RString> = q.session_ids.iter().map(|s| s.as_str().into()).collect();
+                r.read_title_snapshots(&ids, c)
+            },
+        )
     }
 
     fn search_sessions(
         &self,
-        _request: SearchSessionsRequest,
-        _cancel: CancelToken,
-    ) -> RResult<SessionSearchPage, PluginError> {
-        self.0.call("search_sessions", |_| {
-            Err(not_implemented("search_sessions (full-text search)", 4))
-        })
+        call: CallRef<'_>,
+        request: RStr<'_>,
+    ) -> RResult<RString, PluginError> {
+        self.0.serve(
+            "search_sessions",
+            call,
+            request,
+            BAD,
+            |_, _: serde_json::Value, _| -> Result<(), _> {
+                Err(not_implemented("search_sessions (full-text search)"))
+            },
+        )
     }
 
-    fn search_events(
-        &self,
-        _request: SearchEventsRequest,
-        _cancel: CancelToken,
-    ) -> RResult<EventSearchPage, PluginError> {
-        self.0.call("search_events", |_| {
-            Err(not_implemented("search_events (full-text search)", 4))
-        })
+    fn search_events(&self, call: CallRef<'_>, request: RStr<'_>) -> RResult<RString, PluginError> {
+        self.0.serve(
+            "search_events",
+            call,
+            request,
+            BAD,
+            |_, _: serde_json::Value, _| -> Result<(), _> {
+                Err(not_implemented("search_events (full-text search)"))
+            },
+        )
     }
 
-    fn problems(&self) -> RVec<CorpusProblem> {
+    fn problems(&self, call: CallRef<'_>, request: RStr<'_>) -> RResult<RString, PluginError> {
         self.0
-            .call("problems", |r| Ok(RVec::from(r.problems())))
-            .unwrap_or_default()
+            .serve("problems", call, request, BAD, |r, _: EmptyRequest, _| {
+                Ok(r.problems())
+            })
+    }
+
+    fn diagnostics(&self, call: CallRef<'_>, request: RStr<'_>) -> RResult<RString, PluginError> {
+        self.0.serve(
+            "diagnostics",
+            call,
+            request,
+            BAD,
+            |_, _: EmptyRequest, _| -> Result<(), _> {
+                Err(not_implemented("diagnostics (the search index's report)"))
+            },
+        )
     }
 }
 
 impl SessionReferenceResolver for ResolverService {
     fn list_candidates(
         &self,
-        _agent_session_id: RStr<'_>,
-        _query: RStr<'_>,
-        _limit: ROption<u64>,
-        _cancel: CancelToken,
-    ) -> RResult<RVec<Candidate>, PluginError> {
-        self.0.call("list_candidates", |_| {
-            Err(not_implemented("list_candidates (citations)", 5))
-        })
+        call: CallRef<'_>,
+        request: RStr<'_>,
+    ) -> RResult<RString, PluginError> {
+        self.0.serve(
+            "list_candidates",
+            call,
+            request,
+            BAD,
+            |_, _: serde_json::Value, _| -> Result<(), _> {
+                Err(not_implemented("list_candidates (citations)"))
+            },
+        )
     }
 
-    fn prepare(
-        &self,
-        _request: PrepareRequest,
-        _cancel: CancelToken,
-    ) -> RResult<Prepared, PluginError> {
-        self.0.call("prepare", |_| {
-            Err(not_implemented("prepare (citations)", 5))
-        })
+    fn prepare(&self, call: CallRef<'_>, request: RStr<'_>) -> RResult<RString, PluginError> {
+        self.0.serve(
+            "prepare",
+            call,
+            request,
+            BAD,
+            |_, _: serde_json::Value, _| -> Result<(), _> {
+                Err(not_implemented("prepare (citations)"))
+            },
+        )
     }
 }

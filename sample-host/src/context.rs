@@ -1,14 +1,17 @@
 //! The `HostContext` this host lends each plugin generation: live sessions, the sessions root, a log
-//! that records which generation said what, and cancellation tokens.
+//! that records which generation said what, and progress reports.
+//!
+//! Every callback body is panic-contained: a panic here would unwind into the plugin's `extern "C"`
+//! vtable shim and abort the process, so it becomes a logged error and an empty answer instead.
 
-use std::collections::{HashSet, VecDeque};
+use std::collections::VecDeque;
+use std::panic::{catch_unwind, AssertUnwindSafe};
 use std::path::PathBuf;
-use std::sync::atomic::{AtomicU64, Ordering};
 use std::sync::{Arc, Mutex};
 use std::time::Instant;
 
 use abi_stable::std_types::{ROption, RStr, RString, RVec};
-use host_api::abi::{CancelToken, HostContext, LiveSession, LogLevel};
+use host_api::abi::{HostContext, LiveSession, LogLevel};
 
 use crate::live::LiveSessions;
 
@@ -35,9 +38,12 @@ pub struct Shared {
     log: Mutex<VecDeque<LogLine>>,
     /// Print log lines to stderr as they arrive (`--verbose`).
     echo: bool,
-    cancelled: Mutex<HashSet<CancelToken>>,
-    next_token: AtomicU64,
+    /// Where plugins' progress reports go (the command line draws a bar); none by default.
+    progress: Mutex<Option<ProgressSink>>,
 }
+
+/// Receives `(task, done, total)` progress reports from plugins.
+pub type ProgressSink = Box<dyn Fn(&str, u64, u64) + Send + Sync>;
 
 impl Shared {
     pub fn new(sessions_root: Option<PathBuf>, echo: bool) -> Arc<Self> {
@@ -47,8 +53,7 @@ impl Shared {
             started: Instant::now(),
             log: Mutex::new(VecDeque::new()),
             echo,
-            cancelled: Mutex::new(HashSet::new()),
-            next_token: AtomicU64::new(1),
+            progress: Mutex::new(None),
         })
     }
 
@@ -57,8 +62,8 @@ impl Shared {
         let level = match level {
             LogLevel::Error => "error",
             LogLevel::Warn => "warn",
-            LogLevel::Info => "info",
             LogLevel::Debug => "debug",
+            _ => "info",
         };
         let line = LogLine {
             at_micros: self.started.elapsed().as_micros(),
@@ -86,17 +91,20 @@ impl Shared {
             .collect()
     }
 
-    /// A fresh cancellation token for one call.
-    pub fn new_token(&self) -> CancelToken {
-        self.next_token.fetch_add(1, Ordering::Relaxed)
+    /// Sends plugins' progress reports to `sink` from now on (`None` to drop them).
+    pub fn set_progress_sink(&self, sink: Option<ProgressSink>) {
+        *self.progress.lock().unwrap_or_else(|p| p.into_inner()) = sink;
     }
 
-    /// Trips a token: the call holding it should stop with `ABORTED`.
-    pub fn cancel(&self, token: CancelToken) {
-        self.cancelled
+    fn progress(&self, task: &str, done: u64, total: u64) {
+        if let Some(sink) = self
+            .progress
             .lock()
             .unwrap_or_else(|p| p.into_inner())
-            .insert(token);
+            .as_ref()
+        {
+            sink(task, done, total);
+        }
     }
 }
 
@@ -106,58 +114,98 @@ pub struct GenerationContext {
     pub generation: u64,
 }
 
+impl GenerationContext {
+    /// Runs a callback body; a panic in it is logged and answered with `fallback`.
+    fn contained<T>(&self, what: &str, fallback: T, body: impl FnOnce() -> T) -> T {
+        match catch_unwind(AssertUnwindSafe(body)) {
+            Ok(value) => value,
+            Err(payload) => {
+                let why = payload
+                    .downcast_ref::<&str>()
+                    .map(|s| s.to_string())
+                    .or_else(|| payload.downcast_ref::<String>().cloned())
+                    .unwrap_or_else(|| "non-text panic payload".into());
+                // Logging itself must not panic again here; `Shared::log` never does.
+                let _ = catch_unwind(AssertUnwindSafe(|| {
+                    self.shared.log(
+                        self.generation,
+                        LogLevel::Error,
+                        format!("host callback {what} panicked and answered empty: {why}"),
+                    )
+                }));
+                fallback
+            }
+        }
+    }
+}
+
+fn live_record(
+    (header, event_count, epoch): (host_api::log::SessionHeader, u64, u64),
+) -> LiveSession {
+    LiveSession {
+        header: (&header).into(),
+        event_count,
+        epoch,
+    }
+}
+
 impl HostContext for GenerationContext {
-    fn live_sessions(&self) -> RVec<LiveSession> {
-        self.shared
-            .live
-            .list()
-            .iter()
-            .map(|(h, n)| LiveSession {
-                header: h.into(),
-                event_count: *n,
-            })
-            .collect()
+    fn live_sessions(&self) -> RString {
+        self.contained("live_sessions", RString::from("[]"), || {
+            let list: Vec<LiveSession> = self
+                .shared
+                .live
+                .list()
+                .into_iter()
+                .map(live_record)
+                .collect();
+            serde_json::to_string(&list)
+                .unwrap_or_else(|_| "[]".into())
+                .into()
+        })
     }
 
-    fn live_session(&self, id: RStr<'_>) -> ROption<LiveSession> {
-        self.shared
-            .live
-            .get(id.as_str())
-            .map(|(h, n)| LiveSession {
-                header: (&h).into(),
-                event_count: n,
-            })
-            .into()
+    fn live_session(&self, id: RStr<'_>) -> ROption<RString> {
+        self.contained("live_session", ROption::RNone, || {
+            self.shared
+                .live
+                .get(id.as_str())
+                .and_then(|s| serde_json::to_string(&live_record(s)).ok())
+                .map(RString::from)
+                .into()
+        })
     }
 
-    fn live_events(&self, id: RStr<'_>, from_seq: u64) -> ROption<RVec<RString>> {
-        self.shared
-            .live
-            .events_json(id.as_str(), from_seq)
-            .map(|events| events.into_iter().map(RString::from).collect())
-            .into()
+    fn live_events(&self, id: RStr<'_>, epoch: u64, from_seq: u64) -> ROption<RVec<RString>> {
+        self.contained("live_events", ROption::RNone, || {
+            self.shared
+                .live
+                .events_json(id.as_str(), epoch, from_seq)
+                .map(|events| events.into_iter().map(RString::from).collect())
+                .into()
+        })
     }
 
     fn sessions_root(&self) -> ROption<RString> {
-        self.shared
-            .sessions_root
-            .as_ref()
-            .map(|p| RString::from(p.to_string_lossy().into_owned()))
-            .into()
+        self.contained("sessions_root", ROption::RNone, || {
+            self.shared
+                .sessions_root
+                .as_ref()
+                .map(|p| RString::from(p.to_string_lossy().into_owned()))
+                .into()
+        })
     }
 
     fn log(&self, level: LogLevel, message: RStr<'_>) {
-        self.shared.log(self.generation, level, message.as_str());
+        self.contained("log", (), || {
+            self.shared.log(self.generation, level, message.as_str())
+        })
     }
 
-    fn is_cancelled(&self, token: CancelToken) -> bool {
-        token != 0
-            && self
-                .shared
-                .cancelled
-                .lock()
-                .unwrap_or_else(|p| p.into_inner())
-                .contains(&token)
+    fn report_progress(&self, task: RStr<'_>, done: u64, total: u64) {
+        self.contained("report_progress", (), || {
+            self.shared.progress(task.as_str(), done, total)
+        })
     }
 }
 

@@ -1,12 +1,14 @@
 //! The host's live sessions: in memory, folded as they grow, persisted with the log writer.
 //!
 //! An append is checked by the one surface fold before it is written, so the host can never log
-//! something its own model view (or the plugin's labels) would reject. Write first, then commit in
-//! memory: a batch that fails to reach the disk is not visible to anyone.
+//! something its own model view (or the plugin's labels) would reject. Write first, then publish in
+//! memory: a batch that fails to reach the disk is not visible to anyone, and a reader never waits for
+//! a write (see [`LiveSessions`] for the locks).
 
 use std::collections::BTreeMap;
 use std::path::{Path, PathBuf};
-use std::sync::RwLock;
+use std::sync::atomic::{AtomicU64, Ordering};
+use std::sync::{Arc, Mutex, RwLock};
 
 use host_api::log::write::{LogWriter, WriteOptions};
 use host_api::log::{Event, SessionHeader};
@@ -36,24 +38,52 @@ pub enum LiveError {
     Seq { id: String, expected: u64, got: u64 },
 }
 
-struct LiveSession {
-    header: SessionHeader,
+/// What readers of a live session see; replaced only once a batch is durable.
+#[derive(Default)]
+struct Published {
     events: Vec<Event>,
     /// The same events as JSON envelopes, what `HostContext::live_events` hands out.
     json: Vec<String>,
     fold: SurfaceFold,
-    writer: Option<LogWriter>,
+}
+
+struct LiveSession {
+    header: SessionHeader,
+    /// Changes whenever the session is anything but appended to (here: each creation), so a plugin's
+    /// cache keyed by (id, epoch, event count) never splices two incarnations.
+    epoch: u64,
+    /// Serialises this session's appends; held across the write and fsync, and by nothing else.
+    writer: Mutex<Option<LogWriter>>,
+    published: RwLock<Published>,
 }
 
 /// Every live session of this host.
+///
+/// Locking, so that a plugin's `HostContext` callbacks never wait on a disk write: the map's lock is
+/// held only to find or insert a session; each session has its own append lock (held across the
+/// write and fsync) and its own published state (locked only to read it or to publish a durable
+/// batch). No lock is held while the host calls into the plugin.
 #[derive(Default)]
 pub struct LiveSessions {
-    sessions: RwLock<BTreeMap<String, LiveSession>>,
+    sessions: RwLock<BTreeMap<String, Arc<LiveSession>>>,
+    epochs: AtomicU64,
+}
+
+fn read<T>(lock: &RwLock<T>) -> std::sync::RwLockReadGuard<'_, T> {
+    lock.read().unwrap_or_else(|p| p.into_inner())
+}
+
+fn write<T>(lock: &RwLock<T>) -> std::sync::RwLockWriteGuard<'_, T> {
+    lock.write().unwrap_or_else(|p| p.into_inner())
 }
 
 impl LiveSessions {
     pub fn new() -> Self {
         Self::default()
+    }
+
+    fn session(&self, id: &str) -> Option<Arc<LiveSession>> {
+        read(&self.sessions).get(id).cloned()
     }
 
     /// Starts a live session. With a sessions root it is persisted there (nothing on disk until the first
@@ -64,6 +94,9 @@ impl LiveSessions {
         persist_to: Option<(&Path, WriteOptions)>,
     ) -> Result<(), LiveError> {
         let id = header.id.clone();
+        if read(&self.sessions).contains_key(&id) {
+            return Err(LiveError::Exists(id));
+        }
         let writer = match persist_to {
             Some((root, options)) => Some(
                 LogWriter::create(root, header.clone(), options).map_err(|source| {
@@ -75,31 +108,37 @@ impl LiveSessions {
             ),
             None => None,
         };
-        let mut sessions = self.sessions.write().unwrap_or_else(|p| p.into_inner());
+        let mut sessions = write(&self.sessions);
         if sessions.contains_key(&id) {
             return Err(LiveError::Exists(id));
         }
+        let epoch = self.epochs.fetch_add(1, Ordering::Relaxed) + 1;
         sessions.insert(
             id,
-            LiveSession {
+            Arc::new(LiveSession {
                 header,
-                events: Vec::new(),
-                json: Vec::new(),
-                fold: SurfaceFold::new(),
-                writer,
-            },
+                epoch,
+                writer: Mutex::new(writer),
+                published: RwLock::new(Published::default()),
+            }),
         );
         Ok(())
     }
 
-    /// Appends one durable batch: folded first (all or nothing), then written, then made visible.
+    /// Appends one durable batch: folded first (all or nothing), then written and fsynced under this
+    /// session's append lock only, then published.
     pub fn append(&self, id: &str, batch: Vec<Event>) -> Result<(), LiveError> {
-        let mut sessions = self.sessions.write().unwrap_or_else(|p| p.into_inner());
-        let session = sessions
-            .get_mut(id)
+        let session = self
+            .session(id)
             .ok_or_else(|| LiveError::NotFound(id.to_string()))?;
-        let mut fold = session.fold.clone();
-        for (expected, event) in (session.events.len() as u64..).zip(&batch) {
+        let mut writer = session.writer.lock().unwrap_or_else(|p| p.into_inner());
+        // Appends are serialised by the writer lock, so what is published now is what this batch
+        // continues.
+        let (base, mut fold) = {
+            let published = read(&session.published);
+            (published.events.len() as u64, published.fold.clone())
+        };
+        for (expected, event) in (base..).zip(&batch) {
             if event.seq != expected {
                 return Err(LiveError::Seq {
                     id: id.to_string(),
@@ -112,65 +151,78 @@ impl LiveSessions {
                 source,
             })?;
         }
-        if let Some(writer) = &mut session.writer {
+        if let Some(writer) = writer.as_mut() {
             writer.append(&batch).map_err(|source| LiveError::Log {
                 id: id.to_string(),
                 source,
             })?;
         }
-        session.fold = fold;
-        session.json.extend(batch.iter().map(Event::to_json_line));
-        session.events.extend(batch);
+        let json: Vec<String> = batch.iter().map(Event::to_json_line).collect();
+        let mut published = write(&session.published);
+        published.fold = fold;
+        published.json.extend(json);
+        published.events.extend(batch);
         Ok(())
     }
 
     /// The next seq of a live session.
     pub fn next_seq(&self, id: &str) -> Option<u64> {
-        let sessions = self.sessions.read().unwrap_or_else(|p| p.into_inner());
-        sessions.get(id).map(|s| s.events.len() as u64)
+        let session = self.session(id)?;
+        let n = read(&session.published).events.len() as u64;
+        Some(n)
     }
 
-    /// Headers and event counts of every live session.
-    pub fn list(&self) -> Vec<(SessionHeader, u64)> {
-        let sessions = self.sessions.read().unwrap_or_else(|p| p.into_inner());
+    /// Header, event count and epoch of every live session.
+    pub fn list(&self) -> Vec<(SessionHeader, u64, u64)> {
+        let sessions: Vec<Arc<LiveSession>> = read(&self.sessions).values().cloned().collect();
         sessions
-            .values()
-            .map(|s| (s.header.clone(), s.events.len() as u64))
+            .iter()
+            .map(|s| {
+                let n = read(&s.published).events.len() as u64;
+                (s.header.clone(), n, s.epoch)
+            })
             .collect()
     }
 
-    /// One live session's header and event count.
-    pub fn get(&self, id: &str) -> Option<(SessionHeader, u64)> {
-        let sessions = self.sessions.read().unwrap_or_else(|p| p.into_inner());
-        sessions
-            .get(id)
-            .map(|s| (s.header.clone(), s.events.len() as u64))
+    /// One live session's header, event count and epoch.
+    pub fn get(&self, id: &str) -> Option<(SessionHeader, u64, u64)> {
+        let s = self.session(id)?;
+        let n = read(&s.published).events.len() as u64;
+        Some((s.header.clone(), n, s.epoch))
     }
 
-    /// JSON envelopes of the events with seq ≥ `from_seq`.
-    pub fn events_json(&self, id: &str, from_seq: u64) -> Option<Vec<String>> {
-        let sessions = self.sessions.read().unwrap_or_else(|p| p.into_inner());
-        let s = sessions.get(id)?;
+    /// JSON envelopes of the events with seq ≥ `from_seq`, when `id` is live at `epoch`.
+    pub fn events_json(&self, id: &str, epoch: u64, from_seq: u64) -> Option<Vec<String>> {
+        let s = self.session(id).filter(|s| s.epoch == epoch)?;
+        let published = read(&s.published);
         let from = usize::try_from(from_seq)
             .unwrap_or(usize::MAX)
-            .min(s.json.len());
-        Some(s.json[from..].to_vec())
+            .min(published.json.len());
+        Some(published.json[from..].to_vec())
+    }
+
+    /// The live session's events and their fold, as published now.
+    pub fn snapshot(&self, id: &str) -> Option<(SessionHeader, Vec<Event>, SurfaceFold)> {
+        let s = self.session(id)?;
+        let published = read(&s.published);
+        Some((
+            s.header.clone(),
+            published.events.clone(),
+            published.fold.clone(),
+        ))
     }
 
     /// What the model sees now: the derived messages of the current surface.
     pub fn model_messages(&self, id: &str) -> Option<Vec<Value>> {
-        let sessions = self.sessions.read().unwrap_or_else(|p| p.into_inner());
-        let s = sessions.get(id)?;
-        Some(model_messages(&s.fold, &s.events))
+        let s = self.session(id)?;
+        let published = read(&s.published);
+        Some(model_messages(&published.fold, &published.events))
     }
 
     /// Where a live session is persisted, if it is.
     pub fn log_path(&self, id: &str) -> Option<PathBuf> {
-        let sessions = self.sessions.read().unwrap_or_else(|p| p.into_inner());
-        sessions
-            .get(id)?
-            .writer
-            .as_ref()
-            .map(|w| w.path().to_path_buf())
+        let s = self.session(id)?;
+        let writer = s.writer.lock().unwrap_or_else(|p| p.into_inner());
+        writer.as_ref().map(|w| w.path().to_path_buf())
     }
 }

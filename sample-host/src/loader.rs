@@ -1,9 +1,11 @@
 //! Opening one plugin library and checking it before anything of it is used.
 //!
-//! Order of checks, each with its own refusal: the file opens as a shared library → it exports the
-//! abi_stable root-module symbol → its abi_stable header is compatible → abi_stable's layout check of the
-//! root module passes → its [`ABI_VERSION`] and [`FOLD_VERSION`] equal ours. A refused library never
-//! serves a call; the host logs why and goes on with the others.
+//! Order of checks, each with its own refusal: the file opens as a shared library → it exports our
+//! contract stamp, of our contract major and a minor we know (read before anything abi_stable does, so
+//! a plugin of another major is refused as such even when its layouts no longer resemble ours) → it
+//! exports the abi_stable root-module symbol → its abi_stable header is compatible → abi_stable's layout
+//! check of the root module passes → its [`FOLD_VERSION`] equals ours. A refused library never serves
+//! a call; the host logs why and goes on with the others.
 //!
 //! Libraries are never unloaded: once a library's code has run (abi_stable runs its globals initialiser
 //! and root-module constructor during the checks), unmapping it could leave dangling vtables or
@@ -14,7 +16,8 @@ use std::path::{Path, PathBuf};
 use abi_stable::library::{
     AbiHeaderRef, LibraryError, RootModule, ROOT_MODULE_LOADER_NAME_WITH_NUL,
 };
-use host_api::abi::{PluginRoot_Ref, ABI_VERSION};
+use host_api::abi::version::CONTRACT_SYMBOL;
+use host_api::abi::{ContractStamp, ContractVersion, PluginRoot_Ref, CONTRACT};
 use host_api::FOLD_VERSION;
 
 /// Why a library was refused.
@@ -28,13 +31,10 @@ pub enum Refusal {
     AbiStableHeader(String),
     #[error("failed abi_stable's layout check of the plugin root module: {0}")]
     Layout(String),
-    #[error("plugin {name} {version} was built for plugin ABI version {found}; this host speaks version {expected}")]
-    AbiVersion {
-        name: String,
-        version: String,
-        found: u32,
-        expected: u32,
-    },
+    #[error("not a plugin of this host: the library exports no `{CONTRACT_SYMBOL}` contract stamp (built against a contract older than 2.0, or not a plugin)")]
+    NoContract,
+    #[error("refused: {0}")]
+    Contract(String),
     #[error(
         "plugin {name} {version} was built with log-format/fold version {found}; this host uses version {expected}, \
          so the two would label events differently"
@@ -59,7 +59,8 @@ impl Refusal {
             Self::NoRootModule(_) => "no-root-module",
             Self::AbiStableHeader(_) => "abi-stable-header",
             Self::Layout(_) => "layout-mismatch",
-            Self::AbiVersion { .. } => "abi-version",
+            Self::NoContract => "no-contract",
+            Self::Contract(_) => "contract-version",
             Self::FoldVersion { .. } => "fold-version",
             Self::ShadowCopy(_) => "shadow-copy",
             Self::ReloadLimit(_) => "reload-limit",
@@ -71,6 +72,8 @@ impl Refusal {
 #[derive(Clone, Copy)]
 pub struct CheckedPlugin {
     pub root: PluginRoot_Ref,
+    /// The contract the plugin was built against (same major as ours, minor ≤ ours).
+    pub contract: ContractVersion,
 }
 
 impl CheckedPlugin {
@@ -92,6 +95,26 @@ pub fn open_and_check(path: &Path) -> Result<CheckedPlugin, Refusal> {
     // user pointed us at, which is the contract of a plugin host.
     let library = unsafe { libloading::os::unix::Library::open(Some(path), flags) }
         .map_err(|e| Refusal::NotALibrary(e.to_string()))?;
+    // SAFETY: the symbol, when present, is a `ContractStamp` static: plain `repr(C)` integers whose
+    // layout is fixed across every contract major; its magic rules out an unrelated symbol of that name.
+    let stamp: Option<ContractStamp> = unsafe {
+        library
+            .get::<*const ContractStamp>(format!("{CONTRACT_SYMBOL}\0").as_bytes())
+            .ok()
+            .map(|sym| **sym)
+    };
+    let stamp = match stamp {
+        Some(stamp) if stamp.magic == host_api::abi::version::CONTRACT_MAGIC => stamp,
+        _ => {
+            drop(library);
+            return Err(Refusal::NoContract);
+        }
+    };
+    if let Err(why) = CONTRACT.accepts(stamp.contract()) {
+        // Only static initialisers ran; closing is safe.
+        drop(library);
+        return Err(Refusal::Contract(why));
+    }
     // SAFETY: the symbol, when present, is abi_stable's header static, whose address is its `AbiHeaderRef`.
     let header: Result<AbiHeaderRef, _> = unsafe {
         library
@@ -119,14 +142,16 @@ pub fn open_and_check(path: &Path) -> Result<CheckedPlugin, Refusal> {
             }
             other => Refusal::Layout(describe(&other)),
         })?;
-    let checked = CheckedPlugin { root };
-    if root.abi_version() != ABI_VERSION {
-        return Err(Refusal::AbiVersion {
-            name: checked.name(),
-            version: checked.version(),
-            found: root.abi_version(),
-            expected: ABI_VERSION,
-        });
+    let checked = CheckedPlugin {
+        root,
+        contract: stamp.contract(),
+    };
+    if root.contract() != stamp.contract() {
+        return Err(Refusal::Contract(format!(
+            "its contract stamp says {} but its root module says {}",
+            stamp.contract(),
+            root.contract()
+        )));
     }
     if root.fold_version() != FOLD_VERSION {
         return Err(Refusal::FoldVersion {

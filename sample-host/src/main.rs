@@ -6,9 +6,12 @@ use std::path::{Path, PathBuf};
 use std::sync::Arc;
 use std::time::Duration;
 
-use abi_stable::std_types::{RStr, RString, RVec};
+use abi_stable::std_types::{RString, RVec};
 use anyhow::{bail, Context, Result};
-use host_api::abi::{PluginError, ReadEventRequest};
+use host_api::abi::client::QueryMethod;
+use host_api::abi::{
+    Call, EmptyRequest, PluginError, ReadEventRequest, SessionRequest, TraceEventRequest,
+};
 use host_api::log::write::WriteOptions;
 use host_api::log::SessionHeader;
 use sample_host::demo::{self, Script};
@@ -245,44 +248,49 @@ fn read_command(host: &PluginHost, command: &str, rest: &[String], args: &Args) 
             .map(String::as_str)
             .context("this command needs a session ID")
     };
-    let token = host.shared().new_token();
+    let call = Call::new();
+    let session = |id: &str| SessionRequest {
+        session_id: id.to_string(),
+    };
     let out = match command {
-        "sessions" => host.query(|q| q.list_sessions(token)).map(|list| {
-            if args.json {
-                json!(list.iter().map(render::record).collect::<Vec<_>>()).to_string()
-            } else {
-                let rows: Vec<Vec<String>> = list
-                    .iter()
-                    .map(|r| {
-                        let h = &r.header;
-                        let source = match (r.live, r.persisted) {
-                            (true, true) => "live+disk",
-                            (true, false) => "live",
-                            _ => "disk",
-                        };
-                        vec![
-                            h.id.to_string(),
-                            h.created_at.to_string(),
-                            source.to_string(),
-                            h.cwd
-                                .as_ref()
-                                .map(|c| c.to_string())
-                                .unwrap_or_else(|| "-".into())
-                                .to_string(),
-                            h.parent_session
-                                .as_ref()
-                                .map(|c| c.to_string())
-                                .unwrap_or_else(|| "-".into())
-                                .to_string(),
-                        ]
-                    })
-                    .collect();
-                table(&["ID", "CREATED", "SOURCE", "CWD", "PARENT"], &rows)
-            }
-        }),
+        "sessions" => host
+            .query(|q| q.list_sessions(&call, &EmptyRequest {}))
+            .map(|list| {
+                if args.json {
+                    json!(list.iter().map(render::record).collect::<Vec<_>>()).to_string()
+                } else {
+                    let rows: Vec<Vec<String>> = list
+                        .iter()
+                        .map(|r| {
+                            let h = &r.header;
+                            let source = match (r.live, r.persisted) {
+                                (true, true) => "live+disk",
+                                (true, false) => "live",
+                                _ => "disk",
+                            };
+                            vec![
+                                h.id.to_string(),
+                                h.created_at.to_string(),
+                                source.to_string(),
+                                h.cwd
+                                    .as_ref()
+                                    .map(|c| c.to_string())
+                                    .unwrap_or_else(|| "-".into())
+                                    .to_string(),
+                                h.parent_session
+                                    .as_ref()
+                                    .map(|c| c.to_string())
+                                    .unwrap_or_else(|| "-".into())
+                                    .to_string(),
+                            ]
+                        })
+                        .collect();
+                    table(&["ID", "CREATED", "SOURCE", "CWD", "PARENT"], &rows)
+                }
+            }),
         "events" => {
             let id = id()?;
-            host.query(|q| q.list_events(RStr::from_str(id)))
+            host.query(|q| q.list_events(&call, &session(id)))
                 .map(|events| {
                     if args.json {
                         json!(events.iter().map(render::event_record).collect::<Vec<_>>())
@@ -305,19 +313,20 @@ fn read_command(host: &PluginHost, command: &str, rest: &[String], args: &Args) 
         }
         "surface" => {
             let id = id()?;
-            host.query(|q| q.read_surface(RStr::from_str(id))).map(|s| {
-                if args.json {
-                    render::surface(&s).to_string()
-                } else {
-                    format!(
-                        "captured through seq {}\n{}",
-                        s.captured_through_seq
-                            .map(|n| n.to_string())
-                            .unwrap_or_else(|| "-".into()),
-                        events_table(&s.events, None)
-                    )
-                }
-            })
+            host.query(|q| q.read_surface(&call, &session(id)))
+                .map(|s| {
+                    if args.json {
+                        render::surface(&s).to_string()
+                    } else {
+                        format!(
+                            "captured through seq {}\n{}",
+                            s.captured_through_seq
+                                .map(|n| n.to_string())
+                                .unwrap_or_else(|| "-".into()),
+                            events_table(&s.events, None)
+                        )
+                    }
+                })
         }
         "event" => {
             let id = id()?;
@@ -332,7 +341,7 @@ fn read_command(host: &PluginHost, command: &str, rest: &[String], args: &Args) 
                 before: args.before,
                 after: args.after,
             };
-            host.query(|q| q.read_event(request, token)).map(|w| {
+            host.query(|q| q.read_event(&call, &request)).map(|w| {
                 if args.json {
                     render::window(&w).to_string()
                 } else {
@@ -345,7 +354,15 @@ fn read_command(host: &PluginHost, command: &str, rest: &[String], args: &Args) 
             match rest.get(1) {
                 Some(seq) => {
                     let seq: i64 = seq.parse().context("SEQ must be an integer")?;
-                    host.query(|q| q.trace_event(RStr::from_str(id), seq, token)).map(|t| {
+                    host.query(|q| {
+                        q.trace_event(
+                            &call,
+                            &TraceEventRequest {
+                                session_id: id.to_string(),
+                                seq,
+                            },
+                        )
+                    }).map(|t| {
                         if args.json {
                             render::event_trace(&t).to_string()
                         } else {
@@ -359,7 +376,7 @@ fn read_command(host: &PluginHost, command: &str, rest: &[String], args: &Args) 
                     })
                 }
                 None => host
-                    .query(|q| q.trace_session(RStr::from_str(id), token))
+                    .query(|q| q.trace_session(&call, &session(id)))
                     .map(|l| {
                         if args.json {
                             render::lineage(&l).to_string()
@@ -589,16 +606,12 @@ fn run_demo(args: &Args) -> Result<i32> {
     }
 
     section("full-text search");
-    let token = host.shared().new_token();
-    let request = host_api::abi::SearchSessionsRequest {
-        query: "close_array".into(),
-        session_filters: RVec::new(),
-        event_filters: RVec::new(),
-        limit: Default::default(),
-        cursor: Default::default(),
-    };
-    match host.query(|q| q.search_sessions(request, token)) {
-        Ok(page) => println!("{} sessions match", page.items.len()),
+    let call = Call::new();
+    let request = json!({"query": "close_array"});
+    match host.query(|q| -> Result<Value, PluginError> {
+        q.raw(QueryMethod::SearchSessions, &call, &request)
+    }) {
+        Ok(page) => println!("{page}"),
         Err(e) => println!("{e}"),
     }
     Ok(0)

@@ -13,13 +13,10 @@ use std::path::{Path, PathBuf};
 use std::sync::atomic::{AtomicU64, AtomicUsize, Ordering};
 use std::sync::{Arc, Mutex, RwLock};
 
-use abi_stable::{
-    sabi_trait::TD_Opaque,
-    std_types::{RResult, RStr},
-};
+use abi_stable::{sabi_trait::TD_Opaque, std_types::RStr};
 use host_api::abi::{
-    host::HostContext_TO, ErrorCode, LogLevel, PluginError, PluginInstance, SessionQueryBox,
-    SessionReferenceResolverBox,
+    host::HostContext_TO, ErrorCode, LogLevel, PluginError, PluginInstanceBox, QueryClient,
+    ResolverClient, SessionQueryBox, SessionReferenceResolverBox,
 };
 
 use crate::context::{GenerationContext, Shared};
@@ -102,7 +99,15 @@ struct Active {
     generation: u64,
     file: PathBuf,
     plugin: CheckedPlugin,
-    instance: PluginInstance,
+    instance: Instance,
+}
+
+/// A built plugin instance and the two services taken from it. Dropping it drops all three, which
+/// closes everything the instance opened.
+struct Instance {
+    query: SessionQueryBox,
+    resolver: SessionReferenceResolverBox,
+    _instance: PluginInstanceBox,
 }
 
 /// The host's plugin runtime.
@@ -356,7 +361,7 @@ impl PluginHost {
             );
     }
 
-    fn build(&self, plugin: CheckedPlugin, generation: u64) -> Result<PluginInstance, PluginError> {
+    fn build(&self, plugin: CheckedPlugin, generation: u64) -> Result<Instance, PluginError> {
         let context = HostContext_TO::from_value(
             GenerationContext {
                 shared: self.shared.clone(),
@@ -375,7 +380,11 @@ impl PluginHost {
                 started.elapsed().as_micros()
             ),
         );
-        built
+        built.map(|instance| Instance {
+            query: instance.session_query(),
+            resolver: instance.reference_resolver(),
+            _instance: instance,
+        })
     }
 
     fn swap_in(&self, file: &Path, plugin: CheckedPlugin) {
@@ -491,26 +500,28 @@ impl PluginHost {
     }
 
     /// Calls the serving `SessionQuery`. `PLUGIN_UNAVAILABLE` when no plugin serves.
+    ///
+    /// Re-entrancy: the serving lock is held (shared) during the call, and nothing the plugin's
+    /// `HostContext` callbacks do takes it; a swap waits for calls in flight instead.
     pub fn query<T>(
         &self,
-        call: impl FnOnce(&SessionQueryBox) -> RResult<T, PluginError>,
+        call: impl FnOnce(&QueryClient<'_>) -> Result<T, PluginError>,
     ) -> Result<T, PluginError> {
-        let serving = self.serving.read().unwrap_or_else(|p| p.into_inner());
-        match serving.as_ref() {
-            Some(active) => call(&active.instance.query).into_result(),
-            None => Err(unavailable(&self.options.plugins_dir)),
-        }
+        self.query_traced(call).0
     }
 
     /// Like [`PluginHost::query`], also saying which generation answered: (generation, plugin version).
     pub fn query_traced<T>(
         &self,
-        call: impl FnOnce(&SessionQueryBox) -> RResult<T, PluginError>,
+        call: impl FnOnce(&QueryClient<'_>) -> Result<T, PluginError>,
     ) -> (Result<T, PluginError>, Option<(u64, String)>) {
         let serving = self.serving.read().unwrap_or_else(|p| p.into_inner());
         match serving.as_ref() {
             Some(active) => (
-                call(&active.instance.query).into_result(),
+                call(&QueryClient::new(
+                    &active.instance.query,
+                    active.plugin.contract,
+                )),
                 Some((active.generation, active.plugin.version())),
             ),
             None => (Err(unavailable(&self.options.plugins_dir)), None),
@@ -520,11 +531,11 @@ impl PluginHost {
     /// Calls the serving `SessionReferenceResolver`.
     pub fn resolver<T>(
         &self,
-        call: impl FnOnce(&SessionReferenceResolverBox) -> RResult<T, PluginError>,
+        call: impl FnOnce(&ResolverClient<'_>) -> Result<T, PluginError>,
     ) -> Result<T, PluginError> {
         let serving = self.serving.read().unwrap_or_else(|p| p.into_inner());
         match serving.as_ref() {
-            Some(active) => call(&active.instance.resolver).into_result(),
+            Some(active) => call(&ResolverClient::new(&active.instance.resolver)),
             None => Err(unavailable(&self.options.plugins_dir)),
         }
     }

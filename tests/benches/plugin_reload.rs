@@ -14,6 +14,7 @@ use std::sync::atomic::{AtomicBool, Ordering};
 use std::sync::Arc;
 use std::time::{Duration, Instant};
 
+use host_api::abi::{Call, EmptyRequest};
 use tests::host;
 use tests::libs::{install, libs};
 
@@ -84,7 +85,10 @@ fn main() {
             (host.clone(), stop.clone(), failures.clone(), calls.clone());
         std::thread::spawn(move || {
             while !stop.load(Ordering::SeqCst) {
-                if host.query(|q| q.list_sessions(0)).is_err() {
+                if host
+                    .query(|q| q.list_sessions(&Call::new(), &EmptyRequest {}))
+                    .is_err()
+                {
                     failures.fetch_add(1, Ordering::SeqCst);
                 }
                 calls.fetch_add(1, Ordering::SeqCst);
@@ -102,7 +106,8 @@ fn main() {
         let replaced = Instant::now();
         install(lib, &plugins, "libdsh_session_search.so");
         loop {
-            let (_, served) = host.query_traced(|q| q.list_sessions(0));
+            let (_, served) =
+                host.query_traced(|q| q.list_sessions(&Call::new(), &EmptyRequest {}));
             if served.is_some_and(|(_, v)| v == version) {
                 break;
             }

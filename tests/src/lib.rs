@@ -196,3 +196,10 @@ pub mod host {
         PluginHost::start(HostOptions::new(plugins, config), shared).expect("host starts")
     }
 }
+
+/// A request naming one session, for the exact reads.
+pub fn sreq(id: &str) -> host_api::abi::SessionRequest {
+    host_api::abi::SessionRequest {
+        session_id: id.to_string(),
+    }
+}

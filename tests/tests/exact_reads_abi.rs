@@ -4,8 +4,10 @@
 use std::path::{Path, PathBuf};
 use std::sync::Arc;
 
-use abi_stable::std_types::{RStr, RVec};
-use host_api::abi::{ErrorCode, EventFilter, ReadEventRequest, Surface};
+use host_api::abi::{
+    Call, EmptyRequest, ErrorCode, EventFilter, FilterEventsRequest, ReadEventRequest, Surface,
+    TraceEventRequest,
+};
 use host_api::log::layout::{encode_segment, project_dir_name};
 use host_api::log::read::{read_log, ReadOptions};
 use host_api::log::{Event, SessionHeader};
@@ -14,7 +16,7 @@ use host_api::text::event_text;
 use sample_host::PluginHost;
 use serde_json::Value;
 use tests::libs::{install, libs};
-use tests::{fixtures_dir, host, manifest};
+use tests::{fixtures_dir, host, manifest, sreq};
 
 /// One fixture placed in a sessions root under a unique id (many fixtures share template ids such as
 /// `{{sessionId}}`); the header line is rewritten, the event bytes are copied unchanged.
@@ -87,7 +89,6 @@ fn every_exact_read_through_the_abi_equals_host_api_over_the_real_fixtures() {
     let mut checked = 0;
     let mut refused = Vec::new();
     for p in &placed {
-        let id = RStr::from_str(&p.id);
         let direct = read_log(&p.path, &options(&p.id)).and_then(|log| {
             let fold =
                 SurfaceFold::fold(log.events.iter()).map_err(host_api::log::LogError::from)?;
@@ -97,7 +98,9 @@ fn every_exact_read_through_the_abi_equals_host_api_over_the_real_fixtures() {
             Ok(x) => x,
             Err(e) => {
                 // The plugin refuses the same log with the code of its class, naming the session.
-                let err = host.query(|q| q.list_events(id)).unwrap_err();
+                let err = host
+                    .query(|q| q.list_events(&Call::new(), &sreq(&p.id)))
+                    .unwrap_err();
                 let expected = match e.class() {
                     host_api::log::ErrorClass::Corrupt => ErrorCode::SessionQueryCorruptSession,
                     _ => ErrorCode::SessionQueryPersistenceFailed,
@@ -110,7 +113,9 @@ fn every_exact_read_through_the_abi_equals_host_api_over_the_real_fixtures() {
         };
 
         // read_session: the same events, byte for byte.
-        let session = host.query(|q| q.read_session(id)).unwrap();
+        let session = host
+            .query(|q| q.read_session(&Call::new(), &sreq(&p.id)))
+            .unwrap();
         let lines: Vec<String> = log.events.iter().map(Event::to_json_line).collect();
         let got: Vec<String> = session.events.iter().map(|s| s.to_string()).collect();
         assert_eq!(got, lines, "{}: read_session", p.file);
@@ -122,7 +127,9 @@ fn every_exact_read_through_the_abi_equals_host_api_over_the_real_fixtures() {
         );
 
         // list_events: every event with the fold's label.
-        let records = host.query(|q| q.list_events(id)).unwrap();
+        let records = host
+            .query(|q| q.list_events(&Call::new(), &sreq(&p.id)))
+            .unwrap();
         assert_eq!(records.len(), log.events.len(), "{}", p.file);
         for (r, e) in records.iter().zip(&log.events) {
             assert_eq!(
@@ -141,7 +148,9 @@ fn every_exact_read_through_the_abi_equals_host_api_over_the_real_fixtures() {
         }
 
         // read_surface: current nodes in model order.
-        let surface = host.query(|q| q.read_surface(id)).unwrap();
+        let surface = host
+            .query(|q| q.read_surface(&Call::new(), &sreq(&p.id)))
+            .unwrap();
         let expected: Vec<String> = current_surface(&fold, &log.events)
             .iter()
             .map(|e| e.to_json_line())
@@ -156,7 +165,17 @@ fn every_exact_read_through_the_abi_equals_host_api_over_the_real_fixtures() {
         );
 
         // filter_events without clauses: exactly the events with text, with their text.
-        let docs = host.query(|q| q.filter_events(id, RVec::new())).unwrap();
+        let docs = host
+            .query(|q| {
+                q.filter_events(
+                    &Call::new(),
+                    &FilterEventsRequest {
+                        session_id: p.id.clone(),
+                        filters: Vec::new(),
+                    },
+                )
+            })
+            .unwrap();
         let expected: Vec<(u64, String)> = log
             .events
             .iter()
@@ -175,7 +194,9 @@ fn every_exact_read_through_the_abi_equals_host_api_over_the_real_fixtures() {
                     before: 2,
                     after: 2,
                 };
-                let window = host.query(|q| q.read_event(request, 0)).unwrap();
+                let window = host
+                    .query(|q| q.read_event(&Call::new(), &request))
+                    .unwrap();
                 assert_eq!(
                     json(&window.target),
                     log.events[seq as usize].to_value(),
@@ -189,7 +210,17 @@ fn every_exact_read_through_the_abi_equals_host_api_over_the_real_fixtures() {
                     window.end_seq - window.start_seq + 1
                 );
 
-                let trace = host.query(|q| q.trace_event(id, seq as i64, 0)).unwrap();
+                let trace = host
+                    .query(|q| {
+                        q.trace_event(
+                            &Call::new(),
+                            &TraceEventRequest {
+                                session_id: p.id.clone(),
+                                seq: seq as i64,
+                            },
+                        )
+                    })
+                    .unwrap();
                 assert_eq!(
                     trace.replaced_by.into_option(),
                     fold.replaced_by(seq),
@@ -219,7 +250,9 @@ fn every_exact_read_through_the_abi_equals_host_api_over_the_real_fixtures() {
     assert_eq!(checked, placed.len() - 2);
 
     // list_sessions: every placed session whose header reads, newest first.
-    let sessions = host.query(|q| q.list_sessions(0)).unwrap();
+    let sessions = host
+        .query(|q| q.list_sessions(&Call::new(), &EmptyRequest {}))
+        .unwrap();
     assert_eq!(
         sessions.len(),
         placed.len(),
@@ -247,7 +280,9 @@ fn live_sessions_win_over_their_logs_and_conflicting_headers_are_refused() {
     live.create(log.header.clone(), None).unwrap();
     live.append(&p.id, log.events[..5].to_vec()).unwrap();
 
-    let sessions = host.query(|q| q.list_sessions(0)).unwrap();
+    let sessions = host
+        .query(|q| q.list_sessions(&Call::new(), &EmptyRequest {}))
+        .unwrap();
     let record = sessions
         .iter()
         .find(|s| s.header.id.as_str() == p.id)
@@ -257,13 +292,13 @@ fn live_sessions_win_over_their_logs_and_conflicting_headers_are_refused() {
         "live and on disk: {record:?}"
     );
     let events = host
-        .query(|q| q.list_events(RStr::from_str(&p.id)))
+        .query(|q| q.list_events(&Call::new(), &sreq(&p.id)))
         .unwrap();
     assert_eq!(events.len(), 5, "the live session supplies the events");
     // It grows: the plugin sees the new events.
     live.append(&p.id, log.events[5..8].to_vec()).unwrap();
     assert_eq!(
-        host.query(|q| q.list_events(RStr::from_str(&p.id)))
+        host.query(|q| q.list_events(&Call::new(), &sreq(&p.id)))
             .unwrap()
             .len(),
         8
@@ -279,12 +314,14 @@ fn live_sessions_win_over_their_logs_and_conflicting_headers_are_refused() {
         .header;
     header.created_at += 1;
     live.create(header, None).unwrap();
-    let err = host.query(|q| q.list_sessions(0)).unwrap_err();
+    let err = host
+        .query(|q| q.list_sessions(&Call::new(), &EmptyRequest {}))
+        .unwrap_err();
     assert_eq!(err.code, ErrorCode::SessionQuerySourceConflict, "{err}");
     assert!(err.message.contains(&other.id), "{err}");
     // An exact read of a live id never consults the disk (spec §4.8), so the live session answers.
     let surface = host
-        .query(|q| q.read_surface(RStr::from_str(&other.id)))
+        .query(|q| q.read_surface(&Call::new(), &sreq(&other.id)))
         .unwrap();
     assert!(surface.events.is_empty() && surface.captured_through_seq.is_none());
 }
@@ -305,7 +342,7 @@ fn a_corrupt_log_is_reported_and_every_other_session_is_still_read() {
     std::fs::write(&victim.path, lines.join("\n") + "\n").unwrap();
 
     let err = host
-        .query(|q| q.list_events(RStr::from_str(&victim.id)))
+        .query(|q| q.list_events(&Call::new(), &sreq(&victim.id)))
         .unwrap_err();
     assert_eq!(err.code, ErrorCode::SessionQueryPersistenceFailed, "{err}");
     assert!(
@@ -313,7 +350,9 @@ fn a_corrupt_log_is_reported_and_every_other_session_is_still_read() {
         "{err}"
     );
 
-    let problems = host.query(|q| Ok(q.problems()).into()).unwrap();
+    let problems = host
+        .query(|q| q.problems(&Call::new(), &EmptyRequest {}))
+        .unwrap();
     let problem = problems.iter().find(|p| {
         p.session_id
             .as_ref()
@@ -332,14 +371,16 @@ fn a_corrupt_log_is_reported_and_every_other_session_is_still_read() {
     );
 
     // Every other session still lists and reads.
-    let sessions = host.query(|q| q.list_sessions(0)).unwrap();
+    let sessions = host
+        .query(|q| q.list_sessions(&Call::new(), &EmptyRequest {}))
+        .unwrap();
     assert_eq!(sessions.len(), placed.len());
     let neighbour = placed
         .iter()
         .find(|p| p.file.contains("compaction-recovery"))
         .unwrap();
     let events = host
-        .query(|q| q.list_events(RStr::from_str(&neighbour.id)))
+        .query(|q| q.list_events(&Call::new(), &sreq(&neighbour.id)))
         .unwrap();
     assert!(events.iter().any(|e| e.surface == Surface::Shadowed));
 
@@ -347,8 +388,11 @@ fn a_corrupt_log_is_reported_and_every_other_session_is_still_read() {
     let docs = host
         .query(|q| {
             q.filter_events(
-                RStr::from_str(&neighbour.id),
-                RVec::from(vec![EventFilter::Text("  ".into())]),
+                &Call::new(),
+                &FilterEventsRequest {
+                    session_id: neighbour.id.clone(),
+                    filters: vec![EventFilter::Text("  ".into())],
+                },
             )
         })
         .unwrap_err();

@@ -6,7 +6,7 @@ use std::sync::atomic::{AtomicBool, Ordering};
 use std::sync::Arc;
 use std::time::{Duration, Instant};
 
-use host_api::abi::ErrorCode;
+use host_api::abi::{Call, EmptyRequest, ErrorCode, SessionRequest};
 use tests::host;
 use tests::libs::{install, libs};
 
@@ -34,7 +34,8 @@ fn replacing_the_library_under_load_swaps_generations_without_a_failed_call() {
             let mut failures = Vec::new();
             let mut first_new: Option<Instant> = None;
             while !stop.load(Ordering::SeqCst) {
-                let (result, served_by) = host.query_traced(|q| q.list_sessions(0));
+                let (result, served_by) =
+                    host.query_traced(|q| q.list_sessions(&Call::new(), &EmptyRequest {}));
                 calls += 1;
                 if let Err(e) = result {
                     failures.push(e);
@@ -112,7 +113,7 @@ fn a_broken_build_dropped_into_the_folder_leaves_the_old_generation_serving() {
         host.status().iter().find_map(|s| s.note.clone())
     });
     assert!(
-        note.contains("abi-version") && note.contains("keeps serving"),
+        note.contains("contract-version") && note.contains("keeps serving"),
         "{note}"
     );
     assert_eq!(
@@ -120,7 +121,14 @@ fn a_broken_build_dropped_into_the_folder_leaves_the_old_generation_serving() {
         Some((1, "0.1.0".to_string()))
     );
     let err = host
-        .query(|q| q.read_surface(abi_stable::std_types::RStr::from_str("missing")))
+        .query(|q| {
+            q.read_surface(
+                &Call::new(),
+                &SessionRequest {
+                    session_id: "missing".into(),
+                },
+            )
+        })
         .unwrap_err();
     assert_eq!(err.code, ErrorCode::SessionQuerySessionNotFound, "{err}");
 

@@ -1,11 +1,10 @@
 //! Loading plugins through the real ABI: refusals with reasons, a good plugin beside bad ones, and a
 //! panic inside a plugin call contained as an error.
 
-use abi_stable::std_types::RStr;
-use host_api::abi::ErrorCode;
+use host_api::abi::{Call, EmptyRequest, ErrorCode};
 use sample_host::SlotState;
-use tests::host;
 use tests::libs::{install, libs};
+use tests::{host, sreq};
 
 fn refused_reason(host: &sample_host::PluginHost, file: &str) -> (String, String) {
     let status = host.status();
@@ -44,17 +43,17 @@ fn bad_libraries_are_refused_with_reasons_while_a_good_plugin_loads() {
     assert_eq!(code, "not-a-library");
     assert!(reason.contains("not a loadable shared library"), "{reason}");
 
+    // A library without our contract stamp is refused before abi_stable looks at it.
     let (code, reason) = refused_reason(&host, "libb_no_root.so");
-    assert_eq!(code, "no-root-module");
-    assert!(
-        reason.contains("exports no abi_stable root module"),
-        "{reason}"
-    );
+    assert_eq!(code, "no-contract");
+    assert!(reason.contains("no `dsh_plugin_contract`"), "{reason}");
 
     let (code, reason) = refused_reason(&host, "libc_abi99.so");
-    assert_eq!(code, "abi-version");
+    assert_eq!(code, "contract-version");
     assert!(
-        reason.contains("plugin ABI version 99") && reason.contains("version 1"),
+        reason.contains("plugin contract 3.0")
+            && reason.contains("another major")
+            && reason.contains(&host_api::abi::CONTRACT.to_string()),
         "{reason}"
     );
 
@@ -87,7 +86,7 @@ fn bad_libraries_are_refused_with_reasons_while_a_good_plugin_loads() {
     ));
     // And the good one answers through the ABI.
     let sessions = host
-        .query(|q| q.list_sessions(0))
+        .query(|q| q.list_sessions(&Call::new(), &EmptyRequest {}))
         .expect("list_sessions through the ABI");
     assert!(sessions.is_empty());
 }
@@ -96,7 +95,9 @@ fn bad_libraries_are_refused_with_reasons_while_a_good_plugin_loads() {
 fn a_folder_without_plugins_gives_plugin_unavailable() {
     let dir = tempfile::tempdir().unwrap();
     let host = host::start(dir.path(), None, &dir.path().join("index.sqlite"));
-    let err = host.query(|q| q.list_sessions(0)).unwrap_err();
+    let err = host
+        .query(|q| q.list_sessions(&Call::new(), &EmptyRequest {}))
+        .unwrap_err();
     assert_eq!(err.code, ErrorCode::PluginUnavailable);
     assert!(
         err.message.contains(&dir.path().display().to_string()),
@@ -115,7 +116,9 @@ fn a_panic_inside_a_plugin_call_comes_back_as_an_error_and_the_host_keeps_workin
     );
 
     for _ in 0..3 {
-        let err = host.query(|q| q.list_sessions(0)).unwrap_err();
+        let err = host
+            .query(|q| q.list_sessions(&Call::new(), &EmptyRequest {}))
+            .unwrap_err();
         assert_eq!(err.code, ErrorCode::PluginPanicked);
         assert!(
             err.message.contains("list_sessions") && err.message.contains("injected test fault"),
@@ -125,7 +128,7 @@ fn a_panic_inside_a_plugin_call_comes_back_as_an_error_and_the_host_keeps_workin
     }
     // Other calls of the same instance still work after the contained panics.
     let err = host
-        .query(|q| q.read_surface(RStr::from_str("no-such-session")))
+        .query(|q| q.read_surface(&Call::new(), &sreq("no-such-session")))
         .unwrap_err();
     assert_eq!(err.code, ErrorCode::SessionQuerySessionNotFound, "{err}");
 }

@@ -1,130 +1,121 @@
-//! The one closed set of error codes that crosses the boundary, and the error value carrying it.
+//! The error value that crosses the boundary, with an open set of codes.
+//!
+//! Codes are integers with named constants, not an exhaustive enum: a later contract minor adds codes, and
+//! a peer built before it must still receive the error and show it. So every [`PluginError`] also carries
+//! its code's literal name (`SESSION_QUERY_INVALID_QUERY`, …): a code this build does not know still
+//! prints as its real name with its message, never as a bare number and never as a layout failure.
 
 use abi_stable::{std_types::RString, StableAbi};
+use serde::{Deserialize, Serialize};
 use std::fmt;
 
-/// Every error a plugin call can return. The `SESSION_QUERY_*` and `SESSION_REFERENCE_*` codes are DSH's
-/// (spec §4.11, §6.1), spelled exactly; the `PLUGIN_*` codes are this project's own.
-#[repr(u8)]
-#[derive(StableAbi, Debug, Clone, Copy, PartialEq, Eq, Hash)]
-pub enum ErrorCode {
-    SessionQueryAborted,
-    SessionQueryCorruptSession,
-    SessionQueryEventNotFound,
-    SessionQueryIndexFailed,
-    SessionQueryInvalidConfig,
-    SessionQueryInvalidCursor,
-    SessionQueryInvalidFilter,
-    SessionQueryInvalidLimit,
-    SessionQueryInvalidQuery,
-    SessionQueryInvalidLineage,
-    SessionQueryInvalidSurface,
-    SessionQueryInvalidWindow,
-    SessionQueryPersistenceFailed,
-    SessionQuerySearchDisabled,
-    SessionQuerySessionNotFound,
-    SessionQueryStaleCursor,
-    SessionQuerySourceConflict,
-    SessionReferenceInvalidConfig,
-    SessionReferenceInvalidReference,
-    SessionReferenceSelfReference,
-    SessionReferenceTooMany,
-    SessionReferenceReadFailed,
-    SessionReferenceBudgetExceeded,
-    SessionReferenceCancelled,
+/// An error code. The `SESSION_QUERY_*` and `SESSION_REFERENCE_*` codes are DSH's (spec §4.11, §6.1),
+/// spelled exactly; the `PLUGIN_*` codes are this project's own. The numbers are part of the contract:
+/// never reuse or renumber one; a new code takes the next free number in a new minor.
+#[repr(transparent)]
+#[derive(StableAbi, Debug, Clone, Copy, PartialEq, Eq, Hash, PartialOrd, Ord)]
+pub struct ErrorCode(pub u32);
+
+macro_rules! codes {
+    ($($(#[$doc:meta])* $name:ident = $num:literal => $lit:literal,)*) => {
+        // The constants keep the names the closed enum had, so matching on them reads the same.
+        #[allow(non_upper_case_globals)]
+        impl ErrorCode {
+            $($(#[$doc])* pub const $name: ErrorCode = ErrorCode($num);)*
+
+            /// Every code this build knows, for tests and documentation.
+            pub const ALL: &'static [ErrorCode] = &[$(Self::$name),*];
+
+            /// The literal code string, when this build knows the code.
+            pub fn known_name(self) -> Option<&'static str> {
+                match self.0 {
+                    $($num => Some($lit),)*
+                    _ => None,
+                }
+            }
+
+            /// The code with this literal name, when this build knows it.
+            pub fn from_name(name: &str) -> Option<ErrorCode> {
+                match name {
+                    $($lit => Some(Self::$name),)*
+                    _ => None,
+                }
+            }
+        }
+    };
+}
+
+codes! {
+    SessionQueryAborted = 1 => "SESSION_QUERY_ABORTED",
+    SessionQueryCorruptSession = 2 => "SESSION_QUERY_CORRUPT_SESSION",
+    SessionQueryEventNotFound = 3 => "SESSION_QUERY_EVENT_NOT_FOUND",
+    SessionQueryIndexFailed = 4 => "SESSION_QUERY_INDEX_FAILED",
+    SessionQueryInvalidConfig = 5 => "SESSION_QUERY_INVALID_CONFIG",
+    SessionQueryInvalidCursor = 6 => "SESSION_QUERY_INVALID_CURSOR",
+    SessionQueryInvalidFilter = 7 => "SESSION_QUERY_INVALID_FILTER",
+    SessionQueryInvalidLimit = 8 => "SESSION_QUERY_INVALID_LIMIT",
+    SessionQueryInvalidQuery = 9 => "SESSION_QUERY_INVALID_QUERY",
+    SessionQueryInvalidLineage = 10 => "SESSION_QUERY_INVALID_LINEAGE",
+    SessionQueryInvalidSurface = 11 => "SESSION_QUERY_INVALID_SURFACE",
+    SessionQueryInvalidWindow = 12 => "SESSION_QUERY_INVALID_WINDOW",
+    SessionQueryPersistenceFailed = 13 => "SESSION_QUERY_PERSISTENCE_FAILED",
+    SessionQuerySearchDisabled = 14 => "SESSION_QUERY_SEARCH_DISABLED",
+    SessionQuerySessionNotFound = 15 => "SESSION_QUERY_SESSION_NOT_FOUND",
+    SessionQueryStaleCursor = 16 => "SESSION_QUERY_STALE_CURSOR",
+    SessionQuerySourceConflict = 17 => "SESSION_QUERY_SOURCE_CONFLICT",
+    SessionReferenceInvalidConfig = 18 => "SESSION_REFERENCE_INVALID_CONFIG",
+    SessionReferenceInvalidReference = 19 => "SESSION_REFERENCE_INVALID_REFERENCE",
+    SessionReferenceSelfReference = 20 => "SESSION_REFERENCE_SELF_REFERENCE",
+    SessionReferenceTooMany = 21 => "SESSION_REFERENCE_TOO_MANY",
+    SessionReferenceReadFailed = 22 => "SESSION_REFERENCE_READ_FAILED",
+    SessionReferenceBudgetExceeded = 23 => "SESSION_REFERENCE_BUDGET_EXCEEDED",
+    SessionReferenceCancelled = 24 => "SESSION_REFERENCE_CANCELLED",
     /// A panic inside the plugin was contained and turned into this error.
-    PluginPanicked,
-    /// The host refused a library: not a plugin, another ABI, layout or fold version.
-    PluginIncompatible,
-    /// The capability exists in the contract but this plugin build does not implement it yet.
-    PluginNotImplemented,
+    PluginPanicked = 100 => "PLUGIN_PANICKED",
+    /// The host refused a library: not a plugin, another contract major, layout or fold version.
+    PluginIncompatible = 101 => "PLUGIN_INCOMPATIBLE",
+    /// The capability is not offered by this plugin build (for example a method of a later contract
+    /// minor, asked of a plugin built against an earlier one).
+    PluginNotImplemented = 102 => "PLUGIN_NOT_IMPLEMENTED",
     /// No plugin generation is loaded to serve the call.
-    PluginUnavailable,
+    PluginUnavailable = 103 => "PLUGIN_UNAVAILABLE",
     /// The plugin's constructor rejected its config or failed to open its resources.
-    PluginInitFailed,
+    PluginInitFailed = 104 => "PLUGIN_INIT_FAILED",
+    /// A request or response document did not parse as the contract's JSON shape.
+    PluginBadMessage = 105 => "PLUGIN_BAD_MESSAGE",
+    /// The call's deadline passed before it finished.
+    PluginDeadlineExceeded = 106 => "PLUGIN_DEADLINE_EXCEEDED",
 }
 
 impl ErrorCode {
-    /// Every code, for tests and documentation.
-    pub const ALL: [ErrorCode; 29] = [
-        Self::SessionQueryAborted,
-        Self::SessionQueryCorruptSession,
-        Self::SessionQueryEventNotFound,
-        Self::SessionQueryIndexFailed,
-        Self::SessionQueryInvalidConfig,
-        Self::SessionQueryInvalidCursor,
-        Self::SessionQueryInvalidFilter,
-        Self::SessionQueryInvalidLimit,
-        Self::SessionQueryInvalidQuery,
-        Self::SessionQueryInvalidLineage,
-        Self::SessionQueryInvalidSurface,
-        Self::SessionQueryInvalidWindow,
-        Self::SessionQueryPersistenceFailed,
-        Self::SessionQuerySearchDisabled,
-        Self::SessionQuerySessionNotFound,
-        Self::SessionQueryStaleCursor,
-        Self::SessionQuerySourceConflict,
-        Self::SessionReferenceInvalidConfig,
-        Self::SessionReferenceInvalidReference,
-        Self::SessionReferenceSelfReference,
-        Self::SessionReferenceTooMany,
-        Self::SessionReferenceReadFailed,
-        Self::SessionReferenceBudgetExceeded,
-        Self::SessionReferenceCancelled,
-        Self::PluginPanicked,
-        Self::PluginIncompatible,
-        Self::PluginNotImplemented,
-        Self::PluginUnavailable,
-        Self::PluginInitFailed,
-    ];
-
-    /// The literal code string.
-    pub fn as_str(self) -> &'static str {
-        match self {
-            Self::SessionQueryAborted => "SESSION_QUERY_ABORTED",
-            Self::SessionQueryCorruptSession => "SESSION_QUERY_CORRUPT_SESSION",
-            Self::SessionQueryEventNotFound => "SESSION_QUERY_EVENT_NOT_FOUND",
-            Self::SessionQueryIndexFailed => "SESSION_QUERY_INDEX_FAILED",
-            Self::SessionQueryInvalidConfig => "SESSION_QUERY_INVALID_CONFIG",
-            Self::SessionQueryInvalidCursor => "SESSION_QUERY_INVALID_CURSOR",
-            Self::SessionQueryInvalidFilter => "SESSION_QUERY_INVALID_FILTER",
-            Self::SessionQueryInvalidLimit => "SESSION_QUERY_INVALID_LIMIT",
-            Self::SessionQueryInvalidQuery => "SESSION_QUERY_INVALID_QUERY",
-            Self::SessionQueryInvalidLineage => "SESSION_QUERY_INVALID_LINEAGE",
-            Self::SessionQueryInvalidSurface => "SESSION_QUERY_INVALID_SURFACE",
-            Self::SessionQueryInvalidWindow => "SESSION_QUERY_INVALID_WINDOW",
-            Self::SessionQueryPersistenceFailed => "SESSION_QUERY_PERSISTENCE_FAILED",
-            Self::SessionQuerySearchDisabled => "SESSION_QUERY_SEARCH_DISABLED",
-            Self::SessionQuerySessionNotFound => "SESSION_QUERY_SESSION_NOT_FOUND",
-            Self::SessionQueryStaleCursor => "SESSION_QUERY_STALE_CURSOR",
-            Self::SessionQuerySourceConflict => "SESSION_QUERY_SOURCE_CONFLICT",
-            Self::SessionReferenceInvalidConfig => "SESSION_REFERENCE_INVALID_CONFIG",
-            Self::SessionReferenceInvalidReference => "SESSION_REFERENCE_INVALID_REFERENCE",
-            Self::SessionReferenceSelfReference => "SESSION_REFERENCE_SELF_REFERENCE",
-            Self::SessionReferenceTooMany => "SESSION_REFERENCE_TOO_MANY",
-            Self::SessionReferenceReadFailed => "SESSION_REFERENCE_READ_FAILED",
-            Self::SessionReferenceBudgetExceeded => "SESSION_REFERENCE_BUDGET_EXCEEDED",
-            Self::SessionReferenceCancelled => "SESSION_REFERENCE_CANCELLED",
-            Self::PluginPanicked => "PLUGIN_PANICKED",
-            Self::PluginIncompatible => "PLUGIN_INCOMPATIBLE",
-            Self::PluginNotImplemented => "PLUGIN_NOT_IMPLEMENTED",
-            Self::PluginUnavailable => "PLUGIN_UNAVAILABLE",
-            Self::PluginInitFailed => "PLUGIN_INIT_FAILED",
+    /// The literal code string; a code this build does not know prints as `UNKNOWN_ERROR_CODE_<n>`.
+    pub fn name(self) -> String {
+        match self.known_name() {
+            Some(name) => name.to_string(),
+            None => format!("UNKNOWN_ERROR_CODE_{}", self.0),
         }
+    }
+
+    /// The literal code string of a known code (every code this build creates is known).
+    pub fn as_str(self) -> &'static str {
+        self.known_name().unwrap_or("UNKNOWN_ERROR_CODE")
     }
 }
 
 impl fmt::Display for ErrorCode {
     fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
-        f.write_str(self.as_str())
+        f.write_str(&self.name())
     }
 }
 
-/// An error returned across the boundary: a code and a message naming what and where.
+/// An error returned across the boundary: a code, the code's literal name as the sender knew it, and a
+/// message naming what and where. Its layout is fixed for the whole contract major.
 #[repr(C)]
 #[derive(StableAbi, Debug, Clone, PartialEq, Eq)]
 pub struct PluginError {
     pub code: ErrorCode,
+    /// The sender's literal name for `code`, so a receiver that does not know the code still shows it.
+    pub name: RString,
     pub message: RString,
 }
 
@@ -132,18 +123,64 @@ impl PluginError {
     pub fn new(code: ErrorCode, message: impl Into<String>) -> Self {
         Self {
             code,
+            name: RString::from(code.name()),
             message: RString::from(message.into()),
+        }
+    }
+
+    /// The code's literal name: ours when we know the code, else the one the sender gave.
+    pub fn code_name(&self) -> String {
+        match self.code.known_name() {
+            Some(name) => name.to_string(),
+            None if !self.name.is_empty() => self.name.to_string(),
+            None => self.code.name(),
         }
     }
 }
 
 impl fmt::Display for PluginError {
     fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
-        write!(f, "{}: {}", self.code, self.message)
+        write!(f, "{}: {}", self.code_name(), self.message)
     }
 }
 
 impl std::error::Error for PluginError {}
+
+/// JSON form, `{"code":"SESSION_QUERY_…","message":"…"}`: the shape scripts and the wire records see.
+impl Serialize for PluginError {
+    fn serialize<S: serde::Serializer>(&self, s: S) -> Result<S::Ok, S::Error> {
+        #[derive(Serialize)]
+        struct Json<'a> {
+            code: String,
+            message: &'a str,
+        }
+        Json {
+            code: self.code_name(),
+            message: self.message.as_str(),
+        }
+        .serialize(s)
+    }
+}
+
+impl<'de> Deserialize<'de> for PluginError {
+    fn deserialize<D: serde::Deserializer<'de>>(d: D) -> Result<Self, D::Error> {
+        #[derive(Deserialize)]
+        struct Json {
+            code: String,
+            message: String,
+        }
+        let json = Json::deserialize(d)?;
+        Ok(match ErrorCode::from_name(&json.code) {
+            Some(code) => PluginError::new(code, json.message),
+            // A code newer than this build: keep its name; 0 is never a real code.
+            None => PluginError {
+                code: ErrorCode(0),
+                name: json.code.into(),
+                message: json.message.into(),
+            },
+        })
+    }
+}
 
 #[cfg(test)]
 mod tests {
@@ -151,16 +188,49 @@ mod tests {
 
     #[test]
     fn codes_are_distinct_and_prefixed() {
-        let mut seen = std::collections::HashSet::new();
-        for code in ErrorCode::ALL {
+        let mut names = std::collections::HashSet::new();
+        let mut numbers = std::collections::HashSet::new();
+        for &code in ErrorCode::ALL {
             let s = code.as_str();
-            assert!(seen.insert(s), "{s} twice");
+            assert!(names.insert(s), "{s} twice");
+            assert!(numbers.insert(code.0), "{} twice", code.0);
+            assert_ne!(code.0, 0, "0 is kept for codes a peer does not know");
             assert!(
                 s.starts_with("SESSION_QUERY_")
                     || s.starts_with("SESSION_REFERENCE_")
                     || s.starts_with("PLUGIN_"),
                 "{s}"
             );
+            assert_eq!(ErrorCode::from_name(s), Some(code));
         }
+    }
+
+    #[test]
+    fn a_code_this_build_does_not_know_still_shows_its_name_and_message() {
+        // As if sent by a plugin of a later minor that added code 250.
+        let later = PluginError {
+            code: ErrorCode(250),
+            name: "SESSION_QUERY_SOMETHING_NEW".into(),
+            message: "what happened".into(),
+        };
+        assert_eq!(
+            later.to_string(),
+            "SESSION_QUERY_SOMETHING_NEW: what happened"
+        );
+        let json = serde_json::to_string(&later).unwrap();
+        assert_eq!(
+            json,
+            r#"{"code":"SESSION_QUERY_SOMETHING_NEW","message":"what happened"}"#
+        );
+        let back: PluginError = serde_json::from_str(&json).unwrap();
+        assert_eq!(back.code_name(), "SESSION_QUERY_SOMETHING_NEW");
+        assert_eq!(back.message.as_str(), "what happened");
+
+        let nameless = PluginError {
+            code: ErrorCode(251),
+            name: RString::new(),
+            message: "m".into(),
+        };
+        assert_eq!(nameless.to_string(), "UNKNOWN_ERROR_CODE_251: m");
     }
 }

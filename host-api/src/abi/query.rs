@@ -1,92 +1,79 @@
 //! `ctx.sessionQuery`: exact reads (spec §5) and search (spec §4) over the merged corpus.
+//!
+//! Every method takes the per-call context and a JSON request document and returns a JSON response
+//! document (the records in [`super::types`] and the search records); [`super::client::QueryClient`] is
+//! the typed face of it. The vtable is a prefix type: a later minor appends methods after the last one.
 
 // `#[sabi_trait]` expands to impls inside a const block, which this lint flags; the code is abi_stable's.
 #![allow(non_local_definitions)]
 
 use abi_stable::{
     sabi_trait,
-    std_types::{RBox, RResult, RStr, RString, RVec},
+    std_types::{RBox, RResult, RStr, RString},
 };
 
+use super::call::CallRef;
 use super::error::PluginError;
-use super::types::*;
-use super::CancelToken;
 
 /// The session query service. Implemented by the plugin; every method is synchronous and thread-safe.
+/// Requests and responses are named after the record types they carry.
 #[sabi_trait]
 pub trait SessionQuery: Send + Sync + 'static {
-    /// `listSessions`: the whole corpus, newest first (createdAt descending, then id ascending).
-    fn list_sessions(&self, cancel: CancelToken) -> RResult<RVec<SessionRecord>, PluginError>;
+    /// `listSessions`: `{}` → `[SessionRecord]`, newest first (createdAt descending, then id).
+    fn list_sessions(&self, call: CallRef<'_>, request: RStr<'_>) -> RResult<RString, PluginError>;
 
-    /// `readSession`: header and every event.
-    fn read_session(&self, session_id: RStr<'_>) -> RResult<SessionEvents, PluginError>;
+    /// `readSession`: `SessionRequest` → `SessionEvents`.
+    fn read_session(&self, call: CallRef<'_>, request: RStr<'_>) -> RResult<RString, PluginError>;
 
-    /// `filterSessions`: `listSessions` narrowed by the clauses (AND of clauses, OR within one).
+    /// `filterSessions`: `FilterSessionsRequest` → `[SessionRecord]`.
     fn filter_sessions(
         &self,
-        filters: RVec<SessionFilter>,
-        cancel: CancelToken,
-    ) -> RResult<RVec<SessionRecord>, PluginError>;
+        call: CallRef<'_>,
+        request: RStr<'_>,
+    ) -> RResult<RString, PluginError>;
 
-    /// `filterEvents`: the session's documents narrowed by metadata clauses and the literal text scan.
-    fn filter_events(
-        &self,
-        session_id: RStr<'_>,
-        filters: RVec<EventFilter>,
-    ) -> RResult<RVec<EventDocument>, PluginError>;
+    /// `filterEvents`: `FilterEventsRequest` → `[EventDocument]`.
+    fn filter_events(&self, call: CallRef<'_>, request: RStr<'_>) -> RResult<RString, PluginError>;
 
-    /// `listEvents`: every raw event's metadata and label, in seq order.
-    fn list_events(&self, session_id: RStr<'_>) -> RResult<RVec<EventRecord>, PluginError>;
+    /// `listEvents`: `SessionRequest` → `[EventRecord]`.
+    fn list_events(&self, call: CallRef<'_>, request: RStr<'_>) -> RResult<RString, PluginError>;
 
-    /// `readSurface`: the current surface, in model order.
-    fn read_surface(&self, session_id: RStr<'_>) -> RResult<SurfaceSnapshot, PluginError>;
+    /// `readSurface`: `SessionRequest` → `SurfaceSnapshot`.
+    fn read_surface(&self, call: CallRef<'_>, request: RStr<'_>) -> RResult<RString, PluginError>;
 
-    /// `readEvent`: one event and a raw window around it.
-    fn read_event(
-        &self,
-        request: ReadEventRequest,
-        cancel: CancelToken,
-    ) -> RResult<EventWindow, PluginError>;
+    /// `readEvent`: `ReadEventRequest` → `EventWindow`.
+    fn read_event(&self, call: CallRef<'_>, request: RStr<'_>) -> RResult<RString, PluginError>;
 
-    /// `traceSession`: ancestors and descendants by `parentSession`.
-    fn trace_session(
-        &self,
-        session_id: RStr<'_>,
-        cancel: CancelToken,
-    ) -> RResult<SessionLineage, PluginError>;
+    /// `traceSession`: `SessionRequest` → `SessionLineage`.
+    fn trace_session(&self, call: CallRef<'_>, request: RStr<'_>) -> RResult<RString, PluginError>;
 
-    /// `traceEvent`: what replaced an event, what it replaced, what it cites and what cites it.
-    fn trace_event(
-        &self,
-        session_id: RStr<'_>,
-        seq: i64,
-        cancel: CancelToken,
-    ) -> RResult<EventTrace, PluginError>;
+    /// `traceEvent`: `TraceEventRequest` → `EventTrace`.
+    fn trace_event(&self, call: CallRef<'_>, request: RStr<'_>) -> RResult<RString, PluginError>;
 
-    /// `readTitleSnapshots`: titles of many sessions, each fulfilled or rejected on its own.
+    /// `readTitleSnapshots`: `TitleSnapshotsRequest` → `[TitleSnapshot]`.
     fn read_title_snapshots(
         &self,
-        session_ids: RVec<RString>,
-        cancel: CancelToken,
-    ) -> RResult<RVec<TitleSnapshot>, PluginError>;
+        call: CallRef<'_>,
+        request: RStr<'_>,
+    ) -> RResult<RString, PluginError>;
 
-    /// `searchSessions`: full-text search across sessions, one best hit per session.
+    /// `searchSessions`: `SessionSearchRequest` → `SessionSearchPage`.
     fn search_sessions(
         &self,
-        request: SearchSessionsRequest,
-        cancel: CancelToken,
-    ) -> RResult<SessionSearchPage, PluginError>;
+        call: CallRef<'_>,
+        request: RStr<'_>,
+    ) -> RResult<RString, PluginError>;
 
-    /// `searchEvents`: full-text search inside one session.
-    fn search_events(
-        &self,
-        request: SearchEventsRequest,
-        cancel: CancelToken,
-    ) -> RResult<EventSearchPage, PluginError>;
+    /// `searchEvents`: `SessionEventSearchRequest` → `SessionEventSearchPage`.
+    fn search_events(&self, call: CallRef<'_>, request: RStr<'_>) -> RResult<RString, PluginError>;
 
-    /// Sessions the corpus could not read at the last look (path, code, reason).
+    /// Sessions the corpus could not read at the last look: `{}` → `[CorpusProblem]`.
     #[sabi(last_prefix_field)]
-    fn problems(&self) -> RVec<CorpusProblem>;
+    fn problems(&self, call: CallRef<'_>, request: RStr<'_>) -> RResult<RString, PluginError>;
+
+    /// Contract 2.1: the search index's view of the corpus: `{}` → `Diagnostics` (what is indexed,
+    /// every session left out with path or id, code and reason).
+    fn diagnostics(&self, call: CallRef<'_>, request: RStr<'_>) -> RResult<RString, PluginError>;
 }
 
 /// The owned, type-erased service the host holds.

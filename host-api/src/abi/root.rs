@@ -1,11 +1,15 @@
-//! The plugin root module: what a plugin library exports and the host checks before using it.
+//! The plugin root module and the plugin instance: what a plugin library exports and the host checks
+//! before using it.
+
+// `#[sabi_trait]` expands to impls inside a const block, which this lint flags; the code is abi_stable's.
+#![allow(non_local_definitions)]
 
 use abi_stable::{
     declare_root_module_statics,
     library::RootModule,
-    package_version_strings,
+    package_version_strings, sabi_trait,
     sabi_types::VersionStrings,
-    std_types::{RResult, RStr},
+    std_types::{RBox, RResult, RStr},
     StableAbi,
 };
 
@@ -13,23 +17,29 @@ use super::error::PluginError;
 use super::host::HostContextBox;
 use super::query::SessionQueryBox;
 use super::reference::SessionReferenceResolverBox;
-
-/// Version of these contracts. Bumped on any change a plugin built against the old contracts could not
-/// serve; the host refuses a plugin reporting another one, even if abi_stable's layout check passes.
-pub const ABI_VERSION: u32 = 1;
+use super::version::ContractVersion;
 
 /// The base name of the plugin library (`libdsh_session_search.so` on Linux).
 pub const ROOT_BASE_NAME: &str = "dsh_session_search";
 
-/// The two services of one plugin instance. Dropping it closes everything the instance opened.
-#[repr(C)]
-#[derive(StableAbi)]
-pub struct PluginInstance {
-    pub query: SessionQueryBox,
-    pub resolver: SessionReferenceResolverBox,
+/// One plugin instance: its services. A trait object, so its vtable is a prefix type and a later minor
+/// can append a third service. Dropping the instance and every service box taken from it closes
+/// everything the instance opened.
+#[sabi_trait]
+pub trait PluginInstance: Send + Sync + 'static {
+    /// `ctx.sessionQuery`.
+    fn session_query(&self) -> SessionQueryBox;
+
+    /// `ctx.sessionReferenceResolver`.
+    #[sabi(last_prefix_field)]
+    fn reference_resolver(&self) -> SessionReferenceResolverBox;
 }
 
-/// The root module a plugin library exports with `#[export_root_module]`.
+/// The owned, type-erased instance the host holds.
+pub type PluginInstanceBox = PluginInstance_TO<RBox<()>>;
+
+/// The root module a plugin library exports with `#[export_root_module]`. A prefix type: a later minor
+/// appends fields after `new`, and a host reads them only from plugins whose contract has them.
 // abi_stable names the prefix reference type `PluginRoot_Ref`; the name is part of its derive contract.
 #[allow(non_camel_case_types)]
 #[repr(C)]
@@ -37,8 +47,8 @@ pub struct PluginInstance {
 #[sabi(kind(Prefix(prefix_ref = PluginRoot_Ref)))]
 #[sabi(missing_field(panic))]
 pub struct PluginRoot {
-    /// [`ABI_VERSION`] as the plugin was built.
-    pub abi_version: u32,
+    /// The contract the plugin was built against (also in its [`super::version::ContractStamp`]).
+    pub contract: ContractVersion,
     /// [`crate::FOLD_VERSION`] as the plugin was built.
     pub fold_version: u32,
     /// The plugin's name, e.g. `dsh-session-search`.
@@ -51,7 +61,7 @@ pub struct PluginRoot {
     pub new: extern "C" fn(
         config: RStr<'_>,
         host: HostContextBox,
-    ) -> RResult<PluginInstance, PluginError>,
+    ) -> RResult<PluginInstanceBox, PluginError>,
 }
 
 impl RootModule for PluginRoot_Ref {

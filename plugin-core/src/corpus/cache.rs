@@ -30,7 +30,8 @@ pub(crate) enum CacheKey {
 #[derive(Debug, Clone, PartialEq, Eq)]
 pub(crate) enum Stamp {
     Revision(Revision),
-    Live(SessionHeader),
+    /// A live session's epoch and header.
+    Live(u64, SessionHeader),
 }
 
 struct Entry {
@@ -152,7 +153,7 @@ mod tests {
     }
 
     fn stamp() -> Stamp {
-        Stamp::Live(SessionHeader::new("s", 0, None))
+        Stamp::Live(0, SessionHeader::new("s", 0, None))
     }
 
     #[test]
@@ -179,7 +180,7 @@ mod tests {
         let mut cache = LogCache::new(4, 100);
         cache.insert(key("a"), stamp(), data(4));
         assert!(cache.get_exact(&key("a"), &stamp()).is_some());
-        let other = Stamp::Live(SessionHeader::new("other", 0, None));
+        let other = Stamp::Live(0, SessionHeader::new("other", 0, None));
         assert!(cache.get_exact(&key("a"), &other).is_none());
         cache.insert(key("a"), other.clone(), data(2));
         assert_eq!(cache.total_events(), 2);

@@ -1,14 +1,13 @@
 //! Test support: an in-memory [`HostContext`] and builders for valid DSH events and logs on disk.
 
-use std::collections::HashSet;
 use std::path::{Path, PathBuf};
-use std::sync::atomic::{AtomicUsize, Ordering};
+use std::sync::atomic::{AtomicU64, AtomicUsize, Ordering};
 use std::sync::{Arc, Mutex};
 
 use abi_stable::sabi_trait::TD_Opaque;
 use abi_stable::std_types::{ROption, RStr, RString, RVec};
 use host_api::abi::host::HostContext_TO;
-use host_api::abi::{CancelToken, Header, HostContext, HostContextBox, LiveSession, LogLevel};
+use host_api::abi::{Header, HostContext, HostContextBox, LiveSession, LogLevel};
 use host_api::log::layout::session_log_path;
 use host_api::log::{Compression, Event, SessionHeader};
 use serde_json::{json, Value};
@@ -18,28 +17,31 @@ use super::Corpus;
 /// The host's live sessions and tripped tokens, shared between a test and the fake host it lends.
 #[derive(Default)]
 pub(crate) struct FakeState {
-    sessions: Mutex<Vec<(Header, Vec<String>)>>,
-    cancelled: Mutex<HashSet<CancelToken>>,
+    /// Header, envelopes and epoch of each live session.
+    sessions: Mutex<Vec<(Header, Vec<String>, u64)>>,
+    epochs: AtomicU64,
     /// `(id, from_seq)` of every `live_events` call.
     pub(crate) event_calls: Mutex<Vec<(String, u64)>>,
     pub(crate) log_lines: AtomicUsize,
 }
 
 impl FakeState {
-    /// Adds or replaces a live session.
+    /// Adds or replaces a live session; a replacement is a new incarnation with a new epoch.
     pub(crate) fn set_live(&self, header: &SessionHeader, events: &[Event]) {
+        let epoch = self.epochs.fetch_add(1, Ordering::Relaxed) + 1;
         let mut sessions = self.sessions.lock().unwrap();
-        sessions.retain(|(h, _)| h.id.as_str() != header.id);
+        sessions.retain(|(h, _, _)| h.id.as_str() != header.id);
         sessions.push((
             Header::from(header),
             events.iter().map(Event::to_json_line).collect(),
+            epoch,
         ));
     }
 
     /// Appends raw envelope texts to a live session.
     pub(crate) fn append_live_raw(&self, id: &str, texts: &[String]) {
         let mut sessions = self.sessions.lock().unwrap();
-        if let Some((_, events)) = sessions.iter_mut().find(|(h, _)| h.id.as_str() == id) {
+        if let Some((_, events, _)) = sessions.iter_mut().find(|(h, _, _)| h.id.as_str() == id) {
             events.extend(texts.iter().cloned());
         }
     }
@@ -48,41 +50,42 @@ impl FakeState {
         self.sessions
             .lock()
             .unwrap()
-            .retain(|(h, _)| h.id.as_str() != id);
-    }
-
-    pub(crate) fn cancel(&self, token: CancelToken) {
-        self.cancelled.lock().unwrap().insert(token);
+            .retain(|(h, _, _)| h.id.as_str() != id);
     }
 }
 
 struct FakeHost(Arc<FakeState>);
 
+fn live_record(h: &Header, events: &[String], epoch: u64) -> LiveSession {
+    LiveSession {
+        header: h.clone(),
+        event_count: events.len() as u64,
+        epoch,
+    }
+}
+
 impl HostContext for FakeHost {
-    fn live_sessions(&self) -> RVec<LiveSession> {
+    fn live_sessions(&self) -> RString {
         let sessions = self.0.sessions.lock().unwrap();
-        sessions
+        let list: Vec<LiveSession> = sessions
             .iter()
-            .map(|(h, e)| LiveSession {
-                header: h.clone(),
-                event_count: e.len() as u64,
-            })
-            .collect()
+            .map(|(h, e, epoch)| live_record(h, e, *epoch))
+            .collect();
+        serde_json::to_string(&list).unwrap().into()
     }
 
-    fn live_session(&self, id: RStr<'_>) -> ROption<LiveSession> {
+    fn live_session(&self, id: RStr<'_>) -> ROption<RString> {
         let sessions = self.0.sessions.lock().unwrap();
         sessions
             .iter()
-            .find(|(h, _)| h.id.as_str() == id.as_str())
-            .map(|(h, e)| LiveSession {
-                header: h.clone(),
-                event_count: e.len() as u64,
+            .find(|(h, _, _)| h.id.as_str() == id.as_str())
+            .map(|(h, e, epoch)| {
+                RString::from(serde_json::to_string(&live_record(h, e, *epoch)).unwrap())
             })
             .into()
     }
 
-    fn live_events(&self, id: RStr<'_>, from_seq: u64) -> ROption<RVec<RString>> {
+    fn live_events(&self, id: RStr<'_>, epoch: u64, from_seq: u64) -> ROption<RVec<RString>> {
         self.0
             .event_calls
             .lock()
@@ -91,8 +94,8 @@ impl HostContext for FakeHost {
         let sessions = self.0.sessions.lock().unwrap();
         sessions
             .iter()
-            .find(|(h, _)| h.id.as_str() == id.as_str())
-            .map(|(_, e)| {
+            .find(|(h, _, e)| h.id.as_str() == id.as_str() && *e == epoch)
+            .map(|(_, e, _)| {
                 e.iter()
                     .skip(from_seq as usize)
                     .map(|t| RString::from(t.as_str()))
@@ -109,9 +112,7 @@ impl HostContext for FakeHost {
         self.0.log_lines.fetch_add(1, Ordering::Relaxed);
     }
 
-    fn is_cancelled(&self, token: CancelToken) -> bool {
-        self.0.cancelled.lock().unwrap().contains(&token)
-    }
+    fn report_progress(&self, _task: RStr<'_>, _done: u64, _total: u64) {}
 }
 
 /// A fake host and a corpus over it and (optionally) a sessions root.

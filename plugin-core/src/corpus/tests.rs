@@ -6,6 +6,7 @@ use host_api::abi::ErrorCode;
 
 use super::testing::*;
 use super::*;
+use crate::cancel::Cancel;
 
 fn by_id<'a>(sessions: &'a [CorpusSession], id: &str) -> &'a CorpusSession {
     sessions.iter().find(|s| s.header.id == id).unwrap()
@@ -19,10 +20,10 @@ fn live_only_corpus_lists_and_loads_live_sessions_as_is() {
     log.user("still typing"); // an open turn: no closers for a live session
     host.set_live(&header("live", 5), &log.events);
 
-    let sessions = corpus.list(0).unwrap();
+    let sessions = corpus.list(Cancel::NEVER).unwrap();
     assert_eq!(sessions.len(), 1);
     assert!(sessions[0].live && !sessions[0].persisted);
-    let loaded = corpus.load("live", 0).unwrap();
+    let loaded = corpus.load("live", Cancel::NEVER).unwrap();
     assert!(loaded.live && loaded.path.is_none());
     assert_eq!(loaded.data.events().len(), 2);
     assert_eq!(
@@ -30,10 +31,36 @@ fn live_only_corpus_lists_and_loads_live_sessions_as_is() {
         log.events[1].to_json_line()
     );
 
-    let err = corpus.load("nope", 0).unwrap_err();
+    let err = corpus.load("nope", Cancel::NEVER).unwrap_err();
     assert_eq!(err.code, ErrorCode::SessionQuerySessionNotFound);
     assert!(err.message.contains("\"nope\""), "{}", err.message);
     assert!(corpus.problems().is_empty());
+}
+
+/// Regression: the cache was keyed by header alone, so a live session recreated with the same header
+/// (and at least as many events) was served the old incarnation's prefix.
+#[test]
+fn a_live_session_recreated_with_the_same_header_is_not_served_a_stale_prefix() {
+    let (host, corpus) = corpus(None);
+    let h = header("s", 1);
+    host.set_live(&h, &conversation("first life", "old answer").events);
+    let first = corpus.load("s", Cancel::NEVER).unwrap();
+    assert_eq!(first.data.events().len(), 4);
+
+    // Same header, same length, other events: a new incarnation (the host gives it a new epoch).
+    let mut second = conversation("second life", "new answer");
+    second.turn_start(2);
+    host.set_live(&h, &second.events);
+    let loaded = corpus.load("s", Cancel::NEVER).unwrap();
+    assert!(!Arc::ptr_eq(&first.data, &loaded.data));
+    assert_eq!(loaded.data.events().len(), 5);
+    let text = loaded.data.events()[1].to_json_line();
+    assert!(text.contains("second life"), "{text}");
+    assert_eq!(
+        host.event_calls.lock().unwrap().last().unwrap(),
+        &("s".to_string(), 0),
+        "a new epoch is read from the start"
+    );
 }
 
 #[test]
@@ -42,12 +69,12 @@ fn a_growing_live_session_is_fetched_incrementally_and_folded_on() {
     let mut log = conversation("hello", "hi");
     let h = header("s", 1);
     host.set_live(&h, &log.events);
-    let first = corpus.load("s", 0).unwrap();
+    let first = corpus.load("s", Cancel::NEVER).unwrap();
     assert_eq!(first.data.fold().unwrap().nodes(), &[1, 2]);
 
     // Unchanged: served from the cache without asking for events again.
     let calls = host.event_calls.lock().unwrap().len();
-    let again = corpus.load("s", 0).unwrap();
+    let again = corpus.load("s", Cancel::NEVER).unwrap();
     assert!(Arc::ptr_eq(&first.data, &again.data));
     assert_eq!(host.event_calls.lock().unwrap().len(), calls);
 
@@ -58,7 +85,7 @@ fn a_growing_live_session_is_fetched_incrementally_and_folded_on() {
         "s",
         &[log.events[4].to_json_line(), log.events[5].to_json_line()],
     );
-    let grown = corpus.load("s", 0).unwrap();
+    let grown = corpus.load("s", Cancel::NEVER).unwrap();
     assert_eq!(
         host.event_calls.lock().unwrap().last().unwrap(),
         &("s".to_string(), 4)
@@ -79,11 +106,11 @@ fn a_growing_live_session_is_fetched_incrementally_and_folded_on() {
 fn a_live_session_replaced_under_the_same_id_is_read_again() {
     let (host, corpus) = corpus(None);
     host.set_live(&header("s", 1), &conversation("one", "two").events);
-    corpus.load("s", 0).unwrap();
+    corpus.load("s", Cancel::NEVER).unwrap();
     // Another header (a new session reusing the id): the cached prefix does not count.
     let log = conversation("three", "four");
     host.set_live(&header("s", 2), &log.events);
-    let loaded = corpus.load("s", 0).unwrap();
+    let loaded = corpus.load("s", Cancel::NEVER).unwrap();
     assert_eq!(loaded.header().created_at, 2);
     assert_eq!(
         host_api::text::event_text(&loaded.data.events()[1]),
@@ -96,7 +123,7 @@ fn invalid_live_envelopes_are_corrupt_sessions() {
     let (host, corpus) = corpus(None);
     host.set_live(&header("s", 1), &[]);
     host.append_live_raw("s", &["{\"type\":\"turn/start\",\"seq\":0}".to_string()]);
-    let err = corpus.load("s", 0).unwrap_err();
+    let err = corpus.load("s", Cancel::NEVER).unwrap_err();
     assert_eq!(err.code, ErrorCode::SessionQueryCorruptSession);
     assert!(
         err.message.contains("live session \"s\""),
@@ -106,7 +133,7 @@ fn invalid_live_envelopes_are_corrupt_sessions() {
     host.set_live(&header("t", 1), &[]);
     host.append_live_raw("t", &["not json".to_string()]);
     assert_eq!(
-        corpus.load("t", 0).unwrap_err().code,
+        corpus.load("t", Cancel::NEVER).unwrap_err().code,
         ErrorCode::SessionQueryCorruptSession
     );
 }
@@ -121,13 +148,13 @@ fn persisted_sessions_list_from_headers_and_load_with_closers() {
     let path = write_log(dir.path(), &header("open", 3), &open);
     write_log(dir.path(), &header("done", 4), &conversation("q", "a"));
 
-    let sessions = corpus.list(0).unwrap();
+    let sessions = corpus.list(Cancel::NEVER).unwrap();
     assert_eq!(sessions.len(), 2);
     let s = by_id(&sessions, "open");
     assert!(!s.live && s.persisted);
     assert_eq!(s.listed.as_ref().unwrap().path, path);
 
-    let loaded = corpus.load("open", 0).unwrap();
+    let loaded = corpus.load("open", Cancel::NEVER).unwrap();
     assert!(!loaded.live);
     assert_eq!(loaded.path.as_deref(), Some(path.as_path()));
     // Stored events plus the in-memory closer for the open turn.
@@ -161,12 +188,12 @@ fn live_wins_over_the_persisted_log_with_the_same_id() {
     let live_log = conversation("newer in memory", "b");
     host.set_live(&live_header, &live_log.events);
 
-    let sessions = corpus.list(0).unwrap();
+    let sessions = corpus.list(Cancel::NEVER).unwrap();
     assert_eq!(sessions.len(), 1);
     let s = &sessions[0];
     assert!(s.live && s.persisted);
     assert_eq!(s.header, live_header);
-    let loaded = corpus.load("both", 0).unwrap();
+    let loaded = corpus.load("both", Cancel::NEVER).unwrap();
     assert!(loaded.live);
     assert_eq!(
         host_api::text::event_text(&loaded.data.events()[1]),
@@ -175,7 +202,7 @@ fn live_wins_over_the_persisted_log_with_the_same_id() {
 
     // Once it is no longer live, the log is what is read.
     host.remove_live("both");
-    let loaded = corpus.load("both", 0).unwrap();
+    let loaded = corpus.load("both", Cancel::NEVER).unwrap();
     assert!(!loaded.live);
     assert_eq!(
         host_api::text::event_text(&loaded.data.events()[1]),
@@ -189,11 +216,11 @@ fn incompatible_live_and_persisted_headers_are_a_source_conflict() {
     let (host, corpus) = corpus(Some(dir.path()));
     write_log(dir.path(), &header("x", 1), &conversation("q", "a"));
     host.set_live(&header("x", 2), &[]);
-    let err = corpus.list(0).unwrap_err();
+    let err = corpus.list(Cancel::NEVER).unwrap_err();
     assert_eq!(err.code, ErrorCode::SessionQuerySourceConflict);
     assert!(err.message.contains("\"x\""), "{}", err.message);
     // A known-live target never consults persistence on exact reads.
-    assert!(corpus.load("x", 0).unwrap().live);
+    assert!(corpus.load("x", Cancel::NEVER).unwrap().live);
 }
 
 #[test]
@@ -226,13 +253,21 @@ fn a_broken_log_is_reported_and_everything_else_still_reads() {
     unfoldable.checkpoint("summary", 0, 0, vec![0]);
     let unfoldable_path = write_log(dir.path(), &header("unfoldable", 5), &unfoldable);
 
-    let sessions = corpus.list(0).unwrap();
+    let sessions = corpus.list(Cancel::NEVER).unwrap();
     let mut ids: Vec<&str> = sessions.iter().map(|s| s.header.id.as_str()).collect();
     ids.sort();
     assert_eq!(ids, ["corrupt", "gap", "good", "unfoldable"]);
-    assert_eq!(corpus.load("good", 0).unwrap().data.events().len(), 4);
+    assert_eq!(
+        corpus
+            .load("good", Cancel::NEVER)
+            .unwrap()
+            .data
+            .events()
+            .len(),
+        4
+    );
 
-    let err = corpus.load("corrupt", 0).unwrap_err();
+    let err = corpus.load("corrupt", Cancel::NEVER).unwrap_err();
     assert_eq!(err.code, ErrorCode::SessionQueryCorruptSession);
     assert!(
         err.message.contains("\"corrupt\"")
@@ -244,28 +279,28 @@ fn a_broken_log_is_reported_and_everything_else_still_reads() {
     let logged = host.log_lines.load(std::sync::atomic::Ordering::Relaxed);
     assert!(logged >= 1);
     assert_eq!(
-        corpus.load("corrupt", 0).unwrap_err().code,
+        corpus.load("corrupt", Cancel::NEVER).unwrap_err().code,
         ErrorCode::SessionQueryCorruptSession
     );
     assert_eq!(
         host.log_lines.load(std::sync::atomic::Ordering::Relaxed),
         logged
     );
-    let err = corpus.load("gap", 0).unwrap_err();
+    let err = corpus.load("gap", Cancel::NEVER).unwrap_err();
     assert_eq!(
         err.code,
         ErrorCode::SessionQueryPersistenceFailed,
         "{}",
         err.message
     );
-    let err = corpus.load("nohead", 0).unwrap_err();
+    let err = corpus.load("nohead", Cancel::NEVER).unwrap_err();
     assert_eq!(
         err.code,
         ErrorCode::SessionQueryPersistenceFailed,
         "{}",
         err.message
     );
-    let err = corpus.load("unfoldable", 0).unwrap_err();
+    let err = corpus.load("unfoldable", Cancel::NEVER).unwrap_err();
     assert_eq!(
         err.code,
         ErrorCode::SessionQueryCorruptSession,
@@ -330,8 +365,8 @@ fn unchanged_logs_come_from_the_cache_and_changed_ones_are_read_again() {
     let h = header("s", 1);
     let mut log = conversation("q", "a");
     write_log(dir.path(), &h, &log);
-    let first = corpus.load("s", 0).unwrap();
-    let second = corpus.load("s", 0).unwrap();
+    let first = corpus.load("s", Cancel::NEVER).unwrap();
+    let second = corpus.load("s", Cancel::NEVER).unwrap();
     assert!(Arc::ptr_eq(&first.data, &second.data));
 
     log.turn_start(2);
@@ -339,7 +374,7 @@ fn unchanged_logs_come_from_the_cache_and_changed_ones_are_read_again() {
     log.assistant(2, "answer");
     log.turn_end(2);
     write_log(dir.path(), &h, &log);
-    let third = corpus.load("s", 0).unwrap();
+    let third = corpus.load("s", Cancel::NEVER).unwrap();
     assert!(!Arc::ptr_eq(&first.data, &third.data));
     assert_eq!(third.data.events().len(), 8);
 }
@@ -348,9 +383,9 @@ fn unchanged_logs_come_from_the_cache_and_changed_ones_are_read_again() {
 fn a_missing_root_is_an_empty_corpus_and_a_file_root_fails_listing() {
     let dir = tempfile::tempdir().unwrap();
     let (_host, corpus_missing) = corpus(Some(&dir.path().join("absent")));
-    assert!(corpus_missing.list(0).unwrap().is_empty());
+    assert!(corpus_missing.list(Cancel::NEVER).unwrap().is_empty());
     assert_eq!(
-        corpus_missing.load("x", 0).unwrap_err().code,
+        corpus_missing.load("x", Cancel::NEVER).unwrap_err().code,
         ErrorCode::SessionQuerySessionNotFound
     );
 
@@ -358,11 +393,11 @@ fn a_missing_root_is_an_empty_corpus_and_a_file_root_fails_listing() {
     std::fs::write(&file, "x").unwrap();
     let (_host, corpus_file) = corpus(Some(&file));
     assert_eq!(
-        corpus_file.list(0).unwrap_err().code,
+        corpus_file.list(Cancel::NEVER).unwrap_err().code,
         ErrorCode::SessionQueryPersistenceFailed
     );
     assert_eq!(
-        corpus_file.load("x", 0).unwrap_err().code,
+        corpus_file.load("x", Cancel::NEVER).unwrap_err().code,
         ErrorCode::SessionQueryPersistenceFailed
     );
     let problems = corpus_file.problems();
@@ -374,18 +409,17 @@ fn a_missing_root_is_an_empty_corpus_and_a_file_root_fails_listing() {
 fn cancellation_aborts() {
     let (host, corpus) = corpus(None);
     host.set_live(&header("s", 1), &[]);
-    host.cancel(9);
+    let stop = || true;
     assert_eq!(
-        corpus.list(9).unwrap_err().code,
+        corpus.list(Cancel::new(&stop)).unwrap_err().code,
         ErrorCode::SessionQueryAborted
     );
     assert_eq!(
-        corpus.load("s", 9).unwrap_err().code,
+        corpus.load("s", Cancel::new(&stop)).unwrap_err().code,
         ErrorCode::SessionQueryAborted
     );
-    // Token 0 is never cancelled, and other tokens are independent.
-    assert!(corpus.load("s", 0).is_ok());
-    assert!(corpus.load("s", 8).is_ok());
+    // A call nobody cancels goes through.
+    assert!(corpus.load("s", Cancel::NEVER).is_ok());
 }
 
 #[test]
@@ -411,9 +445,9 @@ fn concurrent_reads_agree() {
                     } else {
                         format!("p{}", (t + round) % 6)
                     };
-                    let loaded = corpus.load(&id, 0).unwrap();
+                    let loaded = corpus.load(&id, Cancel::NEVER).unwrap();
                     assert_eq!(loaded.header().id, id);
-                    assert_eq!(corpus.list(0).unwrap().len(), 7);
+                    assert_eq!(corpus.list(Cancel::NEVER).unwrap().len(), 7);
                 }
             })
         })

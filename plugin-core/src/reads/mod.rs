@@ -30,6 +30,7 @@ use host_api::log::Event;
 use host_api::surface::{Label, SurfaceFold};
 use serde_json::Value;
 
+use crate::cancel::Cancel;
 use crate::corpus::{Corpus, CorpusSession, LoadedSession};
 
 /// The exact-read half of the session query service.
@@ -52,7 +53,7 @@ impl Reads {
     }
 
     /// `listSessions`: every session, `createdAt` descending, then id ascending (byte order).
-    pub fn list_sessions(&self, cancel: CancelToken) -> Result<Vec<SessionRecord>, PluginError> {
+    pub fn list_sessions(&self, cancel: Cancel<'_>) -> Result<Vec<SessionRecord>, PluginError> {
         let mut sessions = self.corpus.list(cancel)?;
         sessions.sort_by(newest_first);
         Ok(sessions.iter().map(record).collect())
@@ -62,7 +63,7 @@ impl Reads {
     /// with legacy shapes upgraded, then crash closers). The log must fold, as DSH's replay validation
     /// requires.
     pub fn read_session(&self, id: &str) -> Result<SessionEvents, PluginError> {
-        let session = self.corpus.load(id, 0)?;
+        let session = self.corpus.load(id, Cancel::NEVER)?;
         fold_of(&session)?;
         Ok(SessionEvents {
             session: Header::from(session.header()),
@@ -80,7 +81,7 @@ impl Reads {
     pub fn filter_sessions(
         &self,
         filters: &[SessionFilter],
-        cancel: CancelToken,
+        cancel: Cancel<'_>,
     ) -> Result<Vec<SessionRecord>, PluginError> {
         filters::check_session_filters(filters)?;
         let records = self.list_sessions(cancel)?;
@@ -99,7 +100,7 @@ impl Reads {
         filters: &[EventFilter],
     ) -> Result<Vec<EventDocument>, PluginError> {
         filters::check_event_ranges(filters)?;
-        let session = self.corpus.load(id, 0)?;
+        let session = self.corpus.load(id, Cancel::NEVER)?;
         let fold = fold_of(&session)?;
         let matcher = filters::EventMatcher::new(filters, &session)?;
         let sid = RString::from(session.header().id.as_str());
@@ -126,7 +127,7 @@ impl Reads {
 
     /// `listEvents`: every raw event (chunks included) with its label, in seq order.
     pub fn list_events(&self, id: &str) -> Result<Vec<EventRecord>, PluginError> {
-        let session = self.corpus.load(id, 0)?;
+        let session = self.corpus.load(id, Cancel::NEVER)?;
         let fold = fold_of(&session)?;
         let sid = RString::from(session.header().id.as_str());
         Ok(session
@@ -140,7 +141,7 @@ impl Reads {
     /// `readSurface`: the current surface nodes' envelopes in surface (model) order, and the seq of the
     /// last raw event observed (`None` for an empty log).
     pub fn read_surface(&self, id: &str) -> Result<SurfaceSnapshot, PluginError> {
-        let session = self.corpus.load(id, 0)?;
+        let session = self.corpus.load(id, Cancel::NEVER)?;
         let fold = fold_of(&session)?;
         let events = fold
             .nodes()
@@ -160,7 +161,7 @@ impl Reads {
     pub fn read_event(
         &self,
         request: &ReadEventRequest,
-        cancel: CancelToken,
+        cancel: Cancel<'_>,
     ) -> Result<EventWindow, PluginError> {
         let id = request.session_id.as_str();
         let before = self.window_side(id, "before", request.before)?;
@@ -201,7 +202,7 @@ impl Reads {
     pub fn trace_session(
         &self,
         id: &str,
-        cancel: CancelToken,
+        cancel: Cancel<'_>,
     ) -> Result<SessionLineage, PluginError> {
         let sessions = self.corpus.list(cancel)?;
         self.corpus.check_cancelled(cancel, "traceSession")?;
@@ -214,7 +215,7 @@ impl Reads {
         &self,
         id: &str,
         seq: i64,
-        cancel: CancelToken,
+        cancel: Cancel<'_>,
     ) -> Result<EventTrace, PluginError> {
         let session = self.corpus.load(id, cancel)?;
         let target = event_at(&session, seq)?;
@@ -248,7 +249,7 @@ impl Reads {
     pub fn read_title_snapshots(
         &self,
         ids: &[RString],
-        cancel: CancelToken,
+        cancel: Cancel<'_>,
     ) -> Result<Vec<TitleSnapshot>, PluginError> {
         titles::read_title_snapshots(&self.corpus, ids, cancel)
     }

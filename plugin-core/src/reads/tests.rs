@@ -8,6 +8,7 @@ use host_api::log::{Event, SessionHeader};
 use serde_json::json;
 
 use super::Reads;
+use crate::cancel::Cancel;
 use crate::corpus::testing::*;
 
 fn reads(root: Option<&Path>) -> (std::sync::Arc<FakeState>, Reads) {
@@ -54,13 +55,16 @@ fn list_sessions_orders_newest_first_then_by_id_bytes() {
     write_log(dir.path(), &header("both", 5), &conversation("q", "a"));
     host.set_live(&header("both", 5), &[]);
     host.set_live(&header("new", 20), &[]);
-    let records = reads.list_sessions(0).unwrap();
+    let records = reads.list_sessions(Cancel::NEVER).unwrap();
     assert_eq!(ids(&records), ["new", "Z", "a", "b", "both"]);
     assert!(records[0].live && !records[0].persisted);
     assert!(!records[1].live && records[1].persisted);
     assert!(records[4].live && records[4].persisted);
-    host.cancel(3);
-    assert_eq!(code(reads.list_sessions(3)), ErrorCode::SessionQueryAborted);
+    let stop = || true;
+    assert_eq!(
+        code(reads.list_sessions(Cancel::new(&stop))),
+        ErrorCode::SessionQueryAborted
+    );
 }
 
 #[test]
@@ -116,12 +120,14 @@ fn filter_sessions_checks_filters_before_io_and_keeps_list_order() {
 
     let parent_root = SessionFilter::Parent(vec![ROption::RNone].into());
     assert_eq!(
-        ids(&reads.filter_sessions(&[parent_root], 0).unwrap()),
+        ids(&reads
+            .filter_sessions(&[parent_root], Cancel::NEVER)
+            .unwrap()),
         ["nocwd", "root"]
     );
     let cwd_none = SessionFilter::Cwd(vec![ROption::RNone].into());
     assert_eq!(
-        ids(&reads.filter_sessions(&[cwd_none], 0).unwrap()),
+        ids(&reads.filter_sessions(&[cwd_none], Cancel::NEVER).unwrap()),
         ["nocwd"]
     );
     let persisted = SessionFilter::Availability(vec![Availability::Persisted].into());
@@ -130,14 +136,16 @@ fn filter_sessions_checks_filters_before_io_and_keeps_list_order() {
         to: ROption::RNone,
     });
     assert_eq!(
-        ids(&reads.filter_sessions(&[persisted, created], 0).unwrap()),
+        ids(&reads
+            .filter_sessions(&[persisted, created], Cancel::NEVER)
+            .unwrap()),
         ["child"]
     );
     assert!(reads
-        .filter_sessions(&[SessionFilter::Id(RVec::new())], 0)
+        .filter_sessions(&[SessionFilter::Id(RVec::new())], Cancel::NEVER)
         .unwrap()
         .is_empty());
-    assert_eq!(reads.filter_sessions(&[], 0).unwrap().len(), 3);
+    assert_eq!(reads.filter_sessions(&[], Cancel::NEVER).unwrap().len(), 3);
 
     // A bad range is refused before the (unlistable) root is touched.
     let file = dir.path().join("file");
@@ -148,7 +156,7 @@ fn filter_sessions_checks_filters_before_io_and_keeps_list_order() {
         to: ROption::RSome(1.0),
     });
     assert_eq!(
-        code(broken.filter_sessions(&[bad], 0)),
+        code(broken.filter_sessions(&[bad], Cancel::NEVER)),
         ErrorCode::SessionQueryInvalidFilter
     );
     let nan = SessionFilter::CreatedAt(Range {
@@ -156,11 +164,11 @@ fn filter_sessions_checks_filters_before_io_and_keeps_list_order() {
         to: ROption::RNone,
     });
     assert_eq!(
-        code(broken.filter_sessions(&[nan], 0)),
+        code(broken.filter_sessions(&[nan], Cancel::NEVER)),
         ErrorCode::SessionQueryInvalidFilter
     );
     assert_eq!(
-        code(broken.filter_sessions(&[], 0)),
+        code(broken.filter_sessions(&[], Cancel::NEVER)),
         ErrorCode::SessionQueryPersistenceFailed
     );
 }
@@ -306,12 +314,12 @@ fn read_event_validates_the_window_first_and_clamps() {
         after,
     };
 
-    let w = reads.read_event(&req(1, 3, 2), 0).unwrap();
+    let w = reads.read_event(&req(1, 3, 2), Cancel::NEVER).unwrap();
     assert_eq!((w.start_seq, w.end_seq), (0, 3));
     assert_eq!(w.events.len(), 4);
     assert_eq!(w.target.as_str(), log.events[1].to_json_line());
     assert_eq!(w.events[1], w.target);
-    let w = reads.read_event(&req(7, 0, 5), 0).unwrap();
+    let w = reads.read_event(&req(7, 0, 5), Cancel::NEVER).unwrap();
     assert_eq!((w.start_seq, w.end_seq, w.events.len()), (7, 7, 1));
 
     for (before, after) in [(-1, 0), (0, -1), (6, 0), (0, 6)] {
@@ -322,13 +330,13 @@ fn read_event_validates_the_window_first_and_clamps() {
             after,
         };
         assert_eq!(
-            code(reads.read_event(&r, 0)),
+            code(reads.read_event(&r, Cancel::NEVER)),
             ErrorCode::SessionQueryInvalidWindow,
             "{before} {after}"
         );
     }
     assert!(
-        reads.read_event(&req(0, 5, 5), 0).is_ok(),
+        reads.read_event(&req(0, 5, 5), Cancel::NEVER).is_ok(),
         "the maximum itself is allowed"
     );
     let missing = ReadEventRequest {
@@ -338,17 +346,19 @@ fn read_event_validates_the_window_first_and_clamps() {
         after: 0,
     };
     assert_eq!(
-        code(reads.read_event(&missing, 0)),
+        code(reads.read_event(&missing, Cancel::NEVER)),
         ErrorCode::SessionQuerySessionNotFound
     );
     for seq in [-1, 8, i64::MAX] {
-        let err = reads.read_event(&req(seq, 0, 0), 0).unwrap_err();
+        let err = reads
+            .read_event(&req(seq, 0, 0), Cancel::NEVER)
+            .unwrap_err();
         assert_eq!(err.code, ErrorCode::SessionQueryEventNotFound);
         assert!(err.message.contains("\"s\""), "{}", err.message);
     }
-    host.cancel(4);
+    let stop = || true;
     assert_eq!(
-        code(reads.read_event(&req(0, 0, 0), 4)),
+        code(reads.read_event(&req(0, 0, 0), Cancel::new(&stop))),
         ErrorCode::SessionQueryAborted
     );
 }
@@ -364,7 +374,7 @@ fn trace_session_walks_ancestors_and_flattens_descendants() {
     host.set_live(&child_header("grandchild", 9, "early"), &[]);
     host.set_live(&child_header("sibling", 4, "root"), &[]);
 
-    let t = reads.trace_session("mid", 0).unwrap();
+    let t = reads.trace_session("mid", Cancel::NEVER).unwrap();
     assert_eq!(t.target.header.id.as_str(), "mid");
     assert_eq!(ids(&t.ancestors), ["root"]);
     assert!(t.complete);
@@ -387,7 +397,7 @@ fn trace_session_walks_ancestors_and_flattens_descendants() {
             ("leaf-b", "mid", 1)
         ]
     );
-    let t = reads.trace_session("root", 0).unwrap();
+    let t = reads.trace_session("root", Cancel::NEVER).unwrap();
     assert_eq!(
         t.root.as_ref().map(|r| r.header.id.as_str()),
         ROption::RSome("root")
@@ -397,7 +407,7 @@ fn trace_session_walks_ancestors_and_flattens_descendants() {
 
     host.set_live(&child_header("orphan", 1, "gone"), &[]);
     host.set_live(&child_header("orphan-child", 2, "orphan"), &[]);
-    let t = reads.trace_session("orphan-child", 0).unwrap();
+    let t = reads.trace_session("orphan-child", Cancel::NEVER).unwrap();
     assert!(!t.complete);
     assert_eq!(ids(&t.ancestors), ["orphan"]);
     assert_eq!(
@@ -409,21 +419,21 @@ fn trace_session_walks_ancestors_and_flattens_descendants() {
     host.set_live(&child_header("c1", 1, "c2"), &[]);
     host.set_live(&child_header("c2", 1, "c1"), &[]);
     assert_eq!(
-        code(reads.trace_session("c1", 0)),
+        code(reads.trace_session("c1", Cancel::NEVER)),
         ErrorCode::SessionQueryInvalidLineage
     );
     host.set_live(&child_header("self", 1, "self"), &[]);
     assert_eq!(
-        code(reads.trace_session("self", 0)),
+        code(reads.trace_session("self", Cancel::NEVER)),
         ErrorCode::SessionQueryInvalidLineage
     );
     assert_eq!(
-        code(reads.trace_session("missing", 0)),
+        code(reads.trace_session("missing", Cancel::NEVER)),
         ErrorCode::SessionQuerySessionNotFound
     );
-    host.cancel(1);
+    let stop = || true;
     assert_eq!(
-        code(reads.trace_session("root", 1)),
+        code(reads.trace_session("root", Cancel::new(&stop))),
         ErrorCode::SessionQueryAborted
     );
 }
@@ -433,21 +443,21 @@ fn trace_event_follows_replacements_and_citations() {
     let (host, reads) = reads(None);
     host.set_live(&header("s", 1), &compacted().events);
 
-    let t = reads.trace_event("s", 1, 0).unwrap();
+    let t = reads.trace_event("s", 1, Cancel::NEVER).unwrap();
     assert_eq!(t.target.surface, Surface::Shadowed);
     assert_eq!(t.replaced_by, ROption::RSome(5));
     assert_eq!(t.replacement_chain.as_slice(), &[5, 6]);
     assert!(t.replaced_event_seqs.is_empty() && t.source_event_seqs.is_empty());
     assert_eq!(t.derived_event_seqs.as_slice(), &[5]);
 
-    let t = reads.trace_event("s", 5, 0).unwrap();
+    let t = reads.trace_event("s", 5, Cancel::NEVER).unwrap();
     assert_eq!(t.replaced_by, ROption::RSome(6));
     assert_eq!(t.replacement_chain.as_slice(), &[6]);
     assert_eq!(t.replaced_event_seqs.as_slice(), &[1, 2]);
     assert_eq!(t.source_event_seqs.as_slice(), &[4, 1, 2]);
     assert_eq!(t.derived_event_seqs.as_slice(), &[6]);
 
-    let t = reads.trace_event("s", 6, 0).unwrap();
+    let t = reads.trace_event("s", 6, Cancel::NEVER).unwrap();
     assert_eq!(
         (t.target.surface, t.replaced_by),
         (Surface::Current, ROption::RNone)
@@ -456,7 +466,7 @@ fn trace_event_follows_replacements_and_citations() {
     assert_eq!(t.replaced_event_seqs.as_slice(), &[5]);
     assert_eq!(
         reads
-            .trace_event("s", 4, 0)
+            .trace_event("s", 4, Cancel::NEVER)
             .unwrap()
             .derived_event_seqs
             .as_slice(),
@@ -464,25 +474,25 @@ fn trace_event_follows_replacements_and_citations() {
     );
 
     assert_eq!(
-        code(reads.trace_event("s", 8, 0)),
+        code(reads.trace_event("s", 8, Cancel::NEVER)),
         ErrorCode::SessionQueryEventNotFound
     );
     assert_eq!(
-        code(reads.trace_event("s", -1, 0)),
+        code(reads.trace_event("s", -1, Cancel::NEVER)),
         ErrorCode::SessionQueryEventNotFound
     );
     assert_eq!(
-        code(reads.trace_event("missing", 0, 0)),
+        code(reads.trace_event("missing", 0, Cancel::NEVER)),
         ErrorCode::SessionQuerySessionNotFound
     );
     // The event check comes before the fold.
     host.set_live(&header("bad", 1), &unfoldable());
     assert_eq!(
-        code(reads.trace_event("bad", 99, 0)),
+        code(reads.trace_event("bad", 99, Cancel::NEVER)),
         ErrorCode::SessionQueryEventNotFound
     );
     assert_eq!(
-        code(reads.trace_event("bad", 0, 0)),
+        code(reads.trace_event("bad", 0, Cancel::NEVER)),
         ErrorCode::SessionQueryInvalidSurface
     );
 }
@@ -523,7 +533,7 @@ fn title_snapshots_isolate_failures_per_id() {
     .iter()
     .map(|s| RString::from(*s))
     .collect();
-    let snaps = reads.read_title_snapshots(&ask, 0).unwrap();
+    let snaps = reads.read_title_snapshots(&ask, Cancel::NEVER).unwrap();
     let got: Vec<&str> = snaps.iter().map(|s| s.session_id.as_str()).collect();
     assert_eq!(
         got,
@@ -566,9 +576,9 @@ fn title_snapshots_isolate_failures_per_id() {
         ErrorCode::SessionQueryCorruptSession
     );
 
-    host.cancel(2);
+    let stop = || true;
     assert_eq!(
-        code(reads.read_title_snapshots(&ask, 2)),
+        code(reads.read_title_snapshots(&ask, Cancel::new(&stop))),
         ErrorCode::SessionQueryAborted
     );
 }
@@ -617,7 +627,7 @@ fn real_fixtures_read_as_host_api_computes_them() {
         let (_host, reads) = reads(Some(root.path()));
         let id = header.id.as_str();
 
-        let listed = reads.list_sessions(0).unwrap();
+        let listed = reads.list_sessions(Cancel::NEVER).unwrap();
         assert_eq!(listed.len(), 1, "{name}");
         assert_eq!(listed[0].header, Header::from(&header), "{name}");
         assert!(listed[0].persisted && !listed[0].live);
@@ -710,7 +720,7 @@ fn real_fixtures_read_as_host_api_computes_them() {
         );
 
         for r in fold.replacements() {
-            let t = reads.trace_event(id, r.seq as i64, 0).unwrap();
+            let t = reads.trace_event(id, r.seq as i64, Cancel::NEVER).unwrap();
             assert_eq!(
                 t.replaced_event_seqs.as_slice(),
                 r.shadowed.as_slice(),
@@ -718,14 +728,19 @@ fn real_fixtures_read_as_host_api_computes_them() {
             );
             for &s in &r.shadowed {
                 assert_eq!(
-                    reads.trace_event(id, s as i64, 0).unwrap().replaced_by,
+                    reads
+                        .trace_event(id, s as i64, Cancel::NEVER)
+                        .unwrap()
+                        .replaced_by,
                     ROption::RSome(r.seq),
                     "{name}"
                 );
             }
         }
 
-        let snaps = reads.read_title_snapshots(&[RString::from(id)], 0).unwrap();
+        let snaps = reads
+            .read_title_snapshots(&[RString::from(id)], Cancel::NEVER)
+            .unwrap();
         let last_title = log.events.iter().rev().find(|e| e.kind == "session/title");
         match (last_title, &snaps[0].title) {
             (None, ROption::RNone) => assert!(snaps[0].error.is_none(), "{name}"),

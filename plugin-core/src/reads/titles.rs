@@ -14,10 +14,11 @@
 use std::collections::HashSet;
 
 use abi_stable::std_types::{ROption, RString};
-use host_api::abi::{CancelToken, ErrorCode, Header, PluginError, Title, TitleSnapshot};
+use host_api::abi::{ErrorCode, Header, PluginError, Title, TitleSnapshot};
 use host_api::json::safe_uint;
 use serde_json::Value;
 
+use crate::cancel::Cancel;
 use crate::corpus::{Corpus, LoadedSession};
 
 const TITLE_EVENT: &str = "session/title";
@@ -26,7 +27,7 @@ const SOURCE_KINDS: [&str; 3] = ["fallback", "provider", "user"];
 pub(super) fn read_title_snapshots(
     corpus: &Corpus,
     ids: &[RString],
-    cancel: CancelToken,
+    cancel: Cancel<'_>,
 ) -> Result<Vec<TitleSnapshot>, PluginError> {
     let mut seen = HashSet::new();
     let mut out = Vec::new();
@@ -38,7 +39,7 @@ pub(super) fn read_title_snapshots(
         // Cancellation is checked here, not inside the load, so that it fails the batch rather than
         // becoming one id's rejection.
         let result = corpus
-            .load(id, 0)
+            .load(id, Cancel::NEVER)
             .and_then(|session| title_of(&session).map(|title| (session, title)));
         out.push(match result {
             Ok((session, title)) => TitleSnapshot {

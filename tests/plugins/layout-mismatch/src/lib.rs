@@ -27,6 +27,11 @@ impl RootModule for PluginRoot_Ref {
     const VERSION_STRINGS: VersionStrings = package_version_strings!();
 }
 
+/// A valid stamp of this host's contract, so the host gets as far as abi_stable's layout check.
+#[no_mangle]
+pub static dsh_plugin_contract: host_api::abi::ContractStamp =
+    host_api::abi::ContractStamp::current();
+
 /// The mismatched root module.
 #[export_root_module]
 pub fn get_root_module() -> PluginRoot_Ref {
