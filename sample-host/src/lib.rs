@@ -14,6 +14,7 @@ pub mod commands;
 pub mod context;
 pub mod demo;
 pub mod inspect;
+pub mod layout_report;
 pub mod live;
 pub mod loader;
 pub mod logging;

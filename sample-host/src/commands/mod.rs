@@ -16,7 +16,7 @@ use serde_json::{json, Value};
 
 use crate::cli::{Cli, Command, USAGE_EXIT};
 use crate::render::{bound_id_in, quote_id};
-use crate::{paths, HostOptions, PluginHost, Shared, SlotState};
+use crate::{paths, HostOptions, PluginHost, Shared};
 
 /// The global options, as every command sees them.
 #[derive(Debug, Clone, Default)]
@@ -213,12 +213,8 @@ pub fn start_host(options: &Options, sessions: PathBuf) -> Result<Arc<PluginHost
     let host = PluginHost::start(host_options, shared).map_err(CommandError::io(
         "starting the plugin host (making its shadow folder)",
     ))?;
+    // Each refusal was logged as it happened; this says what it adds up to.
     if host.serving().is_none() {
-        for status in host.status() {
-            if let SlotState::Refused { reason, .. } = &status.state {
-                tracing::warn!("refused {}: {reason}", status.file.display());
-            }
-        }
         tracing::warn!(
             "no plugin loaded from {} — build it with `cargo build --release` (or pass --plugins DIR)",
             host.plugins_dir().display()
