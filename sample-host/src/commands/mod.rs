@@ -209,6 +209,9 @@ pub fn start_host(options: &Options, sessions: PathBuf) -> Result<Arc<PluginHost
     let config = json!({"indexPath": index}).to_string();
     let shared = Shared::new(Some(sessions), true);
     let mut host_options = HostOptions::new(plugins_dir, config);
+    // Only cargo's output folder (the fallback, loading just the plugin's file) is known to be written
+    // by a tool that always publishes a new file, so only there are shadows hard links.
+    host_options.shadow_by_link = only_file.is_some();
     host_options.only_file = only_file;
     let host = PluginHost::start(host_options, shared).map_err(CommandError::io(
         "starting the plugin host (making its shadow folder)",
