@@ -236,10 +236,7 @@ fn sessions(
         return text;
     }
     if list_problems {
-        text.push_str(&format!(
-            "\n{} left out because they could not be read:\n",
-            sessions_word(skipped.len())
-        ));
+        text.push_str(&format!("\n{}:\n", left_out(skipped.len())));
         let rows: Vec<Vec<String>> = skipped
             .iter()
             .map(|p| {
@@ -253,18 +250,18 @@ fn sessions(
         text.push_str(&table(&["PATH", "CODE", "REASON"], &rows));
     } else {
         text.push_str(&format!(
-            "\n{} left out because they could not be read; see them with `sessions --problems` (or `sessions --json`)\n",
-            sessions_word(skipped.len())
+            "\n{}; see which and why with `sessions --problems` (or `sessions --json`)\n",
+            left_out(skipped.len())
         ));
     }
     text
 }
 
-fn sessions_word(n: usize) -> String {
+fn left_out(n: usize) -> String {
     if n == 1 {
-        "1 session".into()
+        "1 session was left out because it could not be read".into()
     } else {
-        format!("{n} sessions")
+        format!("{n} sessions were left out because they could not be read")
     }
 }
 
@@ -323,7 +320,8 @@ mod tests {
         let skipped: RVec<CorpusProblem> = vec![problem("/s/a.jsonl")].into();
         let text = sessions(&RVec::new(), &skipped, false, false);
         assert!(
-            text.contains("1 session left out") && text.contains("sessions --problems"),
+            text.contains("1 session was left out because it could not be read")
+                && text.contains("sessions --problems"),
             "{text}"
         );
         assert!(!text.contains("/s/a.jsonl"), "{text}");
