@@ -58,6 +58,25 @@ fn no_plugin_is_a_typed_error_and_a_warning() {
         stderr.contains("WARN") && stderr.contains("no plugin loaded"),
         "{stderr}"
     );
+
+    // `plugins` lists what it found and, with nothing serving, fails with the same code.
+    let out = host()
+        .arg("--plugins")
+        .arg(dir.path())
+        .args(["--index"])
+        .arg(dir.path().join("i.sqlite"))
+        .args(["plugins", "--json"])
+        .output()
+        .unwrap();
+    assert_eq!(out.status.code(), Some(1));
+    let listing = json(&out);
+    assert_eq!(listing["error"]["code"], "PLUGIN_UNAVAILABLE", "{listing}");
+    assert_eq!(listing["plugins"], serde_json::json!([]));
+    let stderr = String::from_utf8_lossy(&out.stderr);
+    assert!(
+        stderr.contains("WARN") && stderr.contains("no plugin loaded"),
+        "{stderr}"
+    );
 }
 
 #[test]

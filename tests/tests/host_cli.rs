@@ -67,6 +67,7 @@ fn read_commands_answer_through_the_plugin_with_json() {
     assert_eq!(code, 0);
     assert_eq!(plugins["plugins"][0]["state"], "serving");
     assert_eq!(plugins["plugins"][0]["name"], "dsh-session-search");
+    assert!(plugins.get("error").is_none(), "{plugins}");
 
     let (code, listing, _) = run(&env, &p, &["sessions"]);
     assert_eq!(code, 0);

@@ -3,6 +3,7 @@
 
 use std::io::Write;
 
+use host_api::abi::ErrorCode;
 use serde_json::{json, Value};
 
 use super::{print, CommandError};
@@ -36,10 +37,16 @@ pub fn print_status(
                 v
             })
             .collect();
-        return print(
-            out,
-            json!({"scope": SCOPE_NOTE, "pluginsDir": host.plugins_dir().display().to_string(), "mappedLibraries": host.mapped_libraries(), "plugins": items}).to_string(),
-        );
+        let mut listing = json!({"scope": SCOPE_NOTE, "pluginsDir": host.plugins_dir().display().to_string(), "mappedLibraries": host.mapped_libraries(), "plugins": items});
+        // Nothing serving is this command's failure (exit status 1): under --json every failure carries
+        // an `error`, here beside the listing that explains it.
+        if host.serving().is_none() {
+            listing["error"] = json!({
+                "code": ErrorCode::PluginUnavailable.as_str(),
+                "message": format!("no plugin library in {} could be loaded", host.plugins_dir().display()),
+            });
+        }
+        return print(out, listing.to_string());
     }
     print(
         out,
