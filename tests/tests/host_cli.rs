@@ -555,3 +555,44 @@ fn watch_tells_the_story_and_cleans_up_on_sigterm() {
     assert_eq!(status.code(), Some(0), "a clean exit after SIGTERM");
     assert!(!shadows[0].exists(), "{:?} is left behind", shadows[0]);
 }
+
+#[test]
+fn the_log_level_follows_verbose_and_rust_log() {
+    let env = env();
+    let stderr_of = |verbose: bool, rust_log: Option<&str>| {
+        let mut cmd = Command::new(&libs().sample_host);
+        cmd.arg("--plugins")
+            .arg(&env.plugins)
+            .arg("--sessions")
+            .arg(&env.sessions)
+            .arg("--index")
+            .arg(&env.index)
+            .args(["sessions", "--json"]);
+        if verbose {
+            cmd.arg("--verbose");
+        }
+        match rust_log {
+            Some(spec) => cmd.env("RUST_LOG", spec),
+            None => cmd.env_remove("RUST_LOG"),
+        };
+        let out = cmd.output().unwrap();
+        assert_eq!(out.status.code(), Some(0));
+        String::from_utf8(out.stderr).unwrap()
+    };
+    let quiet = stderr_of(false, None);
+    assert!(
+        quiet.is_empty(),
+        "a good run of a one-shot command is quiet: {quiet}"
+    );
+    let verbose = stderr_of(true, None);
+    assert!(
+        verbose.contains("DEBUG")
+            && verbose.contains("timing:")
+            && verbose.contains("generation 1 serving"),
+        "{verbose}"
+    );
+    let info = stderr_of(false, Some("info"));
+    assert!(info.contains(" INFO ") && !info.contains("DEBUG"), "{info}");
+    // A plugin's own lines carry its generation.
+    assert!(info.contains("plugin_generation=1"), "{info}");
+}

@@ -3,6 +3,7 @@
 //! libraries are mapped, and the shutdown, which drops the serving generation and removes the shadow
 //! folder.
 
+use std::sync::atomic::{AtomicUsize, Ordering};
 use std::sync::mpsc;
 use std::time::Duration;
 
@@ -15,8 +16,14 @@ pub const DEBOUNCE: Duration = Duration::from_millis(60);
 /// Runs until a termination signal; exit status 0 after a clean shutdown.
 pub fn run(options: &Options) -> Result<i32, CommandError> {
     let (stop_tx, stop_rx) = mpsc::channel::<()>();
-    // With the `termination` feature this also catches SIGTERM and SIGHUP, not just Ctrl-C.
+    let signals = AtomicUsize::new(0);
+    // With the `termination` feature this also catches SIGTERM and SIGHUP, not just Ctrl-C. The handler
+    // runs on its own thread, not in signal context, so exiting from it is safe: a second signal means
+    // the user will not wait for a shutdown that seems stuck.
     ctrlc::set_handler(move || {
+        if signals.fetch_add(1, Ordering::SeqCst) > 0 {
+            std::process::exit(130);
+        }
         let _ = stop_tx.send(());
     })
     .map_err(|e| CommandError::Io {
