@@ -48,7 +48,10 @@ pub enum Command {
     /// Build a demo corpus, load the plugin and tour what it answers.
     Demo,
     /// Read and fold one session log file with host-api (no plugin).
-    Inspect { path: PathBuf },
+    Inspect {
+        /// A session log file (`session.jsonl` or `session.jsonl.zstd`).
+        path: PathBuf,
+    },
     /// Plugin libraries found, which one serves, refused ones and why (as this command loaded them).
     Plugins,
     /// Every session, live and on disk.
@@ -59,18 +62,22 @@ pub enum Command {
     },
     /// Every event of a session with its surface label.
     Events {
+        /// The session id (after `--` if it starts with `-`).
         #[arg(value_name = "ID")]
         id: OsString,
     },
     /// The current (model-visible) surface of a session.
     Surface {
+        /// The session id (after `--` if it starts with `-`).
         #[arg(value_name = "ID")]
         id: OsString,
     },
     /// One event and a window around it.
     Event {
+        /// The session id (after `--` if it starts with `-`).
         #[arg(value_name = "ID")]
         id: OsString,
+        /// The event's seq.
         #[arg(value_name = "SEQ", allow_negative_numbers = true)]
         seq: i64,
         /// Events before SEQ to include.
@@ -92,8 +99,10 @@ pub enum Command {
     },
     /// A session's lineage, or one event's replacement trace.
     Trace {
+        /// The session id (after `--` if it starts with `-`).
         #[arg(value_name = "ID")]
         id: OsString,
+        /// An event's seq: trace that event instead of the session's lineage.
         #[arg(value_name = "SEQ", allow_negative_numbers = true)]
         seq: Option<i64>,
     },
