@@ -36,8 +36,8 @@ pub struct Shared {
     started: Instant,
     /// The most recent [`LOG_CAPACITY`] lines: a long-running host must not grow without bound.
     log: Mutex<VecDeque<LogLine>>,
-    /// Print log lines to stderr as they arrive (`--verbose`).
-    echo: bool,
+    /// Also emit each line through `tracing` (the binary's log); tests keep only the ring.
+    forward: bool,
     /// Where plugins' progress reports go (the command line draws a bar); none by default.
     progress: Mutex<Option<ProgressSink>>,
 }
@@ -46,33 +46,28 @@ pub struct Shared {
 pub type ProgressSink = Box<dyn Fn(&str, u64, u64) + Send + Sync>;
 
 impl Shared {
-    pub fn new(sessions_root: Option<PathBuf>, echo: bool) -> Arc<Self> {
+    /// `forward`: also emit every line through `tracing` (which decides what reaches stderr).
+    pub fn new(sessions_root: Option<PathBuf>, forward: bool) -> Arc<Self> {
         Arc::new(Self {
             live: LiveSessions::new(),
             sessions_root,
             started: Instant::now(),
             log: Mutex::new(VecDeque::new()),
-            echo,
+            forward,
             progress: Mutex::new(None),
         })
     }
 
-    /// Records a log line.
+    /// Records a log line (generation 0: the host itself), forwarding it to `tracing` when asked to.
     pub fn log(&self, generation: u64, level: LogLevel, message: impl Into<String>) {
-        let level = match level {
-            LogLevel::Error => "error",
-            LogLevel::Warn => "warn",
-            LogLevel::Debug => "debug",
-            _ => "info",
-        };
         let line = LogLine {
             at_micros: self.started.elapsed().as_micros(),
             generation,
-            level,
+            level: level_name(level),
             message: message.into(),
         };
-        if self.echo {
-            eprintln!("[{level}] gen {generation}: {}", line.message);
+        if self.forward {
+            emit(generation, level, &line.message);
         }
         let mut log = self.log.lock().unwrap_or_else(|p| p.into_inner());
         if log.len() == LOG_CAPACITY {
@@ -105,6 +100,36 @@ impl Shared {
         {
             sink(task, done, total);
         }
+    }
+}
+
+fn level_name(level: LogLevel) -> &'static str {
+    match level {
+        LogLevel::Error => "error",
+        LogLevel::Warn => "warn",
+        LogLevel::Debug => "debug",
+        // A level this build does not know (a later contract minor) is logged as info.
+        _ => "info",
+    }
+}
+
+/// One line to `tracing`. A plugin's lines carry their generation as a field; the host's own do not.
+fn emit(generation: u64, level: LogLevel, message: &str) {
+    // tracing's macros want the level as a constant, hence one arm per level.
+    macro_rules! at {
+        ($mac:ident) => {
+            if generation == 0 {
+                tracing::$mac!("{message}")
+            } else {
+                tracing::$mac!(plugin_generation = generation, "{message}")
+            }
+        };
+    }
+    match level {
+        LogLevel::Error => at!(error),
+        LogLevel::Warn => at!(warn),
+        LogLevel::Debug => at!(debug),
+        _ => at!(info),
     }
 }
 
@@ -226,5 +251,60 @@ mod tests {
             lines[LOG_CAPACITY - 1].message,
             format!("line {}", LOG_CAPACITY + 4)
         );
+    }
+
+    /// Collects what a `tracing` subscriber writes.
+    #[derive(Clone, Default)]
+    struct Capture(Arc<Mutex<Vec<u8>>>);
+
+    impl std::io::Write for Capture {
+        fn write(&mut self, buf: &[u8]) -> std::io::Result<usize> {
+            self.0.lock().unwrap().extend_from_slice(buf);
+            Ok(buf.len())
+        }
+        fn flush(&mut self) -> std::io::Result<()> {
+            Ok(())
+        }
+    }
+
+    fn traced(forward: bool, log: impl FnOnce(&Shared)) -> (String, Vec<LogLine>) {
+        let capture = Capture::default();
+        let writer = capture.clone();
+        let subscriber = tracing_subscriber::fmt()
+            .with_writer(move || writer.clone())
+            .with_max_level(tracing::Level::INFO)
+            .with_ansi(false)
+            .finish();
+        let shared = Shared::new(None, forward);
+        tracing::subscriber::with_default(subscriber, || log(&shared));
+        let text = String::from_utf8(capture.0.lock().unwrap().clone()).unwrap();
+        (text, shared.log_lines())
+    }
+
+    #[test]
+    fn lines_go_to_tracing_and_stay_in_the_ring() {
+        let (text, lines) = traced(true, |shared| {
+            shared.log(3, LogLevel::Warn, "index opened");
+            shared.log(0, LogLevel::Info, "host line");
+            shared.log(3, LogLevel::Debug, "below the level");
+        });
+        assert!(
+            text.contains("WARN") && text.contains("index opened"),
+            "{text}"
+        );
+        assert!(text.contains("plugin_generation=3"), "{text}");
+        assert!(
+            text.contains("host line") && !text.contains("below the level"),
+            "{text}"
+        );
+        assert_eq!(lines.len(), 3, "the ring keeps every level");
+        assert_eq!((lines[0].generation, lines[0].level), (3, "warn"));
+    }
+
+    #[test]
+    fn an_unforwarded_log_writes_nothing_to_tracing() {
+        let (text, lines) = traced(false, |shared| shared.log(1, LogLevel::Error, "quiet"));
+        assert!(text.is_empty(), "{text}");
+        assert_eq!(lines.len(), 1);
     }
 }

@@ -3,16 +3,21 @@
 //! It loads every plugin library in a folder ([`loader`] checks each one; [`manager`] keeps one serving
 //! generation and swaps in new builds; [`watch`] notices them), owns live sessions ([`live`], folded with
 //! `host_api::surface` and persisted with `host_api::log::write`) and lends them to the plugin through the
-//! `HostContext` in [`context`]. The binary (`main.rs`) is a command line over this library; the
-//! integration tests drive the library directly.
+//! `HostContext` in [`context`]. The command line is here too ([`cli`] parses it, [`commands`] runs it,
+//! [`logging`] is its log through `tracing`); `main.rs` only wires them up. The integration tests drive
+//! the library directly.
 //!
 //! This crate never links the plugin: the two meet only through `host_api::abi` at run time.
 
+pub mod cli;
+pub mod commands;
 pub mod context;
 pub mod demo;
 pub mod inspect;
+pub mod layout_report;
 pub mod live;
 pub mod loader;
+pub mod logging;
 pub mod manager;
 pub mod paths;
 pub mod render;

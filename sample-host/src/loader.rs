@@ -164,18 +164,10 @@ pub fn open_and_check(path: &Path) -> Result<CheckedPlugin, Refusal> {
     Ok(checked)
 }
 
-/// abi_stable's errors are long multi-line reports; keep the first lines, which say what differs.
+/// abi_stable's errors are long multi-line reports whose useful part is at the end: see
+/// [`crate::layout_report`].
 fn describe(e: &LibraryError) -> String {
-    let text = e.to_string();
-    let mut lines: Vec<&str> = text
-        .lines()
-        .filter(|l| !l.trim().is_empty())
-        .take(6)
-        .collect();
-    if text.lines().count() > 6 {
-        lines.push("…");
-    }
-    lines.join(" | ")
+    crate::layout_report::summarize(&e.to_string())
 }
 
 /// Whether a directory entry looks like a shared library on this platform.

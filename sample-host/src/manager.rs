@@ -12,6 +12,7 @@ use std::collections::BTreeMap;
 use std::path::{Path, PathBuf};
 use std::sync::atomic::{AtomicU64, AtomicUsize, Ordering};
 use std::sync::{Arc, Mutex, RwLock};
+use std::time::{Duration, Instant};
 
 use abi_stable::{sabi_trait::TD_Opaque, std_types::RStr};
 use host_api::abi::{
@@ -35,6 +36,12 @@ pub struct HostOptions {
     pub shadow_dir: Option<PathBuf>,
     /// How many libraries may be mapped in this process (each load keeps one mapping).
     pub max_mapped: usize,
+    /// Make shadow "copies" as hard links when the shadow folder is on the library's file system (a
+    /// copy otherwise). Only for a folder whose libraries are always replaced by a new file, never
+    /// rewritten in place, as cargo's output folder is: a link shares the file, so a library rewritten
+    /// in place would change under the generation that maps it. Saves copying ~30 MB of debug build per
+    /// reload.
+    pub shadow_by_link: bool,
 }
 
 impl HostOptions {
@@ -45,6 +52,7 @@ impl HostOptions {
             plugin_config: plugin_config.into(),
             shadow_dir: None,
             max_mapped: 64,
+            shadow_by_link: false,
         }
     }
 }
@@ -92,6 +100,34 @@ impl FileIdentity {
             len: m.len(),
             mtime_ns: i128::from(m.mtime()) * 1_000_000_000 + i128::from(m.mtime_nsec()),
         })
+    }
+}
+
+/// Where the time of one load went, for the line that reports it.
+#[derive(Debug, Clone, Copy, Default)]
+struct Timing {
+    /// From the library's last change to the start of the load (the watcher's debounce and stability
+    /// check); zero for a load not triggered by the watcher.
+    waited: Duration,
+    /// Making the shadow copy.
+    copy: Duration,
+    /// Opening and checking the copy.
+    open: Duration,
+}
+
+impl Timing {
+    /// "X ms: debounce D ms, copy C ms, load L ms", where the load is the open and check plus `swap`
+    /// (draining the old generation and building the new one).
+    fn describe(&self, swap: Duration) -> String {
+        let ms = |d: Duration| d.as_secs_f64() * 1000.0;
+        let load = self.open + swap;
+        format!(
+            "{:.0} ms: debounce {:.0} ms, copy {:.0} ms, load {:.0} ms",
+            ms(self.waited + self.copy + load),
+            ms(self.waited),
+            ms(self.copy),
+            ms(load)
+        )
     }
 }
 
@@ -213,6 +249,12 @@ impl PluginHost {
     /// Loads (or reloads) one library file: check a shadow copy, then serve it if this file serves or
     /// nothing does.
     pub fn load_file(&self, file: &Path) {
+        self.load_file_after(file, Duration::ZERO);
+    }
+
+    /// [`PluginHost::load_file`] for a change noticed `waited` ago (the watcher's debounce), so the
+    /// reload line can say where the time went.
+    pub fn load_file_after(&self, file: &Path, waited: Duration) {
         let _one_at_a_time = self.reload.lock().unwrap_or_else(|p| p.into_inner());
         // Watchers report more than content changes (metadata, a second event for one rename); loading
         // the same file twice would map it twice and cycle a generation for nothing.
@@ -226,7 +268,11 @@ impl PluginHost {
                 seen.insert(file.to_path_buf(), identity);
             }
         }
-        match self.load_checked(file) {
+        let mut timing = Timing {
+            waited,
+            ..Timing::default()
+        };
+        match self.load_checked(file, &mut timing) {
             Err(refusal) => self.refuse(file, refusal),
             Ok(plugin) => {
                 let serving_file = self
@@ -257,30 +303,36 @@ impl PluginHost {
                             None,
                         );
                     }
-                    _ => self.swap_in(file, plugin),
+                    _ => self.swap_in(file, plugin, timing),
                 }
             }
         }
     }
 
-    fn load_checked(&self, file: &Path) -> Result<CheckedPlugin, Refusal> {
+    fn load_checked(&self, file: &Path, timing: &mut Timing) -> Result<CheckedPlugin, Refusal> {
         let mapped = self.mapped.load(Ordering::SeqCst);
         if mapped >= self.options.max_mapped {
             return Err(Refusal::ReloadLimit(mapped));
         }
         let shadow = self.shadow_path(file);
         let started = std::time::Instant::now();
-        std::fs::copy(file, &shadow).map_err(|e| {
-            Refusal::ShadowCopy(format!("{} → {}: {e}", file.display(), shadow.display()))
-        })?;
+        let linked = self.options.shadow_by_link && std::fs::hard_link(file, &shadow).is_ok();
+        if !linked {
+            std::fs::copy(file, &shadow).map_err(|e| {
+                Refusal::ShadowCopy(format!("{} → {}: {e}", file.display(), shadow.display()))
+            })?;
+        }
         let copied = started.elapsed();
         let result = open_and_check(&shadow);
+        timing.copy = copied;
+        timing.open = started.elapsed() - copied;
         self.shared.log(
             0,
             LogLevel::Debug,
             format!(
-                "timing: {} shadow copy {} µs, open and check {} µs",
+                "timing: {} shadow {} {} µs, open and check {} µs",
                 file.display(),
+                if linked { "link" } else { "copy" },
                 copied.as_micros(),
                 (started.elapsed() - copied).as_micros()
             ),
@@ -314,11 +366,26 @@ impl PluginHost {
     }
 
     fn refuse(&self, file: &Path, refusal: Refusal) {
-        self.shared.log(
-            0,
-            LogLevel::Warn,
-            format!("refused plugin library {}: {refusal}", file.display()),
-        );
+        let serving_generation = self
+            .serving
+            .read()
+            .unwrap_or_else(|p| p.into_inner())
+            .as_ref()
+            .filter(|a| a.file == file)
+            .map(|a| a.generation);
+        let message = match serving_generation {
+            Some(generation) => format!(
+                "refused new build {}: {refusal}; generation {generation} keeps serving; {}",
+                file.display(),
+                self.mapped_report()
+            ),
+            None => format!(
+                "refused plugin library {}: {refusal}; {}",
+                file.display(),
+                self.mapped_report()
+            ),
+        };
+        self.shared.log(0, LogLevel::Warn, message);
         let mut catalog = self.catalog.lock().unwrap_or_else(|p| p.into_inner());
         let serving_this = matches!(
             catalog.get(file),
@@ -387,7 +454,8 @@ impl PluginHost {
         })
     }
 
-    fn swap_in(&self, file: &Path, plugin: CheckedPlugin) {
+    fn swap_in(&self, file: &Path, plugin: CheckedPlugin, timing: Timing) {
+        let swap_started = Instant::now();
         let generation = self.next_generation.fetch_add(1, Ordering::SeqCst);
         // Waits for calls in flight on the old generation; new calls queue behind us.
         let mut serving = self.serving.write().unwrap_or_else(|p| p.into_inner());
@@ -401,23 +469,32 @@ impl PluginHost {
             drop(instance); // closes the old generation's index before the new one opens it
             self.shared.log(
                 old_gen,
-                LogLevel::Info,
+                LogLevel::Debug,
                 format!("generation {old_gen} drained and dropped"),
             );
             (old_gen, old_file, old_plugin)
         });
         match self.build(plugin, generation) {
             Ok(instance) => {
-                self.shared.log(
-                    generation,
-                    LogLevel::Info,
-                    format!(
-                        "generation {generation} serving: {} {} from {}",
+                let took = timing.describe(swap_started.elapsed());
+                let message = match &previous {
+                    Some((_, _, old_plugin)) => format!(
+                        "reloaded {} {} → {} {} (generation {generation}, {took}); {}",
+                        old_plugin.name(),
+                        old_plugin.version(),
                         plugin.name(),
                         plugin.version(),
-                        file.display()
+                        self.mapped_report()
                     ),
-                );
+                    None => format!(
+                        "generation {generation} serving: {} {} from {} ({took}); {}",
+                        plugin.name(),
+                        plugin.version(),
+                        file.display(),
+                        self.mapped_report()
+                    ),
+                };
+                self.shared.log(0, LogLevel::Info, message);
                 *serving = Some(Active {
                     generation,
                     file: file.to_path_buf(),
@@ -563,6 +640,25 @@ impl PluginHost {
         self.mapped.load(Ordering::SeqCst)
     }
 
+    /// How many libraries this process may map before it refuses reloads.
+    pub fn max_mapped_libraries(&self) -> usize {
+        self.options.max_mapped
+    }
+
+    /// "mapped libraries: n of 64" (refused builds count: they were mapped before they were refused).
+    fn mapped_report(&self) -> String {
+        format!(
+            "mapped libraries: {} of {}",
+            self.mapped_libraries(),
+            self.options.max_mapped
+        )
+    }
+
+    /// The folder shadow copies are made in (removed with the host when it is a private one).
+    pub fn shadow_dir(&self) -> &Path {
+        &self.shadow_dir
+    }
+
     /// Drops the serving instance (closing its index). Later calls get `PLUGIN_UNAVAILABLE`.
     pub fn shutdown(&self) {
         let mut serving = self.serving.write().unwrap_or_else(|p| p.into_inner());
@@ -570,9 +666,9 @@ impl PluginHost {
             let generation = active.generation;
             drop(active);
             self.shared.log(
-                generation,
+                0,
                 LogLevel::Info,
-                format!("generation {generation} dropped at shutdown"),
+                format!("generation {generation} dropped at shutdown (its index closed)"),
             );
         }
     }

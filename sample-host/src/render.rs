@@ -99,6 +99,11 @@ pub fn event_trace(t: &EventTrace) -> Value {
     v
 }
 
+/// A session left out of the corpus: `{"path","id","code","reason"}` (`id` null when unknown).
+pub fn problem(p: &CorpusProblem) -> Value {
+    json!({"path": p.path.as_str(), "id": opt_str(&p.session_id), "code": p.code.as_str(), "reason": p.message.as_str()})
+}
+
 pub fn error(e: &PluginError) -> Value {
     json!({"error": {"code": e.code.as_str(), "message": e.message.as_str()}})
 }
@@ -142,5 +147,67 @@ pub fn clip(text: &str, max: usize) -> String {
         let mut s: String = flat.chars().take(max.saturating_sub(1)).collect();
         s.push('…');
         s
+    }
+}
+
+/// At most this many characters of a user-supplied id are quoted in a message: a huge id must not make
+/// a huge error.
+pub const ID_QUOTE_CHARS: usize = 100;
+
+/// A user-supplied id as a message quotes it: in quotes, cut to [`ID_QUOTE_CHARS`] characters with its
+/// full length in bytes when longer.
+pub fn quote_id(id: &str) -> String {
+    format!("\"{}\"", shorten_id(id))
+}
+
+fn shorten_id(id: &str) -> String {
+    if id.chars().count() <= ID_QUOTE_CHARS {
+        id.to_string()
+    } else {
+        let head: String = id.chars().take(ID_QUOTE_CHARS).collect();
+        format!("{head}… ({} bytes)", id.len())
+    }
+}
+
+/// A message from elsewhere (the plugin's errors quote ids in full) with every copy of a long `id` cut
+/// the way [`quote_id`] cuts it.
+pub fn bound_id_in(message: &str, id: &str) -> String {
+    if id.chars().count() <= ID_QUOTE_CHARS {
+        message.to_string()
+    } else {
+        message.replace(id, &shorten_id(id))
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn short_ids_are_quoted_whole() {
+        assert_eq!(quote_id("demo-ci-fix"), "\"demo-ci-fix\"");
+        assert_eq!(bound_id_in("no session x", "x"), "no session x");
+    }
+
+    #[test]
+    fn long_ids_are_cut_and_say_their_length() {
+        let id = "é".repeat(50_000);
+        let quoted = quote_id(&id);
+        assert!(quoted.chars().count() < ID_QUOTE_CHARS + 30, "{quoted}");
+        assert!(quoted.contains("(100000 bytes)"), "{quoted}");
+        let message = format!("session {id:?} not found; looked for {id}");
+        let bounded = bound_id_in(&message, &id);
+        assert!(bounded.len() < 1_000, "{} bytes", bounded.len());
+        assert!(bounded.starts_with("session \"éé") && bounded.contains("not found"));
+    }
+
+    #[test]
+    fn clip_and_table_keep_cells_on_one_line() {
+        assert_eq!(clip("a\n  b", 10), "a b");
+        assert_eq!(clip("abcdef", 4), "abc…");
+        assert_eq!(
+            table(&["A", "B"], &[vec!["xx".into(), "y".into()]]),
+            "A   B\nxx  y\n"
+        );
     }
 }

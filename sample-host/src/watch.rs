@@ -65,12 +65,14 @@ pub fn watch(host: &Arc<PluginHost>, debounce: Duration) -> notify::Result<Watch
                     .map(|(p, _)| p.clone())
                     .collect();
                 for path in due {
-                    pending.remove(&path);
+                    let Some(last_change) = pending.remove(&path) else {
+                        continue;
+                    };
                     if !host.watches(&path) || !path.is_file() {
                         continue;
                     }
                     if is_stable(&path) {
-                        host.load_file(&path);
+                        host.load_file_after(&path, last_change.elapsed());
                     } else {
                         pending.insert(path, Instant::now());
                     }

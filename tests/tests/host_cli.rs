@@ -1,8 +1,14 @@
-//! The sample host's read commands, run as a user runs them: every read goes through the loaded plugin,
-//! `--json` prints one JSON value, errors print `{"error":{…}}` and exit 1.
+//! The sample host's command line, run as a user runs it: every read goes through the loaded plugin,
+//! `--json` prints one JSON value, every failure under `--json` (usage errors too) prints one
+//! `{"error":{…}}` (exit 1, or 2 for usage), a closed stderr never costs stdout, and `watch` tells the
+//! story of its reloads and cleans up on SIGTERM.
 
+use std::ffi::OsStr;
+use std::io::Read;
+use std::os::unix::ffi::OsStrExt;
 use std::path::Path;
-use std::process::Command;
+use std::process::{Command, Stdio};
+use std::time::{Duration, Instant};
 
 use serde_json::{json, Value};
 use tests::libs::{install, libs};
@@ -61,9 +67,12 @@ fn read_commands_answer_through_the_plugin_with_json() {
     assert_eq!(code, 0);
     assert_eq!(plugins["plugins"][0]["state"], "serving");
     assert_eq!(plugins["plugins"][0]["name"], "dsh-session-search");
+    assert!(plugins.get("error").is_none(), "{plugins}");
 
-    let (code, sessions, _) = run(&env, &p, &["sessions"]);
+    let (code, listing, _) = run(&env, &p, &["sessions"]);
     assert_eq!(code, 0);
+    assert_eq!(listing["skipped"], json!([]));
+    let sessions = &listing["sessions"];
     let ids: Vec<&str> = sessions
         .as_array()
         .unwrap()
@@ -169,4 +178,421 @@ fn read_command_errors_are_typed_json_with_exit_status_1() {
     assert_eq!(code, 1);
     assert_eq!(err["error"]["code"], "PLUGIN_UNAVAILABLE");
     assert!(stderr.contains("no plugin loaded"), "{stderr}");
+}
+
+/// Runs the binary with the env's folders and `args` as given (no `--json` added).
+fn raw(env: &Env, args: &[&OsStr]) -> std::process::Output {
+    Command::new(&libs().sample_host)
+        .arg("--plugins")
+        .arg(&env.plugins)
+        .arg("--sessions")
+        .arg(&env.sessions)
+        .arg("--index")
+        .arg(&env.index)
+        .args(args)
+        .output()
+        .expect("sample-host runs")
+}
+
+fn os<'a>(args: &[&'a str]) -> Vec<&'a OsStr> {
+    args.iter().map(|a| OsStr::new(*a)).collect()
+}
+
+/// The one JSON object stdout must hold.
+fn one_object(out: &std::process::Output) -> Value {
+    let stdout = String::from_utf8(out.stdout.clone()).unwrap();
+    assert_eq!(stdout.trim().lines().count(), 1, "one line: {stdout}");
+    serde_json::from_str(stdout.trim()).unwrap_or_else(|e| panic!("not JSON ({e}): {stdout}"))
+}
+
+#[test]
+fn usage_errors_under_json_are_one_object_with_code_usage_and_exit_2() {
+    let env = env();
+    for args in [
+        vec!["--json", "no-such-command"],
+        vec!["sessions", "--no-such-flag", "--json"],
+        vec!["event", "demo-ci-fix", "three", "--json"],
+        vec!["--json", "events"],
+        vec!["--json"],
+    ] {
+        let out = raw(&env, &os(&args));
+        assert_eq!(out.status.code(), Some(2), "{args:?}");
+        let err = one_object(&out);
+        assert_eq!(err["error"]["code"], "USAGE", "{args:?}: {err}");
+        assert!(
+            !err["error"]["message"].as_str().unwrap().is_empty(),
+            "{args:?}"
+        );
+    }
+    // Without --json: clap's own message on stderr, nothing on stdout, exit 2.
+    let out = raw(&env, &os(&["sessions", "--no-such-flag"]));
+    assert_eq!(out.status.code(), Some(2));
+    assert!(out.stdout.is_empty());
+    let stderr = String::from_utf8_lossy(&out.stderr);
+    assert!(
+        stderr.contains("--no-such-flag") && stderr.contains("Usage"),
+        "{stderr}"
+    );
+    // --help and --version are answers, not errors.
+    let out = raw(&env, &os(&["--version"]));
+    assert_eq!(out.status.code(), Some(0));
+    assert!(String::from_utf8_lossy(&out.stdout).contains("sample-host 0.1.0"));
+    let out = raw(&env, &os(&["events", "--help"]));
+    assert_eq!(out.status.code(), Some(0));
+    assert!(String::from_utf8_lossy(&out.stdout).contains("<ID>"));
+}
+
+#[test]
+fn json_goes_before_or_after_the_command_and_double_dash_ends_options() {
+    let env = env();
+    let before = raw(&env, &os(&["--json", "surface", "demo-ci-fix"]));
+    let after = raw(&env, &os(&["surface", "demo-ci-fix", "--json"]));
+    assert_eq!(before.status.code(), Some(0));
+    assert_eq!(one_object(&before), one_object(&after));
+
+    // An id that starts with a dash reaches the plugin (which has no such session).
+    let out = raw(&env, &os(&["--json", "events", "--", "-dash-id"]));
+    assert_eq!(out.status.code(), Some(1));
+    let err = one_object(&out);
+    assert_eq!(err["error"]["code"], "SESSION_QUERY_SESSION_NOT_FOUND");
+    assert!(
+        err["error"]["message"]
+            .as_str()
+            .unwrap()
+            .contains("-dash-id"),
+        "{err}"
+    );
+}
+
+#[test]
+fn a_non_utf8_id_is_session_not_found_and_a_non_utf8_path_is_fine() {
+    let env = env();
+    let bad = OsStr::from_bytes(b"demo-\xff-id");
+    let out = raw(&env, &[OsStr::new("--json"), OsStr::new("events"), bad]);
+    assert_eq!(out.status.code(), Some(1));
+    let err = one_object(&out);
+    assert_eq!(
+        err["error"]["code"], "SESSION_QUERY_SESSION_NOT_FOUND",
+        "{err}"
+    );
+    assert!(err["error"]["message"]
+        .as_str()
+        .unwrap()
+        .contains("demo-\u{fffd}-id"));
+
+    // A sessions root whose name is not UTF-8 is just a path (empty here: no sessions).
+    let odd_root = env._dir.path().join(OsStr::from_bytes(b"sessions-\xfe"));
+    let out = Command::new(&libs().sample_host)
+        .arg("--plugins")
+        .arg(&env.plugins)
+        .arg("--sessions")
+        .arg(&odd_root)
+        .arg("--index")
+        .arg(&env.index)
+        .args(["sessions", "--json"])
+        .output()
+        .unwrap();
+    assert_eq!(
+        out.status.code(),
+        Some(0),
+        "{}",
+        String::from_utf8_lossy(&out.stderr)
+    );
+    assert_eq!(one_object(&out)["sessions"], json!([]));
+}
+
+#[test]
+fn a_huge_id_makes_a_short_error() {
+    let env = env();
+    let huge = "q".repeat(100_000);
+    for args in [
+        vec!["--json", "events", huge.as_str()],
+        vec!["--json", "trace", huge.as_str(), "1"],
+    ] {
+        let out = raw(&env, &os(&args));
+        assert_eq!(out.status.code(), Some(1));
+        assert!(
+            out.stdout.len() < 2_000,
+            "{} bytes of error",
+            out.stdout.len()
+        );
+        let err = one_object(&out);
+        let message = err["error"]["message"].as_str().unwrap();
+        assert!(
+            message.contains("qqqq") && message.contains("100000 bytes"),
+            "{message}"
+        );
+    }
+    // A huge unknown argument is a bounded usage error too.
+    let flag = format!("--{huge}");
+    let out = raw(&env, &os(&["--json", "sessions", flag.as_str()]));
+    assert_eq!(out.status.code(), Some(2));
+    assert!(
+        out.stdout.len() < 4_000,
+        "{} bytes of error",
+        out.stdout.len()
+    );
+    assert_eq!(one_object(&out)["error"]["code"], "USAGE");
+}
+
+/// A sessions root holding one log whose header cannot be read.
+fn break_one_log(env: &Env) -> std::path::PathBuf {
+    let dir = env
+        .sessions
+        .join("--home-demo-projects-parser--")
+        .join("demo-broken");
+    std::fs::create_dir_all(&dir).unwrap();
+    let path = dir.join("session.jsonl");
+    std::fs::write(&path, "{\"type\":\"session\",\"version\":0,\n").unwrap();
+    path
+}
+
+#[test]
+fn sessions_report_the_logs_they_left_out() {
+    let env = env();
+    let broken = break_one_log(&env);
+    let p = env.plugins.clone();
+    let (code, listing, _) = run(&env, &p, &["sessions"]);
+    assert_eq!(code, 0);
+    assert_eq!(
+        listing["sessions"].as_array().unwrap().len(),
+        3,
+        "{listing}"
+    );
+    let skipped = listing["skipped"].as_array().unwrap();
+    assert_eq!(skipped.len(), 1, "{listing}");
+    assert_eq!(skipped[0]["path"], broken.display().to_string());
+    assert_eq!(skipped[0]["code"], "LOG_HEADER_NOT_JSON");
+    assert!(skipped[0]["reason"].as_str().unwrap().contains("line 1"));
+    assert!(skipped[0].get("id").is_some(), "{listing}");
+
+    let out = raw(&env, &os(&["sessions"]));
+    assert_eq!(out.status.code(), Some(0));
+    let text = String::from_utf8(out.stdout).unwrap();
+    assert!(
+        text.contains("demo-ci-fix")
+            && text.contains("1 session was left out because it could not be read")
+            && text.contains("sessions --problems"),
+        "{text}"
+    );
+    assert!(!text.contains("LOG_HEADER_NOT_JSON"), "{text}");
+
+    let out = raw(&env, &os(&["sessions", "--problems"]));
+    let text = String::from_utf8(out.stdout).unwrap();
+    assert!(
+        text.contains("LOG_HEADER_NOT_JSON") && text.contains(&broken.display().to_string()),
+        "{text}"
+    );
+}
+
+#[test]
+fn plugins_says_it_describes_its_own_load() {
+    let env = env();
+    let out = raw(&env, &os(&["plugins"]));
+    assert_eq!(out.status.code(), Some(0));
+    let text = String::from_utf8(out.stdout).unwrap();
+    assert!(
+        text.contains("as loaded by this command just now"),
+        "{text}"
+    );
+    let p = env.plugins.clone();
+    let (_, value, _) = run(&env, &p, &["plugins"]);
+    assert!(value["scope"]
+        .as_str()
+        .unwrap()
+        .contains("not the state of a running host"));
+}
+
+#[test]
+fn a_closed_stderr_costs_neither_the_exit_status_nor_stdout() {
+    let env = env();
+    // A refused library next to the plugin makes the host log a warning even without --verbose.
+    install(&libs().layout_mismatch, &env.plugins, "libz_refused.so");
+    let (code, expected, _) = run(&env, &env.plugins.clone(), &["sessions"]);
+    assert_eq!(code, 0);
+
+    let mut child = Command::new(&libs().sample_host)
+        .arg("--plugins")
+        .arg(&env.plugins)
+        .arg("--sessions")
+        .arg(&env.sessions)
+        .arg("--index")
+        .arg(&env.index)
+        .args(["--verbose", "sessions", "--json"])
+        .stdout(Stdio::piped())
+        .stderr(Stdio::piped())
+        .spawn()
+        .unwrap();
+    // Closing the read end before the child writes: its stderr writes fail with EPIPE.
+    drop(child.stderr.take());
+    let mut stdout = String::new();
+    child
+        .stdout
+        .take()
+        .unwrap()
+        .read_to_string(&mut stdout)
+        .unwrap();
+    let status = child.wait().unwrap();
+    assert_eq!(status.code(), Some(0), "stdout: {stdout}");
+    let value: Value = serde_json::from_str(stdout.trim()).expect("complete JSON on stdout");
+    assert_eq!(value, expected);
+}
+
+/// Reads lines of a child's stderr on a thread, so the test can wait for one.
+struct Lines {
+    rx: std::sync::mpsc::Receiver<String>,
+    seen: Vec<String>,
+}
+
+impl Lines {
+    fn new(stderr: std::process::ChildStderr) -> Self {
+        let (tx, rx) = std::sync::mpsc::channel();
+        std::thread::spawn(move || {
+            use std::io::BufRead;
+            for line in std::io::BufReader::new(stderr).lines() {
+                let Ok(line) = line else { return };
+                if tx.send(line).is_err() {
+                    return;
+                }
+            }
+        });
+        Self {
+            rx,
+            seen: Vec::new(),
+        }
+    }
+
+    /// The first line (from now on) containing every one of `parts`; fails after 20 s.
+    fn wait_for(&mut self, parts: &[&str]) -> String {
+        let deadline = Instant::now() + Duration::from_secs(20);
+        loop {
+            let left = deadline.saturating_duration_since(Instant::now());
+            match self.rx.recv_timeout(left) {
+                Ok(line) => {
+                    self.seen.push(line.clone());
+                    if parts.iter().all(|p| line.contains(p)) {
+                        return line;
+                    }
+                }
+                Err(_) => panic!("no line with {parts:?} in {:#?}", self.seen),
+            }
+        }
+    }
+}
+
+#[test]
+fn watch_tells_the_story_and_cleans_up_on_sigterm() {
+    let env = env();
+    let tmp = env._dir.path().join("tmp");
+    std::fs::create_dir(&tmp).unwrap();
+    let mut child = Command::new(&libs().sample_host)
+        .arg("--plugins")
+        .arg(&env.plugins)
+        .arg("--sessions")
+        .arg(&env.sessions)
+        .arg("--index")
+        .arg(&env.index)
+        .arg("watch")
+        .env("TMPDIR", &tmp)
+        .env_remove("RUST_LOG")
+        .stdout(Stdio::null())
+        .stderr(Stdio::piped())
+        .spawn()
+        .unwrap();
+    let mut lines = Lines::new(child.stderr.take().unwrap());
+    let first = lines.wait_for(&["generation 1 serving", "mapped libraries: 1 of 64"]);
+    assert!(first.contains(" INFO "), "timestamped INFO lines: {first}");
+    lines.wait_for(&["watching"]);
+    let shadows: Vec<_> = std::fs::read_dir(&tmp)
+        .unwrap()
+        .map(|e| e.unwrap().path())
+        .filter(|p| {
+            p.file_name()
+                .is_some_and(|n| n.to_string_lossy().starts_with("sample-host-shadow-"))
+        })
+        .collect();
+    assert_eq!(shadows.len(), 1, "one shadow folder in {tmp:?}");
+
+    install(
+        &libs().next_version,
+        &env.plugins,
+        "libdsh_session_search.so",
+    );
+    let reloaded =
+        lines.wait_for(&["reloaded dsh-session-search 0.1.0 → dsh-session-search 0.2.0-next"]);
+    assert!(
+        reloaded.contains("(generation 2, ")
+            && reloaded.contains(" ms: debounce ")
+            && reloaded.contains(", copy ")
+            && reloaded.contains(", load ")
+            && reloaded.contains("mapped libraries: 2 of 64"),
+        "{reloaded}"
+    );
+
+    install(
+        &libs().layout_mismatch,
+        &env.plugins,
+        "libdsh_session_search.so",
+    );
+    let refused = lines.wait_for(&["refused new build"]);
+    assert!(
+        refused.contains("libdsh_session_search.so")
+            && refused.contains("generation 2 keeps serving")
+            && refused.contains("type PluginRoot is size 48")
+            && refused.contains("but size 24")
+            && refused.contains("field 0 differs")
+            && refused.contains("mapped libraries: 3 of 64"),
+        "{refused}"
+    );
+
+    let kill = Command::new("kill")
+        .args(["-TERM", &child.id().to_string()])
+        .status()
+        .unwrap();
+    assert!(kill.success());
+    lines.wait_for(&["shut down; shadow folder", "removed"]);
+    let status = child.wait().unwrap();
+    assert_eq!(status.code(), Some(0), "a clean exit after SIGTERM");
+    assert!(!shadows[0].exists(), "{:?} is left behind", shadows[0]);
+}
+
+#[test]
+fn the_log_level_follows_verbose_and_rust_log() {
+    let env = env();
+    let stderr_of = |verbose: bool, rust_log: Option<&str>| {
+        let mut cmd = Command::new(&libs().sample_host);
+        cmd.arg("--plugins")
+            .arg(&env.plugins)
+            .arg("--sessions")
+            .arg(&env.sessions)
+            .arg("--index")
+            .arg(&env.index)
+            .args(["sessions", "--json"]);
+        if verbose {
+            cmd.arg("--verbose");
+        }
+        match rust_log {
+            Some(spec) => cmd.env("RUST_LOG", spec),
+            None => cmd.env_remove("RUST_LOG"),
+        };
+        let out = cmd.output().unwrap();
+        assert_eq!(out.status.code(), Some(0));
+        String::from_utf8(out.stderr).unwrap()
+    };
+    let quiet = stderr_of(false, None);
+    assert!(
+        quiet.is_empty(),
+        "a good run of a one-shot command is quiet: {quiet}"
+    );
+    let verbose = stderr_of(true, None);
+    assert!(
+        verbose.contains("DEBUG")
+            && verbose.contains("timing:")
+            && verbose.contains("generation 1 serving"),
+        "{verbose}"
+    );
+    let info = stderr_of(false, Some("info"));
+    assert!(info.contains(" INFO ") && !info.contains("DEBUG"), "{info}");
+    // A plugin's own lines carry its generation.
+    assert!(info.contains("plugin_generation=1"), "{info}");
 }

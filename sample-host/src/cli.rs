@@ -1,0 +1,315 @@
+//! The command line's grammar: clap derive definitions, and parsing that turns every usage error into a
+//! [`UsageError`] the caller can print as text or as one JSON object.
+//!
+//! Arguments are read as OS strings: a path may be any bytes, and a session id that is not UTF-8 is
+//! refused later as a missing session, never by a panic while parsing.
+
+use std::ffi::{OsStr, OsString};
+use std::path::PathBuf;
+
+use clap::{Parser, Subcommand};
+
+const DEFAULTS: &str = "\
+defaults: --plugins: plugins/ beside the binary, else $XDG_CONFIG_HOME/dsh-session-search/plugins, else the
+binary's folder (where cargo builds the plugin); --sessions: $XDG_DATA_HOME/dsh-session-search/sessions;
+--index: $XDG_CACHE_HOME/dsh-session-search/index.sqlite. `--` ends the options (for an id starting with -).";
+
+/// `sample-host [OPTIONS] COMMAND [ARGS]`.
+#[derive(Debug, Clone, PartialEq, Eq, Parser)]
+#[command(
+    name = "sample-host",
+    version,
+    about = "A sample agent host over the dsh-session-search plugin",
+    after_help = DEFAULTS
+)]
+pub struct Cli {
+    /// Folder of plugin libraries.
+    #[arg(long, global = true, value_name = "DIR")]
+    pub plugins: Option<PathBuf>,
+    /// Sessions root (DSH layout).
+    #[arg(long, global = true, value_name = "DIR")]
+    pub sessions: Option<PathBuf>,
+    /// The plugin's derived index file.
+    #[arg(long, global = true, value_name = "PATH")]
+    pub index: Option<PathBuf>,
+    /// Log debug lines to stderr (RUST_LOG, when set, decides instead).
+    #[arg(short, long, global = true)]
+    pub verbose: bool,
+    /// One JSON value on stdout; errors as {"error":{"code":…,"message":…}}.
+    #[arg(long, global = true)]
+    pub json: bool,
+    #[command(subcommand)]
+    pub command: Command,
+}
+
+/// The subcommands.
+#[derive(Debug, Clone, PartialEq, Eq, Subcommand)]
+pub enum Command {
+    /// Build a demo corpus, load the plugin and tour what it answers.
+    Demo,
+    /// Read and fold one session log file with host-api (no plugin).
+    Inspect {
+        /// A session log file (`session.jsonl` or `session.jsonl.zstd`).
+        path: PathBuf,
+    },
+    /// Plugin libraries found, which one serves, refused ones and why (as this command loaded them).
+    Plugins,
+    /// Every session, live and on disk.
+    Sessions {
+        /// Also list the sessions left out because they could not be read.
+        #[arg(long)]
+        problems: bool,
+    },
+    /// Every event of a session with its surface label.
+    Events {
+        /// The session id (after `--` if it starts with `-`).
+        #[arg(value_name = "ID")]
+        id: OsString,
+    },
+    /// The current (model-visible) surface of a session.
+    Surface {
+        /// The session id (after `--` if it starts with `-`).
+        #[arg(value_name = "ID")]
+        id: OsString,
+    },
+    /// One event and a window around it.
+    Event {
+        /// The session id (after `--` if it starts with `-`).
+        #[arg(value_name = "ID")]
+        id: OsString,
+        /// The event's seq.
+        #[arg(value_name = "SEQ", allow_negative_numbers = true)]
+        seq: i64,
+        /// Events before SEQ to include.
+        #[arg(
+            long,
+            value_name = "N",
+            default_value_t = 0,
+            allow_negative_numbers = true
+        )]
+        before: i64,
+        /// Events after SEQ to include.
+        #[arg(
+            long,
+            value_name = "N",
+            default_value_t = 0,
+            allow_negative_numbers = true
+        )]
+        after: i64,
+    },
+    /// A session's lineage, or one event's replacement trace.
+    Trace {
+        /// The session id (after `--` if it starts with `-`).
+        #[arg(value_name = "ID")]
+        id: OsString,
+        /// An event's seq: trace that event instead of the session's lineage.
+        #[arg(value_name = "SEQ", allow_negative_numbers = true)]
+        seq: Option<i64>,
+    },
+    /// Keep running and hot-reload plugin libraries as they change.
+    Watch,
+}
+
+/// What parsing ended with, other than a command to run.
+#[derive(Debug)]
+pub enum Parsed {
+    Run(Cli),
+    /// `--help` or `--version`: print this on stdout and exit 0.
+    Info(String),
+    Usage(UsageError),
+}
+
+/// A usage error: clap's rendered message, and whether `--json` was asked for.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct UsageError {
+    pub message: String,
+    pub json: bool,
+}
+
+/// Exit status of a usage error.
+pub const USAGE_EXIT: i32 = 2;
+
+/// Parses a full argument list (program name first).
+pub fn parse<I, T>(args: I) -> Parsed
+where
+    I: IntoIterator<Item = T>,
+    T: Into<OsString> + Clone,
+{
+    let args: Vec<OsString> = args.into_iter().map(Into::into).collect();
+    match Cli::try_parse_from(&args) {
+        Ok(cli) => Parsed::Run(cli),
+        Err(e) => match e.kind() {
+            clap::error::ErrorKind::DisplayHelp | clap::error::ErrorKind::DisplayVersion => {
+                Parsed::Info(e.render().to_string())
+            }
+            _ => {
+                let json = wants_json(&args);
+                let rendered = e.render().to_string();
+                let message = if json {
+                    bounded_lines(rendered.trim_end())
+                } else {
+                    rendered.trim_end().to_string()
+                };
+                Parsed::Usage(UsageError { message, json })
+            }
+        },
+    }
+}
+
+/// clap quotes the offending argument whole; for a JSON error each line is cut to a few hundred
+/// characters, so a huge argument cannot make a huge error.
+fn bounded_lines(text: &str) -> String {
+    const MAX: usize = 300;
+    text.lines()
+        .map(|line| {
+            if line.chars().count() <= MAX {
+                line.to_string()
+            } else {
+                let head: String = line.chars().take(MAX).collect();
+                format!("{head}… ({} bytes)", line.len())
+            }
+        })
+        .collect::<Vec<_>>()
+        .join("\n")
+}
+
+/// Whether `--json` is among the options, looked for by hand because clap gave up before setting it.
+/// Anything after `--` is an operand, never the option.
+pub fn wants_json(args: &[OsString]) -> bool {
+    args.iter()
+        .skip(1)
+        .take_while(|a| a.as_os_str() != OsStr::new("--"))
+        .any(|a| a.as_os_str() == OsStr::new("--json"))
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use std::os::unix::ffi::OsStringExt;
+
+    fn run(args: &[&str]) -> Cli {
+        match parse(std::iter::once("sample-host").chain(args.iter().copied())) {
+            Parsed::Run(cli) => cli,
+            other => panic!("{args:?}: {other:?}"),
+        }
+    }
+
+    fn usage(args: &[&str]) -> UsageError {
+        match parse(std::iter::once("sample-host").chain(args.iter().copied())) {
+            Parsed::Usage(u) => u,
+            other => panic!("{args:?}: {other:?}"),
+        }
+    }
+
+    #[test]
+    fn global_options_are_accepted_before_and_after_the_subcommand() {
+        let before = run(&["--json", "--sessions", "/s", "events", "x"]);
+        let after = run(&["events", "x", "--sessions", "/s", "--json"]);
+        assert_eq!(before, after);
+        assert!(before.json);
+        assert_eq!(before.sessions, Some(PathBuf::from("/s")));
+        assert_eq!(
+            before.command,
+            Command::Events {
+                id: OsString::from("x")
+            }
+        );
+    }
+
+    #[test]
+    fn double_dash_lets_an_id_start_with_a_dash() {
+        let cli = run(&["trace", "--json", "--", "-odd-id", "-3"]);
+        assert_eq!(
+            cli.command,
+            Command::Trace {
+                id: OsString::from("-odd-id"),
+                seq: Some(-3)
+            }
+        );
+        assert!(cli.json);
+    }
+
+    #[test]
+    fn event_flags_take_integers() {
+        let cli = run(&["event", "s", "3", "--before", "1", "--after", "2"]);
+        assert_eq!(
+            cli.command,
+            Command::Event {
+                id: OsString::from("s"),
+                seq: 3,
+                before: 1,
+                after: 2
+            }
+        );
+        let err = usage(&["event", "s", "three", "--json"]);
+        assert!(err.json);
+        assert!(err.message.contains("three"), "{}", err.message);
+    }
+
+    #[test]
+    fn non_utf8_arguments_parse_without_panicking() {
+        let bad = OsString::from_vec(vec![b'i', 0xff, b'd']);
+        let args = vec![
+            OsString::from("sample-host"),
+            OsString::from("--plugins"),
+            OsString::from_vec(vec![b'/', 0xfe]),
+            OsString::from("events"),
+            bad.clone(),
+        ];
+        match parse(args) {
+            Parsed::Run(cli) => {
+                assert_eq!(cli.command, Command::Events { id: bad });
+                assert_eq!(
+                    cli.plugins,
+                    Some(PathBuf::from(OsString::from_vec(vec![b'/', 0xfe])))
+                );
+            }
+            other => panic!("{other:?}"),
+        }
+    }
+
+    #[test]
+    fn usage_errors_know_whether_json_was_asked_for() {
+        assert!(usage(&["--json", "nope"]).json);
+        assert!(usage(&["sessions", "--bogus", "--json"]).json);
+        assert!(!usage(&["sessions", "--bogus"]).json);
+        assert!(!usage(&[]).json);
+    }
+
+    #[test]
+    fn an_operand_named_json_after_double_dash_is_not_the_option() {
+        let cli = run(&["events", "--", "--json"]);
+        assert!(!cli.json);
+        assert_eq!(
+            cli.command,
+            Command::Events {
+                id: OsString::from("--json")
+            }
+        );
+        assert!(!wants_json(&[
+            "sample-host".into(),
+            "x".into(),
+            "--".into(),
+            "--json".into()
+        ]));
+    }
+
+    #[test]
+    fn a_huge_unknown_argument_makes_a_bounded_json_message() {
+        let huge = format!("--{}", "x".repeat(100_000));
+        let err = usage(&["sessions", &huge, "--json"]);
+        assert!(err.json);
+        assert!(err.message.len() < 2_000, "{} bytes", err.message.len());
+        assert!(err.message.contains("xxxx"), "{}", err.message);
+    }
+
+    #[test]
+    fn help_and_version_are_information_not_errors() {
+        for flag in ["--help", "--version"] {
+            match parse(["sample-host", flag]) {
+                Parsed::Info(text) => assert!(text.contains("sample-host"), "{text}"),
+                other => panic!("{flag}: {other:?}"),
+            }
+        }
+    }
+}

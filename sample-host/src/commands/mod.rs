@@ -1,0 +1,283 @@
+//! Running a parsed command line: the options every command shares, starting the plugin host, and the
+//! typed error every command ends with (printed as text or as one JSON object by `main`).
+
+pub mod demo;
+pub mod plugins;
+pub mod read;
+pub mod watch;
+
+use std::ffi::OsStr;
+use std::io::Write;
+use std::path::{Path, PathBuf};
+use std::sync::Arc;
+
+use host_api::abi::{ErrorCode, PluginError};
+use serde_json::{json, Value};
+
+use crate::cli::{Cli, Command, USAGE_EXIT};
+use crate::render::{bound_id_in, quote_id};
+use crate::{paths, HostOptions, PluginHost, Shared};
+
+/// The global options, as every command sees them.
+#[derive(Debug, Clone, Default)]
+pub struct Options {
+    pub plugins: Option<PathBuf>,
+    pub sessions: Option<PathBuf>,
+    pub index: Option<PathBuf>,
+    pub verbose: bool,
+    pub json: bool,
+}
+
+impl Options {
+    pub fn from_cli(cli: &Cli) -> Self {
+        Self {
+            plugins: cli.plugins.clone(),
+            sessions: cli.sessions.clone(),
+            index: cli.index.clone(),
+            verbose: cli.verbose,
+            json: cli.json,
+        }
+    }
+
+    /// `--sessions`, or the default sessions root.
+    pub fn sessions_dir(&self) -> PathBuf {
+        self.sessions
+            .clone()
+            .unwrap_or_else(paths::default_sessions_dir)
+    }
+}
+
+/// Why a command failed. Each has a stable code for `--json` and an exit status.
+#[derive(Debug, thiserror::Error)]
+pub enum CommandError {
+    /// The command line itself is wrong (exit status 2).
+    #[error("{0}")]
+    Usage(String),
+    /// The plugin (or the host on its behalf) answered with an error.
+    #[error("{0}")]
+    Plugin(PluginError),
+    /// Reading or writing something the command needs.
+    #[error("{what}: {source}")]
+    Io {
+        what: String,
+        #[source]
+        source: std::io::Error,
+    },
+    /// Building the demo corpus or the demo's live session.
+    #[error("{0}")]
+    Demo(String),
+}
+
+impl CommandError {
+    /// The code `--json` prints.
+    pub fn code(&self) -> &str {
+        match self {
+            Self::Usage(_) => "USAGE",
+            Self::Plugin(e) => e.code.as_str(),
+            Self::Io { .. } => "IO",
+            Self::Demo(_) => "DEMO",
+        }
+    }
+
+    /// The process exit status for this error.
+    pub fn exit_status(&self) -> i32 {
+        match self {
+            Self::Usage(_) => USAGE_EXIT,
+            _ => 1,
+        }
+    }
+
+    /// `{"error":{"code":…,"message":…}}`.
+    pub fn to_json(&self) -> Value {
+        let message = match self {
+            Self::Plugin(e) => e.message.to_string(),
+            other => other.to_string(),
+        };
+        json!({"error": {"code": self.code(), "message": message}})
+    }
+
+    /// Whether this is stdout closed under us (`sample-host … | head`): not a failure of ours.
+    pub fn is_broken_pipe(&self) -> bool {
+        matches!(self, Self::Io { source, .. } if source.kind() == std::io::ErrorKind::BrokenPipe)
+    }
+
+    pub(crate) fn io(what: impl Into<String>) -> impl FnOnce(std::io::Error) -> Self {
+        let what = what.into();
+        move |source| Self::Io { what, source }
+    }
+}
+
+/// Writing to stdout; a closed stdout surfaces as a broken-pipe [`CommandError::Io`].
+pub fn out_err(source: std::io::Error) -> CommandError {
+    CommandError::Io {
+        what: "writing to stdout".into(),
+        source,
+    }
+}
+
+/// A session id given on the command line, as the plugin takes it. Ids are UTF-8 text, so one that is
+/// not cannot name any session.
+pub fn session_id(id: &OsStr) -> Result<String, CommandError> {
+    id.to_str().map(str::to_string).ok_or_else(|| {
+        CommandError::Plugin(PluginError::new(
+            ErrorCode::SessionQuerySessionNotFound,
+            format!(
+                "session {} not found: session ids are UTF-8 text and this one is not",
+                quote_id(&id.to_string_lossy())
+            ),
+        ))
+    })
+}
+
+/// A plugin error about `id`, with the id cut short if the message quotes a huge one.
+pub fn about_id(e: PluginError, id: &str) -> CommandError {
+    let message = bound_id_in(e.message.as_str(), id);
+    CommandError::Plugin(PluginError::new(e.code, message))
+}
+
+/// Runs a parsed command line; `Ok` carries the exit status (a command may succeed at printing and
+/// still report a non-zero status, e.g. `plugins` with nothing serving).
+pub fn run(cli: Cli, out: &mut dyn Write) -> Result<i32, CommandError> {
+    let options = Options::from_cli(&cli);
+    match cli.command {
+        Command::Inspect { path } => {
+            let stderr = std::io::stderr();
+            crate::inspect::run(
+                &path,
+                options.json,
+                out,
+                &mut crate::logging::LossyWriter(stderr),
+            )
+            .map_err(out_err)
+        }
+        Command::Demo => demo::run(&options, out),
+        Command::Plugins => {
+            let host = start_host(&options, options.sessions_dir())?;
+            plugins::print_status(&host, options.json, out)?;
+            Ok(if host.serving().is_some() { 0 } else { 1 })
+        }
+        Command::Watch => watch::run(&options),
+        Command::Sessions { problems } => {
+            let host = start_host(&options, options.sessions_dir())?;
+            read::run(&host, &read::Read::Sessions { problems }, &options, out)
+        }
+        Command::Events { id } => {
+            let id = session_id(&id)?;
+            let host = start_host(&options, options.sessions_dir())?;
+            read::run(&host, &read::Read::Events { id }, &options, out)
+        }
+        Command::Surface { id } => {
+            let id = session_id(&id)?;
+            let host = start_host(&options, options.sessions_dir())?;
+            read::run(&host, &read::Read::Surface { id }, &options, out)
+        }
+        Command::Event {
+            id,
+            seq,
+            before,
+            after,
+        } => {
+            let id = session_id(&id)?;
+            let host = start_host(&options, options.sessions_dir())?;
+            let read = read::Read::Event {
+                id,
+                seq,
+                before,
+                after,
+            };
+            read::run(&host, &read, &options, out)
+        }
+        Command::Trace { id, seq } => {
+            let id = session_id(&id)?;
+            let host = start_host(&options, options.sessions_dir())?;
+            read::run(&host, &read::Read::Trace { id, seq }, &options, out)
+        }
+    }
+}
+
+/// Loads the plugin folder. A host with nothing serving is still returned (its calls answer
+/// `PLUGIN_UNAVAILABLE`); why nothing serves goes to the log.
+pub fn start_host(options: &Options, sessions: PathBuf) -> Result<Arc<PluginHost>, CommandError> {
+    let (plugins_dir, only_file) = match &options.plugins {
+        Some(dir) => (dir.clone(), None),
+        None => paths::default_plugins_dir(),
+    };
+    let index = options
+        .index
+        .clone()
+        .unwrap_or_else(paths::default_index_path);
+    let config = json!({"indexPath": index}).to_string();
+    let shared = Shared::new(Some(sessions), true);
+    let mut host_options = HostOptions::new(plugins_dir, config);
+    // Only cargo's output folder (the fallback, loading just the plugin's file) is known to be written
+    // by a tool that always publishes a new file, so only there are shadows hard links.
+    host_options.shadow_by_link = only_file.is_some();
+    host_options.only_file = only_file;
+    let host = PluginHost::start(host_options, shared).map_err(CommandError::io(
+        "starting the plugin host (making its shadow folder)",
+    ))?;
+    // Each refusal was logged as it happened; this says what it adds up to.
+    if host.serving().is_none() {
+        tracing::warn!(
+            "no plugin loaded from {} — build it with `cargo build --release` (or pass --plugins DIR)",
+            host.plugins_dir().display()
+        );
+    }
+    Ok(host)
+}
+
+/// Writes `text` and a newline to `out`.
+pub(crate) fn print(out: &mut dyn Write, text: impl AsRef<str>) -> Result<(), CommandError> {
+    writeln!(out, "{}", text.as_ref()).map_err(out_err)
+}
+
+/// A path for messages.
+pub(crate) fn shown(path: &Path) -> String {
+    path.display().to_string()
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use std::os::unix::ffi::OsStrExt;
+
+    #[test]
+    fn a_non_utf8_id_is_a_missing_session_not_a_panic() {
+        let err = session_id(OsStr::from_bytes(b"ab\xffcd")).unwrap_err();
+        assert_eq!(err.code(), "SESSION_QUERY_SESSION_NOT_FOUND");
+        assert_eq!(err.exit_status(), 1);
+        assert!(err.to_string().contains("ab\u{fffd}cd"), "{err}");
+    }
+
+    #[test]
+    fn errors_render_as_one_json_object_with_their_code() {
+        let usage = CommandError::Usage("bad".into());
+        assert_eq!(usage.exit_status(), 2);
+        assert_eq!(
+            usage.to_json(),
+            json!({"error": {"code": "USAGE", "message": "bad"}})
+        );
+        let plugin = CommandError::Plugin(PluginError::new(ErrorCode::PluginUnavailable, "none"));
+        assert_eq!(plugin.to_json()["error"]["code"], "PLUGIN_UNAVAILABLE");
+        assert_eq!(plugin.to_json()["error"]["message"], "none");
+    }
+
+    #[test]
+    fn plugin_messages_about_a_huge_id_are_cut() {
+        let id = "x".repeat(100_000);
+        let e = PluginError::new(
+            ErrorCode::SessionQuerySessionNotFound,
+            format!("session {id} not found"),
+        );
+        let cut = about_id(e, &id);
+        assert!(cut.to_string().len() < 300, "{}", cut.to_string().len());
+        assert_eq!(cut.code(), "SESSION_QUERY_SESSION_NOT_FOUND");
+    }
+
+    #[test]
+    fn a_closed_stdout_is_recognised() {
+        let e = out_err(std::io::Error::from(std::io::ErrorKind::BrokenPipe));
+        assert!(e.is_broken_pipe());
+        assert!(!CommandError::Usage("x".into()).is_broken_pipe());
+    }
+}

@@ -1,0 +1,363 @@
+//! The read commands (`sessions`, `events`, `surface`, `event`, `trace`): each one call to the loaded
+//! plugin, printed as a table or, with `--json`, as one JSON value.
+
+use std::io::Write;
+
+use abi_stable::std_types::{RString, RVec};
+use host_api::abi::{
+    Call, CorpusProblem, EmptyRequest, PluginError, ReadEventRequest, SessionRequest,
+    TraceEventRequest,
+};
+use serde_json::{json, Value};
+
+use super::{about_id, print, CommandError, Options};
+use crate::render::{self, clip, table};
+use crate::PluginHost;
+
+/// One read, its arguments already checked.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub enum Read {
+    Sessions {
+        problems: bool,
+    },
+    Events {
+        id: String,
+    },
+    Surface {
+        id: String,
+    },
+    Event {
+        id: String,
+        seq: i64,
+        before: i64,
+        after: i64,
+    },
+    Trace {
+        id: String,
+        seq: Option<i64>,
+    },
+}
+
+impl Read {
+    fn id(&self) -> Option<&str> {
+        match self {
+            Self::Sessions { .. } => None,
+            Self::Events { id }
+            | Self::Surface { id }
+            | Self::Event { id, .. }
+            | Self::Trace { id, .. } => Some(id),
+        }
+    }
+}
+
+/// Runs one read and prints its answer; a plugin error is returned (its message cut if it quotes a
+/// huge id).
+pub fn run(
+    host: &PluginHost,
+    read: &Read,
+    options: &Options,
+    out: &mut dyn Write,
+) -> Result<i32, CommandError> {
+    match answer(host, read, options.json) {
+        Ok(text) => {
+            print(out, text.trim_end())?;
+            Ok(0)
+        }
+        Err(e) => Err(match read.id() {
+            Some(id) => about_id(e, id),
+            None => CommandError::Plugin(e),
+        }),
+    }
+}
+
+fn answer(host: &PluginHost, read: &Read, as_json: bool) -> Result<String, PluginError> {
+    let call = Call::new();
+    let session = |id: &str| SessionRequest {
+        session_id: id.to_string(),
+    };
+    match read {
+        Read::Sessions { problems } => {
+            let list = host.query(|q| q.list_sessions(&call, &EmptyRequest {}))?;
+            // Read after the listing: the problems of the look the listing just took.
+            let skipped = host.query(|q| q.problems(&call, &EmptyRequest {}))?;
+            Ok(sessions(&list, &skipped, *problems, as_json))
+        }
+        Read::Events { id } => {
+            let id = id.as_str();
+            host.query(|q| q.list_events(&call, &session(id)))
+                .map(|events| {
+                    if as_json {
+                        json!(events.iter().map(render::event_record).collect::<Vec<_>>())
+                            .to_string()
+                    } else {
+                        let rows: Vec<Vec<String>> = events
+                            .iter()
+                            .map(|e| {
+                                vec![
+                                    e.seq.to_string(),
+                                    e.kind.to_string(),
+                                    e.surface.as_str().to_string(),
+                                    e.time.to_string(),
+                                ]
+                            })
+                            .collect();
+                        table(&["SEQ", "TYPE", "SURFACE", "TIME"], &rows)
+                    }
+                })
+        }
+        Read::Surface { id } => {
+            let id = id.as_str();
+            host.query(|q| q.read_surface(&call, &session(id)))
+                .map(|s| {
+                    if as_json {
+                        render::surface(&s).to_string()
+                    } else {
+                        format!(
+                            "captured through seq {}\n{}",
+                            s.captured_through_seq
+                                .map(|n| n.to_string())
+                                .unwrap_or_else(|| "-".into()),
+                            events_table(&s.events, None)
+                        )
+                    }
+                })
+        }
+        Read::Event {
+            id,
+            seq,
+            before,
+            after,
+        } => {
+            let seq = *seq;
+            let request = ReadEventRequest {
+                session_id: id.as_str().into(),
+                seq,
+                before: *before,
+                after: *after,
+            };
+            host.query(|q| q.read_event(&call, &request)).map(|w| {
+                if as_json {
+                    render::window(&w).to_string()
+                } else {
+                    events_table(&w.events, u64::try_from(seq).ok())
+                }
+            })
+        }
+        Read::Trace { id, seq } => {
+            let id = id.as_str();
+            match *seq {
+                Some(seq) => {
+                    host.query(|q| {
+                        q.trace_event(
+                            &call,
+                            &TraceEventRequest {
+                                session_id: id.to_string(),
+                                seq,
+                            },
+                        )
+                    }).map(|t| {
+                        if as_json {
+                            render::event_trace(&t).to_string()
+                        } else {
+                            format!(
+                                "event {} ({}) is {}\n  replaced by:        {}\n  replacement chain:  {:?}\n  replaced (direct):  {:?}\n  cites (sources):    {:?}\n  cited by (derived): {:?}\n",
+                                t.target.seq, t.target.kind, t.target.surface.as_str(),
+                                t.replaced_by.map(|n| n.to_string()).unwrap_or_else(|| "-".into()),
+                                t.replacement_chain.to_vec(), t.replaced_event_seqs.to_vec(), t.source_event_seqs.to_vec(), t.derived_event_seqs.to_vec()
+                            )
+                        }
+                    })
+                }
+                None => host
+                    .query(|q| q.trace_session(&call, &session(id)))
+                    .map(|l| {
+                        if as_json {
+                            render::lineage(&l).to_string()
+                        } else {
+                            let mut s = format!(
+                                "session {}\n  ancestors: {:?}\n",
+                                l.target.header.id,
+                                l.ancestors
+                                    .iter()
+                                    .map(|a| a.header.id.to_string())
+                                    .collect::<Vec<_>>()
+                            );
+                            for d in l.descendants.iter() {
+                                s.push_str(&format!(
+                                    "  {}└ {}\n",
+                                    "  ".repeat(d.depth.saturating_sub(1) as usize),
+                                    d.session.header.id
+                                ));
+                            }
+                            s.push_str(&match (
+                                l.complete,
+                                l.root.as_ref().into_option(),
+                                l.unresolved_parent_id.as_ref().into_option(),
+                            ) {
+                                (true, Some(root), _) => format!("  root: {}\n", root.header.id),
+                                (_, _, Some(missing)) => {
+                                    format!("  incomplete: parent {missing} is not in the corpus\n")
+                                }
+                                _ => String::new(),
+                            });
+                            s
+                        }
+                    }),
+            }
+        }
+    }
+}
+
+/// `sessions`: the table (or JSON object) of sessions, and what was left out.
+fn sessions(
+    list: &[host_api::abi::SessionRecord],
+    skipped: &[CorpusProblem],
+    list_problems: bool,
+    as_json: bool,
+) -> String {
+    if as_json {
+        return json!({
+            "sessions": list.iter().map(render::record).collect::<Vec<_>>(),
+            "skipped": skipped.iter().map(render::problem).collect::<Vec<_>>(),
+        })
+        .to_string();
+    }
+    let rows: Vec<Vec<String>> = list
+        .iter()
+        .map(|r| {
+            let h = &r.header;
+            let source = match (r.live, r.persisted) {
+                (true, true) => "live+disk",
+                (true, false) => "live",
+                _ => "disk",
+            };
+            vec![
+                h.id.to_string(),
+                h.created_at.to_string(),
+                source.to_string(),
+                h.cwd
+                    .as_ref()
+                    .map(|c| c.to_string())
+                    .unwrap_or_else(|| "-".into()),
+                h.parent_session
+                    .as_ref()
+                    .map(|c| c.to_string())
+                    .unwrap_or_else(|| "-".into()),
+            ]
+        })
+        .collect();
+    let mut text = table(&["ID", "CREATED", "SOURCE", "CWD", "PARENT"], &rows);
+    if skipped.is_empty() {
+        return text;
+    }
+    if list_problems {
+        text.push_str(&format!("\n{}:\n", left_out(skipped.len())));
+        let rows: Vec<Vec<String>> = skipped
+            .iter()
+            .map(|p| {
+                vec![
+                    p.path.to_string(),
+                    p.code.to_string(),
+                    clip(p.message.as_str(), 120),
+                ]
+            })
+            .collect();
+        text.push_str(&table(&["PATH", "CODE", "REASON"], &rows));
+    } else {
+        text.push_str(&format!(
+            "\n{}; see which and why with `sessions --problems` (or `sessions --json`)\n",
+            left_out(skipped.len())
+        ));
+    }
+    text
+}
+
+fn left_out(n: usize) -> String {
+    if n == 1 {
+        "1 session was left out because it could not be read".into()
+    } else {
+        format!("{n} sessions were left out because they could not be read")
+    }
+}
+
+/// Event envelopes as a SEQ / TYPE / CONTENT table; `mark` flags one seq with `>`.
+fn events_table(events: &RVec<RString>, mark: Option<u64>) -> String {
+    let rows: Vec<Vec<String>> = events
+        .iter()
+        .map(render::envelope)
+        .map(|e| {
+            let flag = match mark {
+                Some(m) if e["seq"].as_u64() == Some(m) => ">",
+                Some(_) => " ",
+                None => "",
+            };
+            vec![
+                format!("{flag}{}", e["seq"]),
+                e["type"].as_str().unwrap_or("").to_string(),
+                clip(&summary(&e), 90),
+            ]
+        })
+        .collect();
+    table(&["SEQ", "TYPE", "CONTENT"], &rows)
+}
+
+/// A one-line summary of an event envelope for tables: its text if it has any, else its data.
+fn summary(event: &Value) -> String {
+    match host_api::log::Event::from_value(event.clone()) {
+        Ok(e) => {
+            let text = host_api::text::event_text(&e);
+            if text.is_empty() {
+                e.data.to_string()
+            } else {
+                text
+            }
+        }
+        Err(_) => event.to_string(),
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use abi_stable::std_types::ROption;
+
+    fn problem(path: &str) -> CorpusProblem {
+        CorpusProblem {
+            path: path.into(),
+            session_id: ROption::RSome("broken".into()),
+            code: "LOG_SEQ_GAP".into(),
+            message: "expected seq 6, got 87".into(),
+        }
+    }
+
+    #[test]
+    fn the_plain_listing_counts_skipped_sessions_and_says_how_to_see_them() {
+        let skipped: RVec<CorpusProblem> = vec![problem("/s/a.jsonl")].into();
+        let text = sessions(&RVec::new(), &skipped, false, false);
+        assert!(
+            text.contains("1 session was left out because it could not be read")
+                && text.contains("sessions --problems"),
+            "{text}"
+        );
+        assert!(!text.contains("/s/a.jsonl"), "{text}");
+        let text = sessions(&RVec::new(), &skipped, true, false);
+        assert!(
+            text.contains("/s/a.jsonl") && text.contains("LOG_SEQ_GAP"),
+            "{text}"
+        );
+        let text = sessions(&RVec::new(), &RVec::new(), false, false);
+        assert!(!text.contains("left out"), "{text}");
+    }
+
+    #[test]
+    fn the_json_listing_carries_the_skipped_sessions() {
+        let skipped: RVec<CorpusProblem> = vec![problem("/s/a.jsonl")].into();
+        let value: Value =
+            serde_json::from_str(&sessions(&RVec::new(), &skipped, false, true)).unwrap();
+        assert_eq!(value["sessions"], json!([]));
+        assert_eq!(
+            value["skipped"],
+            json!([{"path": "/s/a.jsonl", "id": "broken", "code": "LOG_SEQ_GAP", "reason": "expected seq 6, got 87"}])
+        );
+    }
+}
