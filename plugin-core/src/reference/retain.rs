@@ -6,11 +6,12 @@
 //! with [`truncate_with_notice`]'s binary search, which is replicated step for step because the output
 //! must be byte-identical to DSH's, not merely a good fit.
 //!
-//! Cost: sizes are kept running (each text's escaped length is measured once), phase 1 walks the items
-//! once, and phase 2's search is arithmetic on one text; only the result is built. A 10 MB source is
-//! therefore scanned once, never re-serialised per dropped message.
+//! Cost: sizes are kept running, phase 1 walks the items once from the newest and measures the escaped
+//! length only of what it keeps (a dropped text costs nothing but its byte count), and phase 2's search
+//! is arithmetic on one text; only the result is built. A 10 MB source is never re-serialised, and
+//! most of it is never even scanned. A test checks the result against the algorithm transcribed
+//! literally (re-serialising for every check).
 
-use std::borrow::Cow;
 use std::fmt::Write as _;
 
 use super::project::{Item, Role};
@@ -65,12 +66,19 @@ fn item_prefix(role: Role) -> &'static str {
 
 struct Slot<'a> {
     item: Item<'a>,
-    /// The text as retained: the original, or a truncation of it.
-    text: Cow<'a, str>,
+    /// The truncation of the original text, once phase 2 has cut it.
+    cut: Option<String>,
     omitted_bytes: u64,
     /// Serialised size of this item, `{…}` included.
     size: usize,
     alive: bool,
+}
+
+impl Slot<'_> {
+    /// The text as retained: the original, or its truncation.
+    fn text(&self) -> &str {
+        self.cut.as_deref().unwrap_or(&self.item.text)
+    }
 }
 
 fn item_size(role: Role, text: &str) -> usize {
@@ -101,37 +109,58 @@ pub fn retain(
     let mut slots: Vec<Slot<'_>> = items
         .into_iter()
         .map(|item| Slot {
-            size: item_size(item.role, &item.text),
-            text: item.text.clone(),
+            size: 0,
+            cut: None,
             item,
             omitted_bytes: 0,
             alive: true,
         })
         .collect();
-    let mut alive = slots.len();
-    let commas = |alive: usize| alive.saturating_sub(1);
-    let mut size = fixed_size(fields) + slots.iter().map(|s| s.size).sum::<usize>() + commas(alive);
 
-    // Phase 1. The first droppable slot only moves forward: earlier ones are checkpoints or gone.
+    // Phase 1 drops the oldest droppable messages (not checkpoints, not the newest) until the object
+    // fits. The size only shrinks as they go, so the messages it keeps are the longest run of newest
+    // droppables that fits beside the fixed fields, the checkpoints and the newest message: found by
+    // walking back from the newest, measuring only what is kept (plus the one message that does not fit),
+    // never the text of everything older.
+    let newest = slots.len().checked_sub(1);
+    let mut alive = 0usize;
+    let mut size = fixed_size(fields);
+    for (i, slot) in slots.iter_mut().enumerate() {
+        if slot.item.checkpoint || Some(i) == newest {
+            slot.size = item_size(slot.item.role, &slot.item.text);
+            size += slot.size;
+            alive += 1;
+        }
+    }
+    let commas = |alive: usize| alive.saturating_sub(1);
     let mut omitted_messages = 0u64;
     let mut dropped_bytes = 0u64;
-    let newest = slots.len().checked_sub(1);
-    let mut next = 0;
-    while size > max {
-        while next < slots.len() && slots[next].item.checkpoint {
-            next += 1;
+    let mut overflowed = false;
+    for i in (0..newest.unwrap_or(0)).rev() {
+        let slot = &mut slots[i];
+        if slot.item.checkpoint {
+            continue;
         }
-        if next >= slots.len() || Some(next) == newest {
-            break;
+        if !overflowed {
+            let with = |item: usize| size + item + commas(alive + 1);
+            // The raw bytes bound the escaped size from below, so a huge text that cannot fit is never
+            // scanned.
+            let at_least = item_prefix(slot.item.role).len() + slot.item.text.len() + 3;
+            if with(at_least) <= max {
+                slot.size = item_size(slot.item.role, &slot.item.text);
+                if with(slot.size) <= max {
+                    size += slot.size;
+                    alive += 1;
+                    continue;
+                }
+            }
+            overflowed = true;
         }
-        let slot = &mut slots[next];
         slot.alive = false;
         dropped_bytes += slot.item.text.len() as u64;
-        size -= slot.size + usize::from(alive > 1);
-        alive -= 1;
         omitted_messages += 1;
-        next += 1;
     }
+    size += commas(alive);
 
     // Phase 2.
     while size > max {
@@ -139,19 +168,19 @@ pub fn retain(
             return Err(DoesNotFit { needed: size, max });
         };
         let slot = &mut slots[longest];
-        let current = slot.text.len();
+        let current = slot.text().len();
         if current == 0 {
             return Err(DoesNotFit { needed: size, max });
         }
         let target = current.saturating_sub(size - max);
         let (text, omitted) = truncate_with_notice(&slot.item.text, target);
-        if text == slot.text.as_ref() {
+        if text == slot.text() {
             return Err(DoesNotFit { needed: size, max });
         }
         let new_size = item_size(slot.item.role, &text);
         size = size - slot.size + new_size;
         slot.size = new_size;
-        slot.text = Cow::Owned(text);
+        slot.cut = Some(text);
         slot.omitted_bytes = omitted;
     }
 
@@ -165,7 +194,7 @@ pub fn retain(
         }
         first = false;
         json.push_str(item_prefix(slot.item.role));
-        write_str(&mut json, &slot.text);
+        write_str(&mut json, slot.text());
         json.push('}');
         retained_omitted += slot.omitted_bytes;
     }
@@ -189,8 +218,8 @@ pub fn retain(
 fn longest_alive(slots: &[Slot<'_>]) -> Option<usize> {
     let mut best: Option<(usize, usize)> = None;
     for (i, s) in slots.iter().enumerate().filter(|(_, s)| s.alive) {
-        if best.is_none_or(|(_, len)| s.text.len() > len) {
-            best = Some((i, s.text.len()));
+        if best.is_none_or(|(_, len)| s.text().len() > len) {
+            best = Some((i, s.text().len()));
         }
     }
     best.map(|(i, _)| i)
@@ -283,6 +312,7 @@ fn decimal_len(mut n: usize) -> usize {
 mod tests {
     use super::*;
     use proptest::prelude::*;
+    use std::borrow::Cow;
 
     fn item(role: Role, text: &str, checkpoint: bool) -> Item<'static> {
         Item {
@@ -394,7 +424,156 @@ mod tests {
         assert!(t.starts_with('界'));
     }
 
+    /// The spec's `truncateWithNotice` transcribed literally: every candidate built as a string.
+    fn literal_truncate(text: &str, max_out: usize) -> (String, u64) {
+        let bytes = text.as_bytes();
+        let total = bytes.len();
+        let mut best = (String::new(), total as u64);
+        let (mut lo, mut hi) = (0i64, max_out as i64);
+        while lo <= hi {
+            let r = ((lo + hi) / 2) as usize;
+            let mut head = &bytes[..r.div_ceil(2).min(total)];
+            while std::str::from_utf8(head).is_err() {
+                head = &head[..head.len() - 1];
+            }
+            let mut tail = &bytes[total - (r / 2).min(total)..];
+            while tail.first().is_some_and(|b| b & 0xC0 == 0x80) {
+                tail = &tail[1..];
+            }
+            let kept = format!(
+                "{}{}",
+                std::str::from_utf8(head).unwrap(),
+                std::str::from_utf8(tail).unwrap()
+            );
+            let omitted = total - kept.len();
+            let candidate = format!("{kept}\n[\u{2026} omitted {omitted} UTF-8 bytes \u{2026}]");
+            if candidate.len() <= max_out {
+                best = (candidate, omitted as u64);
+                lo = r as i64 + 1;
+            } else {
+                hi = r as i64 - 1;
+            }
+        }
+        best
+    }
+
+    /// Spec §6.7 transcribed literally: the whole object re-serialised for every size check.
+    fn literal_retain(
+        f: &Fields<'_>,
+        items: &[(Role, String, bool)],
+        max: usize,
+    ) -> Option<(String, Stats)> {
+        struct R {
+            role: Role,
+            text: String,
+            original: String,
+            checkpoint: bool,
+            omitted: u64,
+        }
+        let mut retained: Vec<R> = items
+            .iter()
+            .map(|(role, t, c)| R {
+                role: *role,
+                text: t.clone(),
+                original: t.clone(),
+                checkpoint: *c,
+                omitted: 0,
+            })
+            .collect();
+        let serialise = |retained: &[R]| {
+            let conversation: Vec<serde_json::Value> = retained
+                .iter()
+                .map(|r| {
+                    let role = if r.role == Role::User {
+                        "user"
+                    } else {
+                        "assistant"
+                    };
+                    serde_json::json!({"role": role, "text": r.text})
+                })
+                .collect();
+            serde_json::json!({"sessionId": f.session_id, "label": f.label, "cwd": f.cwd,
+                "capturedThroughSeq": f.captured_through_seq, "conversation": conversation})
+            .to_string()
+            .replace('<', "\\u003c")
+        };
+        let (mut omitted_messages, mut dropped) = (0u64, 0u64);
+        while serialise(&retained).len() > max {
+            let newest = retained.len().wrapping_sub(1);
+            let Some(k) = (0..retained.len()).find(|&k| !retained[k].checkpoint && k != newest)
+            else {
+                break;
+            };
+            dropped += retained[k].original.len() as u64;
+            retained.remove(k);
+            omitted_messages += 1;
+        }
+        while serialise(&retained).len() > max {
+            let mut longest: Option<usize> = None;
+            for (i, r) in retained.iter().enumerate() {
+                if longest.is_none_or(|l| r.text.len() > retained[l].text.len()) {
+                    longest = Some(i);
+                }
+            }
+            let l = longest?;
+            if retained[l].text.is_empty() {
+                return None;
+            }
+            let excess = serialise(&retained).len() - max;
+            let target = retained[l].text.len().saturating_sub(excess);
+            let (text, omitted) = literal_truncate(&retained[l].original, target);
+            if text == retained[l].text {
+                return None;
+            }
+            retained[l].text = text;
+            retained[l].omitted = omitted;
+        }
+        let omitted_bytes = retained.iter().map(|r| r.omitted).sum::<u64>() + dropped;
+        let stats = Stats {
+            compacted: items.iter().any(|i| i.2),
+            original_messages: items.len() as u64,
+            retained_messages: retained.len() as u64,
+            omitted_messages,
+            omitted_bytes,
+            truncated: omitted_messages > 0 || omitted_bytes > 0,
+        };
+        Some((serialise(&retained), stats))
+    }
+
     proptest! {
+        #[test]
+        fn retention_equals_the_literal_algorithm(
+            texts in proptest::collection::vec(("[a<\"\\\\\n界😀 ]{1,120}", 0u8..10), 0..14),
+            max in 100usize..1500,
+        ) {
+            let f = fields();
+            let items: Vec<(Role, String, bool)> = texts
+                .iter()
+                .enumerate()
+                .map(|(i, (t, k))| (if i % 3 == 1 { Role::Assistant } else { Role::User }, t.clone(), *k == 0))
+                .collect();
+            let ours = retain(
+                &f,
+                items.iter().map(|(r, t, c)| item(*r, t, *c)).collect(),
+                max,
+            );
+            let literal = literal_retain(&f, &items, max);
+            match (ours, literal) {
+                (Ok(r), Some((json, stats))) => {
+                    prop_assert_eq!(r.json, json);
+                    prop_assert_eq!(r.stats, stats);
+                }
+                (Err(_), None) => {}
+                (ours, literal) => prop_assert!(false, "ours {:?}, literal {:?}", ours, literal),
+            }
+        }
+
+        #[test]
+        fn truncation_is_the_spec_search_byte_for_byte(text in "\\PC{1,400}", cut in 0usize..400) {
+            let max_out = cut.min(text.len() - 1);
+            prop_assert_eq!(truncate_with_notice(&text, max_out), literal_truncate(&text, max_out));
+        }
+
         #[test]
         fn retained_output_fits_and_parses(texts in proptest::collection::vec(("\\PC{0,300}", any::<bool>()), 0..12),
                                           max in 150usize..2000) {
