@@ -144,6 +144,11 @@ fn case(name: &str, per_source: usize, runs: usize) {
             black_box(reads.read_surface(id).unwrap());
         }
     });
+    let (load50, _) = time(runs, || {
+        for id in &ids {
+            black_box(reads.corpus().load(id, 0).unwrap());
+        }
+    });
     let (p50, p99) = time(runs, || {
         black_box(prepare(&reads, &request, &limits, &|| false, &|| "id".to_string()).unwrap());
     });
@@ -163,6 +168,10 @@ fn case(name: &str, per_source: usize, runs: usize) {
         "  readSurface  p50 {:>9.3} ms  p99 {:>9.3} ms  (baseline: the same 3 sources)",
         base50.as_secs_f64() * 1e3,
         base99.as_secs_f64() * 1e3
+    );
+    println!(
+        "  corpus load  p50 {:>9.3} ms  (of which: finding and loading the cached sources)",
+        load50.as_secs_f64() * 1e3
     );
     println!(
         "  ratio prepare / readSurface: p50 {:.2}×, p99 {:.2}×",
