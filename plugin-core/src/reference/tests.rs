@@ -652,3 +652,116 @@ fn candidates_refuse_bad_limits_and_honour_cancellation() {
     .unwrap_err();
     assert_eq!(e.code, ErrorCode::SessionReferenceCancelled);
 }
+
+// ---------------------------------------------------------------------------------------------------
+// Real DSH logs
+
+/// What spec §6.6 keeps, derived independently from `host_api`'s model messages.
+fn expected_conversation(messages: &[Value]) -> Vec<Value> {
+    messages
+        .iter()
+        .filter_map(|m| {
+            let kind = m["source"]["kind"].as_str();
+            let checkpoint = kind == Some("plugin") && m["source"]["plugin"] == json!("compact");
+            let role = match m["role"].as_str() {
+                Some("user") if kind == Some("user") || checkpoint => "user",
+                Some("assistant") => "assistant",
+                _ => return None,
+            };
+            let texts: Vec<&str> = m["content"]
+                .as_array()?
+                .iter()
+                .filter(|b| b["type"] == json!("text"))
+                .map(|b| b["text"].as_str().unwrap_or(""))
+                .collect();
+            let text = texts.join("\n");
+            (!text.is_empty()).then(|| json!({"role": role, "text": text}))
+        })
+        .collect()
+}
+
+/// Every real DSH log that reads and folds can be cited: the frame holds, the budget holds, and an
+/// untruncated snapshot is exactly the projection of the model's messages.
+#[test]
+fn every_real_fixture_can_be_cited() {
+    use host_api::log::read::{read_log, ReadOptions};
+    use host_api::surface::{model_messages, SurfaceFold};
+
+    let fixtures =
+        std::path::Path::new(env!("CARGO_MANIFEST_DIR")).join("../../shared/fixtures/dsh-real");
+    let Ok(entries) = std::fs::read_dir(&fixtures) else {
+        eprintln!("SKIPPED: no DSH fixtures at {}", fixtures.display());
+        return;
+    };
+    let mut files: Vec<_> = entries
+        .flatten()
+        .map(|e| e.path())
+        .filter(|p| p.extension().is_some_and(|x| x == "jsonl"))
+        .collect();
+    files.sort();
+    let (mut cited, mut exact, mut squeezed) = (0, 0, 0);
+    for file in &files {
+        let name = file.display().to_string();
+        let opts = ReadOptions {
+            strict_header: false,
+            expected_id: None,
+            crash_closers: true,
+        };
+        let Ok(log) = read_log(file, &opts) else {
+            continue;
+        };
+        let Ok(fold) = SurfaceFold::fold(log.events.iter()) else {
+            continue;
+        };
+        if log.header.id == AGENT {
+            continue;
+        }
+        let (state, corpus) = testing::corpus(None);
+        state.set_live(&header(AGENT, 1), &conversation("hi", "hello").events);
+        state.set_live(&log.header, &log.events);
+        let reads = Reads::new(corpus, 50);
+        let req = request(json!([{"sessionId": log.header.id}]));
+        let prepared =
+            run(&reads, &req, &Limits::default()).unwrap_or_else(|e| panic!("{name}: {e}"));
+        let data = framed_data(prompt_of(&prepared));
+        let object = &data[0];
+        let summary = &prepared.summary.as_ref().unwrap()[0];
+        assert!(summary.bytes <= 65_536, "{name}");
+        let refs = &prepared.additional_context.as_ref().unwrap()["source"]["references"][0];
+        let expected = expected_conversation(&model_messages(&fold, &log.events));
+        assert_eq!(refs["originalMessages"], json!(expected.len()), "{name}");
+        assert_eq!(
+            refs["capturedThroughSeq"],
+            json!(log.events.last().map(|e| e.seq)),
+            "{name}"
+        );
+        if refs["truncated"] == json!(false) {
+            assert_eq!(object["conversation"], Value::Array(expected), "{name}");
+            exact += 1;
+        }
+        // A tight budget: the snapshot still fits and frames, or fails whole.
+        let tight = Limits {
+            max_reference_bytes: 300,
+            ..Limits::default()
+        };
+        match run(&reads, &req, &tight) {
+            Ok(prepared) => {
+                framed_data(prompt_of(&prepared));
+                let summary = &prepared.summary.as_ref().unwrap()[0];
+                assert!(summary.bytes <= 300, "{name}");
+                if summary.omitted_messages > 0 || summary.omitted_bytes > 0 {
+                    squeezed += 1;
+                }
+            }
+            Err(e) => assert_eq!(e.code, ErrorCode::SessionReferenceBudgetExceeded, "{name}"),
+        }
+        cited += 1;
+    }
+    assert!(
+        squeezed >= 50,
+        "only {squeezed} fixtures needed the tight budget"
+    );
+    assert!(cited >= 50, "only {cited} fixtures cited");
+    assert!(exact >= 1);
+    eprintln!("cited {cited} real DSH logs ({exact} whole; {squeezed} cut to 300 bytes)");
+}
