@@ -7,14 +7,14 @@ use host_api::abi::{CallRef, ErrorCode, PluginError};
 
 /// Whether the current call should stop. [`Cancel::NEVER`] is for work nobody can cancel.
 #[derive(Clone, Copy)]
-pub struct Cancel<'a>(Option<&'a (dyn Fn() -> bool + Sync)>);
+pub struct Cancel<'a>(Option<&'a dyn Fn() -> bool>);
 
 impl<'a> Cancel<'a> {
     /// A call nobody cancels.
     pub const NEVER: Cancel<'static> = Cancel(None);
 
     /// Cancelled whenever `f` says so.
-    pub fn new(f: &'a (dyn Fn() -> bool + Sync)) -> Self {
+    pub fn new(f: &'a dyn Fn() -> bool) -> Self {
         Self(Some(f))
     }
 

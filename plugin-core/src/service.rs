@@ -8,6 +8,7 @@ use abi_stable::{
     sabi_trait::TD_Opaque,
     std_types::{RResult, RStr, RString},
 };
+use host_api::abi::wire::reference::{CandidatesRequest, PrepareRequest};
 use host_api::abi::{
     query::SessionQuery_TO, reference::SessionReferenceResolver_TO, root::PluginInstance_TO,
     CallRef, EmptyRequest, ErrorCode, FilterEventsRequest, FilterSessionsRequest, HostContextBox,
@@ -23,6 +24,7 @@ use crate::contain::contain;
 use crate::corpus::Corpus;
 use crate::index::Index;
 use crate::reads::Reads;
+use crate::reference::{self, ExactTitles, Limits};
 
 /// A fault a test fixture library can build into its instances. Not reachable from config.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
@@ -34,6 +36,7 @@ pub enum Fault {
 /// One plugin instance's state, shared by its two services. Dropping the last reference closes the index.
 pub struct Service {
     reads: Reads,
+    limits: Limits,
     fault: Option<Fault>,
     // Held only to keep the database open for the instance's lifetime; search will use it.
     _index: Mutex<Option<Index>>,
@@ -57,6 +60,7 @@ impl Service {
         };
         let corpus = Corpus::new(host, sessions_root);
         Ok(Self {
+            limits: Limits::from_config(&config),
             reads: Reads::new(corpus, config.read_window_max),
             fault,
             _index: Mutex::new(index),
@@ -297,25 +301,27 @@ impl SessionReferenceResolver for ResolverService {
         call: CallRef<'_>,
         request: RStr<'_>,
     ) -> RResult<RString, PluginError> {
+        let limits = &self.0.limits;
         self.0.serve(
             "list_candidates",
             call,
             request,
-            BAD,
-            |_, _: serde_json::Value, _| -> Result<(), _> {
-                Err(not_implemented("list_candidates (citations)"))
+            ErrorCode::SessionReferenceInvalidReference,
+            |r, q: CandidatesRequest, c| {
+                reference::list_candidates(r, &ExactTitles(r), &q, limits, &|| c.is_cancelled())
             },
         )
     }
 
     fn prepare(&self, call: CallRef<'_>, request: RStr<'_>) -> RResult<RString, PluginError> {
+        let limits = &self.0.limits;
         self.0.serve(
             "prepare",
             call,
             request,
-            BAD,
-            |_, _: serde_json::Value, _| -> Result<(), _> {
-                Err(not_implemented("prepare (citations)"))
+            ErrorCode::SessionReferenceInvalidReference,
+            |r, q: PrepareRequest, c| {
+                reference::prepare(r, &q, limits, &|| c.is_cancelled(), &reference::new_uuid)
             },
         )
     }

@@ -28,6 +28,7 @@ pub mod reference;
 pub mod root;
 pub mod types;
 pub mod version;
+pub mod wire;
 
 pub use call::{Call, CallContext, CallRef};
 pub use client::{QueryClient, ResolverClient};

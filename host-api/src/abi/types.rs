@@ -390,48 +390,6 @@ pub struct EventSearchPage {
     pub problems: RVec<CorpusProblem>,
 }
 
-/// A citation candidate (spec §6.2).
-#[derive(Serialize, Deserialize, Debug, Clone, PartialEq, Eq)]
-#[serde(rename_all = "camelCase")]
-pub struct Candidate {
-    pub session_id: RString,
-    pub label: RString,
-    #[serde(default, skip_serializing_if = "ROption::is_none")]
-    pub cwd: ROption<RString>,
-    pub created_at: i64,
-    /// `@[label](dsh-session:…)`, ready to insert.
-    pub mention: RString,
-}
-
-/// A reference to cite (spec §6.5 input).
-#[derive(Serialize, Deserialize, Debug, Clone, PartialEq, Eq)]
-#[serde(rename_all = "camelCase")]
-pub struct ReferenceInput {
-    pub session_id: RString,
-    #[serde(default, skip_serializing_if = "ROption::is_none")]
-    pub label: ROption<RString>,
-}
-
-/// `prepare` request: the citing session, the user's rewritten content (JSON array of content blocks),
-/// and the references parsed from it.
-#[derive(Serialize, Deserialize, Debug, Clone, PartialEq, Eq)]
-#[serde(rename_all = "camelCase")]
-pub struct PrepareRequest {
-    pub agent_session_id: RString,
-    pub content: RString,
-    pub references: RVec<ReferenceInput>,
-}
-
-/// `prepare` response: the content (JSON) and, when something was cited, the context message's `data`
-/// (a `user/message` payload as JSON text) to append before the user's line.
-#[derive(Serialize, Deserialize, Debug, Clone, PartialEq, Eq)]
-#[serde(rename_all = "camelCase")]
-pub struct Prepared {
-    pub content: RString,
-    #[serde(default, skip_serializing_if = "ROption::is_none")]
-    pub additional_context: ROption<RString>,
-}
-
 /// The wire form of both filter unions: one object with a `kind` and that kind's fields.
 #[derive(Serialize, Deserialize)]
 #[serde(deny_unknown_fields)]
