@@ -15,39 +15,15 @@ use std::path::Path;
 use std::sync::Arc;
 use std::time::{Duration, Instant};
 
-use abi_stable::sabi_trait::TD_Opaque;
-use abi_stable::std_types::{ROption, RStr, RString, RVec};
-use host_api::abi::host::HostContext_TO;
+use host_api::abi::host::DiskOnlyHost;
 use host_api::abi::wire::reference::PrepareRequest;
-use host_api::abi::{CancelToken, HostContext, HostContextBox, LiveSession, LogLevel};
 use host_api::log::layout::session_log_path;
 use host_api::log::{Compression, Event, SessionHeader};
+use plugin_core::cancel::Cancel;
 use plugin_core::corpus::Corpus;
 use plugin_core::reads::Reads;
 use plugin_core::reference::{prepare, Limits};
 use serde_json::json;
-
-/// A host with no live sessions: every source is read from the sessions root.
-struct DiskOnly;
-
-impl HostContext for DiskOnly {
-    fn live_sessions(&self) -> RVec<LiveSession> {
-        RVec::new()
-    }
-    fn live_session(&self, _id: RStr<'_>) -> ROption<LiveSession> {
-        ROption::RNone
-    }
-    fn live_events(&self, _id: RStr<'_>, _from_seq: u64) -> ROption<RVec<RString>> {
-        ROption::RNone
-    }
-    fn sessions_root(&self) -> ROption<RString> {
-        ROption::RNone
-    }
-    fn log(&self, _level: LogLevel, _message: RStr<'_>) {}
-    fn is_cancelled(&self, _token: CancelToken) -> bool {
-        false
-    }
-}
 
 /// Writes a session of about `bytes` bytes of message text; returns its id.
 fn write_source(root: &Path, id: &str, bytes: usize) -> String {
@@ -124,7 +100,7 @@ fn case(name: &str, per_source: usize, runs: usize) {
     let ids: Vec<String> = (0..3)
         .map(|i| write_source(dir.path(), &format!("{name}-{i}"), per_source))
         .collect();
-    let host: HostContextBox = HostContext_TO::from_value(DiskOnly, TD_Opaque);
+    let host = DiskOnlyHost::default().boxed();
     let reads = Reads::new(
         Corpus::new(Arc::new(host), Some(dir.path().to_path_buf())),
         50,
@@ -146,7 +122,7 @@ fn case(name: &str, per_source: usize, runs: usize) {
     });
     let (load50, _) = time(runs, || {
         for id in &ids {
-            black_box(reads.corpus().load(id, 0).unwrap());
+            black_box(reads.corpus().load(id, Cancel::NEVER).unwrap());
         }
     });
     let (p50, p99) = time(runs, || {

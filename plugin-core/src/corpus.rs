@@ -174,6 +174,11 @@ impl Corpus {
         &self.host
     }
 
+    /// The host context, shared.
+    pub fn host_arc(&self) -> Arc<HostContextBox> {
+        self.host.clone()
+    }
+
     pub fn sessions_root(&self) -> Option<&Path> {
         self.root.as_ref().map(SessionsRoot::root)
     }

@@ -15,6 +15,8 @@ use crate::service::{Fault, Service};
 #[derive(Debug, Clone, Copy, Default)]
 pub struct BuildOptions {
     pub fault: Option<Fault>,
+    /// Panic while an instance is dropped (the host must survive it).
+    pub panic_on_drop: bool,
 }
 
 /// Parses the config, opens the instance's resources and returns its two services. Never unwinds: the
@@ -26,7 +28,7 @@ pub fn build_instance(
 ) -> RResult<PluginInstanceBox, PluginError> {
     let built = catch_unwind(AssertUnwindSafe(|| {
         let config = Config::parse(config.as_str())?;
-        Service::open(config, Arc::new(host), options.fault)
+        Service::open_with(config, Arc::new(host), options.fault, options.panic_on_drop)
     }));
     match built {
         Ok(Ok(service)) => RResult::ROk(service.into_instance()),

@@ -2,6 +2,7 @@
 //! [`contain`] (so a bug surfaces as `PLUGIN_PANICKED`, never as a crashed host), and answers a JSON
 //! response.
 
+use std::panic::{catch_unwind, AssertUnwindSafe};
 use std::sync::{Arc, Mutex};
 
 use abi_stable::{
@@ -12,7 +13,7 @@ use host_api::abi::wire::reference::{CandidatesRequest, PrepareRequest};
 use host_api::abi::{
     query::SessionQuery_TO, reference::SessionReferenceResolver_TO, root::PluginInstance_TO,
     CallRef, EmptyRequest, ErrorCode, FilterEventsRequest, FilterSessionsRequest, HostContextBox,
-    PluginError, PluginInstance, PluginInstanceBox, ReadEventRequest, SessionQuery,
+    LogLevel, PluginError, PluginInstance, PluginInstanceBox, ReadEventRequest, SessionQuery,
     SessionQueryBox, SessionReferenceResolver, SessionReferenceResolverBox, SessionRequest,
     TitleSnapshotsRequest, TraceEventRequest,
 };
@@ -20,7 +21,7 @@ use serde::{de::DeserializeOwned, Serialize};
 
 use crate::cancel::{call_stopped, Cancel};
 use crate::config::Config;
-use crate::contain::contain;
+use crate::contain::{contain, panic_message};
 use crate::corpus::Corpus;
 use crate::index::Index;
 use crate::reads::Reads;
@@ -38,6 +39,7 @@ pub struct Service {
     reads: Reads,
     limits: Limits,
     fault: Option<Fault>,
+    panic_on_drop: bool,
     // Held only to keep the database open for the instance's lifetime; search will use it.
     _index: Mutex<Option<Index>>,
 }
@@ -48,6 +50,16 @@ impl Service {
         config: Config,
         host: Arc<HostContextBox>,
         fault: Option<Fault>,
+    ) -> Result<Self, PluginError> {
+        Self::open_with(config, host, fault, false)
+    }
+
+    /// [`Service::open`], optionally with a panic injected into its drop (test fixtures only).
+    pub fn open_with(
+        config: Config,
+        host: Arc<HostContextBox>,
+        fault: Option<Fault>,
+        panic_on_drop: bool,
     ) -> Result<Self, PluginError> {
         let sessions_root = config.sessions_root.clone().or_else(|| {
             host.sessions_root()
@@ -63,13 +75,15 @@ impl Service {
             limits: Limits::from_config(&config),
             reads: Reads::new(corpus, config.read_window_max),
             fault,
+            panic_on_drop,
             _index: Mutex::new(index),
         })
     }
 
     /// The ABI instance: both services share this state.
     pub fn into_instance(self) -> PluginInstanceBox {
-        PluginInstance_TO::from_value(Instance(Arc::new(self)), TD_Opaque)
+        let host = self.reads.corpus().host_arc();
+        PluginInstance_TO::from_value(Instance(Held::new(self, host)), TD_Opaque)
     }
 
     /// Parses the request, runs `body` with a cancellation handle for this call, serialises the answer.
@@ -114,8 +128,61 @@ fn not_implemented(what: &str) -> PluginError {
     )
 }
 
+impl Drop for Service {
+    fn drop(&mut self) {
+        if self.panic_on_drop {
+            panic!("injected test fault while closing the instance");
+        }
+    }
+}
+
+/// The instance state as each service object holds it. The host drops these objects through
+/// abi_stable's `extern "C"` vtable shims, where an unwinding panic aborts the host, so the last one
+/// to go drops the service inside `catch_unwind` and reports a panic to the host's log instead.
+#[derive(Clone)]
+struct Held {
+    service: Option<Arc<Service>>,
+    host: Arc<HostContextBox>,
+}
+
+impl Held {
+    fn new(service: Service, host: Arc<HostContextBox>) -> Self {
+        Self {
+            service: Some(Arc::new(service)),
+            host,
+        }
+    }
+}
+
+impl std::ops::Deref for Held {
+    type Target = Service;
+
+    fn deref(&self) -> &Service {
+        // Only `drop` takes the service out, so it is present whenever the object is in use.
+        self.service.as_deref().expect("service present until drop")
+    }
+}
+
+impl Drop for Held {
+    fn drop(&mut self) {
+        let Some(service) = self.service.take() else {
+            return;
+        };
+        let dropped = catch_unwind(AssertUnwindSafe(move || drop(service)));
+        if let Err(payload) = dropped {
+            let message = format!(
+                "the plugin panicked while closing an instance (contained): {}",
+                panic_message(&payload)
+            );
+            let _ = catch_unwind(AssertUnwindSafe(|| {
+                self.host.log(LogLevel::Error, RStr::from_str(&message))
+            }));
+        }
+    }
+}
+
 /// The plugin instance handed to the host.
-struct Instance(Arc<Service>);
+struct Instance(Held);
 
 impl PluginInstance for Instance {
     fn session_query(&self) -> SessionQueryBox {
@@ -128,10 +195,10 @@ impl PluginInstance for Instance {
 }
 
 /// `ctx.sessionQuery`.
-struct QueryService(Arc<Service>);
+struct QueryService(Held);
 
 /// `ctx.sessionReferenceResolver`.
-struct ResolverService(Arc<Service>);
+struct ResolverService(Held);
 
 const BAD: ErrorCode = ErrorCode::PluginBadMessage;
 

@@ -134,14 +134,34 @@ pub fn open_and_check(path: &Path) -> Result<CheckedPlugin, Refusal> {
     let lib_header = header
         .upgrade()
         .map_err(|e| Refusal::AbiStableHeader(describe(&e)))?;
-    let root = lib_header
-        .init_root_module::<PluginRoot_Ref>()
-        .map_err(|e| match e {
-            LibraryError::AbiInstability(_) | LibraryError::IncompatibleVersionNumber { .. } => {
-                Refusal::Layout(describe(&e))
+    let layout = |e: LibraryError| Refusal::Layout(describe(&e));
+    let root = if stamp.minor == CONTRACT.minor {
+        lib_header
+            .init_root_module::<PluginRoot_Ref>()
+            .map_err(layout)?
+    } else {
+        // An older minor: abi_stable would refuse its shorter vtables against today's types, so check
+        // it exactly against that minor's frozen types, then use it through today's (see
+        // `host_api::abi::frozen` for why that is sound).
+        match stamp.minor {
+            0 => lib_header
+                .ensure_layout::<host_api::abi::frozen::v2_0::PluginRoot_Ref>()
+                .map_err(layout)?,
+            other => {
+                return Err(Refusal::Contract(format!(
+                "it was built against plugin contract {}.{other}, which this host has no frozen \
+                     layout of",
+                stamp.major
+            )))
             }
-            other => Refusal::Layout(describe(&other)),
-        })?;
+        }
+        // SAFETY: the library's root module passed abi_stable's full layout check against the frozen
+        // types of its own minor, which today's types extend only by vtable entries appended after
+        // each `last_prefix_field`; abi_stable guards those with runtime accessibility checks, and the
+        // host's client never calls one the plugin's minor lacks.
+        unsafe { lib_header.init_root_module_with_unchecked_layout::<PluginRoot_Ref>() }
+            .map_err(layout)?
+    };
     let checked = CheckedPlugin {
         root,
         contract: stamp.contract(),

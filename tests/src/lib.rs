@@ -77,7 +77,10 @@ pub mod libs {
     pub struct Libs {
         pub plugin: PathBuf,
         pub next_version: PathBuf,
+        /// Claims contract 3.0 (another major).
         pub abi_mismatch: PathBuf,
+        /// Claims contract 2.99 (a minor newer than the host's).
+        pub newer_minor: PathBuf,
         pub fold_mismatch: PathBuf,
         pub layout_mismatch: PathBuf,
         pub faulty: PathBuf,
@@ -86,11 +89,12 @@ pub mod libs {
         pub sample_host: PathBuf,
     }
 
-    const PACKAGES: [&str; 8] = [
+    const PACKAGES: [&str; 9] = [
         "plugin",
         "sample-host",
         "test-plugin-next-version",
         "test-plugin-abi-mismatch",
+        "test-plugin-newer-minor",
         "test-plugin-fold-mismatch",
         "test-plugin-layout-mismatch",
         "test-plugin-faulty",
@@ -138,12 +142,38 @@ pub mod libs {
                 plugin: lib(&dir, "dsh_session_search"),
                 next_version: lib(&dir, "test_plugin_next_version"),
                 abi_mismatch: lib(&dir, "test_plugin_abi_mismatch"),
+                newer_minor: lib(&dir, "test_plugin_newer_minor"),
                 fold_mismatch: lib(&dir, "test_plugin_fold_mismatch"),
                 layout_mismatch: lib(&dir, "test_plugin_layout_mismatch"),
                 faulty: lib(&dir, "test_plugin_faulty"),
                 no_root: lib(&dir, "test_plugin_no_root"),
                 sample_host: dir.join("sample-host"),
             }
+        })
+    }
+
+    /// A plugin built against the frozen copy of contract 2.0 (`tests/frozen/contract-2.0`, its own
+    /// workspace), built once per test process into `target/frozen-2.0`.
+    pub fn frozen_contract_2_0() -> &'static Path {
+        static LIB: OnceLock<PathBuf> = OnceLock::new();
+        LIB.get_or_init(|| {
+            let target = profile_dir()
+                .parent()
+                .expect("target folder")
+                .join("frozen-2.0");
+            let manifest =
+                PathBuf::from(env!("CARGO_MANIFEST_DIR")).join("frozen/contract-2.0/Cargo.toml");
+            let cargo = std::env::var("CARGO").unwrap_or_else(|_| "cargo".into());
+            let status = Command::new(cargo)
+                .arg("build")
+                .arg("--manifest-path")
+                .arg(&manifest)
+                .arg("--target-dir")
+                .arg(&target)
+                .status()
+                .expect("running cargo build for the frozen 2.0 plugin");
+            assert!(status.success(), "building the frozen 2.0 plugin failed");
+            lib(&target.join("debug"), "frozen_plugin_2_0")
         })
     }
 

@@ -131,6 +131,16 @@ fn a_panic_inside_a_plugin_call_comes_back_as_an_error_and_the_host_keeps_workin
         .query(|q| q.read_surface(&Call::new(), &sreq("no-such-session")))
         .unwrap_err();
     assert_eq!(err.code, ErrorCode::SessionQuerySessionNotFound, "{err}");
+
+    // Closing the instance panics inside the plugin too; the host survives it and is told.
+    host.shutdown();
+    let log = host.shared().log_lines();
+    assert!(
+        log.iter().any(|l| l
+            .message
+            .contains("panicked while closing an instance (contained)")),
+        "{log:?}"
+    );
 }
 
 #[test]
@@ -154,4 +164,61 @@ fn an_invalid_config_refuses_the_instance_with_a_clear_error() {
         }
         other => panic!("expected a refusal, got {other:?}"),
     }
+}
+
+/// The contract's promise to plugins already built: one built against the frozen copy of contract 2.0
+/// (the previous minor) loads in today's host (2.1), serves, and calls back into the host; what 2.1
+/// added is answered by the host's client with its documented default instead of reaching the plugin.
+#[test]
+fn a_plugin_built_against_the_previous_minor_loads_and_serves() {
+    let frozen = tests::libs::frozen_contract_2_0();
+    let (dir, plugins) = host::plugin_folder(frozen);
+    let host = host::start(&plugins, None, &dir.path().join("index.sqlite"));
+    let (generation, name, version) = host
+        .serving()
+        .unwrap_or_else(|| panic!("the 2.0 plugin should serve: {:?}", host.status()));
+    assert_eq!(
+        (generation, name.as_str(), version.as_str()),
+        (1, "dsh-session-search", "0.1.0-frozen-2.0")
+    );
+
+    // Served through the old vtable, with the plugin calling back into today's HostContext.
+    let header = host_api::log::SessionHeader::new("live-one", 5, Some("/w".to_string()));
+    host.shared().live.create(header, None).unwrap();
+    let listed = host
+        .query(|q| {
+            assert_eq!(q.contract().to_string(), "2.0");
+            q.list_sessions(&Call::new(), &EmptyRequest {})
+        })
+        .expect("the 2.0 plugin answers list_sessions");
+    assert_eq!(listed.len(), 1);
+    assert_eq!(listed[0].header.id.as_str(), "live-one");
+    assert!(listed[0].live);
+
+    // `diagnostics` came with 2.1: the client answers for the old plugin without calling it.
+    let err = host
+        .query(|q| {
+            q.raw::<_, serde_json::Value>(
+                host_api::abi::client::QueryMethod::Diagnostics,
+                &Call::new(),
+                &EmptyRequest {},
+            )
+        })
+        .unwrap_err();
+    assert_eq!(err.code, ErrorCode::PluginNotImplemented);
+    assert!(err.message.contains("contract 2.0"), "{err}");
+}
+
+#[test]
+fn a_plugin_of_a_newer_minor_is_refused_with_the_reason() {
+    let libs = libs();
+    let (dir, plugins) = host::plugin_folder(&libs.newer_minor);
+    let host = host::start(&plugins, None, &dir.path().join("index.sqlite"));
+    assert!(host.serving().is_none());
+    let (code, reason) = refused_reason(&host, "libdsh_session_search.so");
+    assert_eq!(code, "contract-version");
+    assert!(
+        reason.contains("plugin contract 2.99") && reason.contains("newer than this host's 2.1"),
+        "{reason}"
+    );
 }

@@ -77,3 +77,39 @@ pub trait HostContext: Send + Sync + 'static {
 
 /// The owned, type-erased host context a plugin keeps.
 pub type HostContextBox = HostContext_TO<RBox<()>>;
+
+/// A host context with no live sessions: only a sessions root (if any), logs dropped. For tools,
+/// benchmarks and tests that read sessions from disk alone.
+#[derive(Debug, Clone, Default)]
+pub struct DiskOnlyHost {
+    pub sessions_root: Option<String>,
+}
+
+impl DiskOnlyHost {
+    /// As a type-erased context to hand a plugin instance.
+    pub fn boxed(self) -> HostContextBox {
+        HostContext_TO::from_value(self, abi_stable::sabi_trait::TD_Opaque)
+    }
+}
+
+impl HostContext for DiskOnlyHost {
+    fn live_sessions(&self) -> RString {
+        "[]".into()
+    }
+
+    fn live_session(&self, _id: RStr<'_>) -> ROption<RString> {
+        ROption::RNone
+    }
+
+    fn live_events(&self, _id: RStr<'_>, _epoch: u64, _from_seq: u64) -> ROption<RVec<RString>> {
+        ROption::RNone
+    }
+
+    fn sessions_root(&self) -> ROption<RString> {
+        self.sessions_root.as_deref().map(RString::from).into()
+    }
+
+    fn log(&self, _level: LogLevel, _message: RStr<'_>) {}
+
+    fn report_progress(&self, _task: RStr<'_>, _done: u64, _total: u64) {}
+}

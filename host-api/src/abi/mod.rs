@@ -21,6 +21,7 @@
 pub mod call;
 pub mod client;
 pub mod error;
+pub mod frozen;
 pub mod host;
 pub mod query;
 pub mod reference;
