@@ -106,14 +106,52 @@ pub enum Command {
         #[arg(value_name = "SEQ", allow_negative_numbers = true)]
         seq: Option<i64>,
     },
+    /// Full-text search over every session, live and on disk (or inside one with --session).
+    Search(SearchArgs),
+    /// What the search index holds and every session it left out, with path, code and reason.
+    Diagnostics,
     /// Keep running and hot-reload plugin libraries as they change.
     Watch,
+}
+
+/// `search QUERY [filters]`.
+#[derive(Debug, Clone, PartialEq, Eq, clap::Args)]
+pub struct SearchArgs {
+    /// What to look for: a literal phrase (quotes, OR, NEAR, * are just text); CJK runs match inside
+    /// sentences.
+    #[arg(value_name = "QUERY")]
+    pub query: OsString,
+    /// Search inside this session only.
+    #[arg(long, value_name = "ID")]
+    pub session: Option<OsString>,
+    /// Only these surface labels (comma-separated: current, shadowed, log-only); all by default.
+    #[arg(long, value_name = "LABELS", value_delimiter = ',')]
+    pub surface: Vec<String>,
+    /// Only events of this type (repeatable), e.g. tool/result.
+    #[arg(long = "type", value_name = "TYPE")]
+    pub types: Vec<String>,
+    /// Only sessions whose cwd is DIR (repeatable).
+    #[arg(long, value_name = "DIR")]
+    pub cwd: Vec<String>,
+    /// Only events at or after TIME: epoch milliseconds, an ISO date or date-time
+    /// (2026-11-01, 2026-11-01T09:30Z), or an age such as 90m, 36h, 7d.
+    #[arg(long, value_name = "TIME")]
+    pub since: Option<String>,
+    /// Hits per page.
+    #[arg(long, value_name = "N")]
+    pub limit: Option<u64>,
+    /// Continue from a page's next cursor.
+    #[arg(long, value_name = "CURSOR")]
+    pub cursor: Option<String>,
+    /// Draw the indexing progress bar even under --json.
+    #[arg(long)]
+    pub progress: bool,
 }
 
 /// What parsing ended with, other than a command to run.
 #[derive(Debug)]
 pub enum Parsed {
-    Run(Cli),
+    Run(Box<Cli>),
     /// `--help` or `--version`: print this on stdout and exit 0.
     Info(String),
     Usage(UsageError),
@@ -137,7 +175,7 @@ where
 {
     let args: Vec<OsString> = args.into_iter().map(Into::into).collect();
     match Cli::try_parse_from(&args) {
-        Ok(cli) => Parsed::Run(cli),
+        Ok(cli) => Parsed::Run(Box::new(cli)),
         Err(e) => match e.kind() {
             clap::error::ErrorKind::DisplayHelp | clap::error::ErrorKind::DisplayVersion => {
                 Parsed::Info(e.render().to_string())
@@ -189,7 +227,7 @@ mod tests {
 
     fn run(args: &[&str]) -> Cli {
         match parse(std::iter::once("sample-host").chain(args.iter().copied())) {
-            Parsed::Run(cli) => cli,
+            Parsed::Run(cli) => *cli,
             other => panic!("{args:?}: {other:?}"),
         }
     }

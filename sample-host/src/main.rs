@@ -13,7 +13,7 @@ fn main() {
 
 fn run() -> i32 {
     let cli = match cli::parse(std::env::args_os()) {
-        Parsed::Run(cli) => cli,
+        Parsed::Run(cli) => *cli,
         Parsed::Info(text) => {
             let _ = write!(std::io::stdout(), "{text}");
             return 0;

@@ -4,6 +4,7 @@
 pub mod demo;
 pub mod plugins;
 pub mod read;
+pub mod search;
 pub mod watch;
 
 use std::ffi::OsStr;
@@ -70,12 +71,13 @@ pub enum CommandError {
 
 impl CommandError {
     /// The code `--json` prints.
-    pub fn code(&self) -> &str {
+    pub fn code(&self) -> String {
         match self {
-            Self::Usage(_) => "USAGE",
-            Self::Plugin(e) => e.code.as_str(),
-            Self::Io { .. } => "IO",
-            Self::Demo(_) => "DEMO",
+            Self::Usage(_) => "USAGE".into(),
+            // A code newer than this build still prints as the name the plugin sent.
+            Self::Plugin(e) => e.code_name(),
+            Self::Io { .. } => "IO".into(),
+            Self::Demo(_) => "DEMO".into(),
         }
     }
 
@@ -186,6 +188,14 @@ pub fn run(cli: Cli, out: &mut dyn Write) -> Result<i32, CommandError> {
                 after,
             };
             read::run(&host, &read, &options, out)
+        }
+        Command::Search(args) => {
+            let host = start_host(&options, options.sessions_dir())?;
+            search::run(&host, &args, &options, out)
+        }
+        Command::Diagnostics => {
+            let host = start_host(&options, options.sessions_dir())?;
+            search::diagnostics(&host, &options, out)
         }
         Command::Trace { id, seq } => {
             let id = session_id(&id)?;
