@@ -5,9 +5,10 @@
 //! `PLUGIN_PANICKED` error naming the call and the panic message.
 
 use std::panic::{catch_unwind, AssertUnwindSafe};
+use std::sync::{Arc, Mutex, Once, Weak};
 
-use abi_stable::std_types::RResult;
-use host_api::abi::{ErrorCode, PluginError};
+use abi_stable::std_types::{RResult, RStr};
+use host_api::abi::{ErrorCode, HostContextBox, LogLevel, PluginError};
 
 /// Runs `body`, converting its result to the ABI's `RResult` and any panic to `PLUGIN_PANICKED`.
 pub fn contain<T>(
@@ -34,6 +35,45 @@ pub fn panic_message(payload: &Box<dyn std::any::Any + Send>) -> String {
     } else {
         "non-text panic payload".to_string()
     }
+}
+
+/// Sends this plugin copy's panic reports (where and what) to the host's log instead of stderr.
+///
+/// Each loaded copy of the plugin has its own std, so this hook sees only panics raised in this copy's
+/// code; [`contain`] still turns each into an error. The hook reports to the host of the most recently
+/// built instance. Installed only by the exported constructor, never in unit tests, whose harness
+/// relies on the default report.
+pub fn route_panics_to(host: &Arc<HostContextBox>) {
+    static HOST: Mutex<Option<Weak<HostContextBox>>> = Mutex::new(None);
+    static INSTALL: Once = Once::new();
+    *HOST.lock().unwrap_or_else(|p| p.into_inner()) = Some(Arc::downgrade(host));
+    INSTALL.call_once(|| {
+        let default = std::panic::take_hook();
+        std::panic::set_hook(Box::new(move |info| {
+            let host = HOST
+                .try_lock()
+                .ok()
+                .and_then(|h| h.as_ref().and_then(Weak::upgrade));
+            let Some(host) = host else {
+                return default(info);
+            };
+            let at = info
+                .location()
+                .map(|l| format!(" at {}:{}", l.file(), l.line()))
+                .unwrap_or_default();
+            let what = if let Some(s) = info.payload().downcast_ref::<&str>() {
+                (*s).to_string()
+            } else if let Some(s) = info.payload().downcast_ref::<String>() {
+                s.clone()
+            } else {
+                "non-text panic payload".to_string()
+            };
+            host.log(
+                LogLevel::Error,
+                RStr::from_str(&format!("plugin panicked{at}: {what} (contained)")),
+            );
+        }));
+    });
 }
 
 #[cfg(test)]

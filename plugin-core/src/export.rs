@@ -7,7 +7,7 @@ use abi_stable::std_types::{RResult, RStr};
 use host_api::abi::{ErrorCode, HostContextBox, PluginError, PluginInstanceBox};
 
 use crate::config::Config;
-use crate::contain::panic_message;
+use crate::contain::{panic_message, route_panics_to};
 use crate::service::{Fault, Service};
 
 /// Options a plugin library passes when it builds instances. The real plugin uses the default; test
@@ -17,6 +17,8 @@ pub struct BuildOptions {
     pub fault: Option<Fault>,
     /// Panic while an instance is dropped (the host must survive it).
     pub panic_on_drop: bool,
+    /// Report panics to the host's log instead of stderr (the exported constructor sets it).
+    pub route_panics: bool,
 }
 
 /// Parses the config, opens the instance's resources and returns its two services. Never unwinds: the
@@ -28,7 +30,11 @@ pub fn build_instance(
 ) -> RResult<PluginInstanceBox, PluginError> {
     let built = catch_unwind(AssertUnwindSafe(|| {
         let config = Config::parse(config.as_str())?;
-        Service::open_with(config, Arc::new(host), options.fault, options.panic_on_drop)
+        let host = Arc::new(host);
+        if options.route_panics {
+            route_panics_to(&host);
+        }
+        Service::open_with(config, host, options.fault, options.panic_on_drop)
     }));
     match built {
         Ok(Ok(service)) => RResult::ROk(service.into_instance()),
@@ -68,6 +74,7 @@ macro_rules! export_plugin {
             #[allow(unused_mut, unused_assignments)]
             let mut options = $crate::export::BuildOptions::default();
             $( options = $options; )?
+            options.route_panics = true;
             $crate::export::build_instance(config, host, options)
         }
 

@@ -132,6 +132,14 @@ fn a_panic_inside_a_plugin_call_comes_back_as_an_error_and_the_host_keeps_workin
         .unwrap_err();
     assert_eq!(err.code, ErrorCode::SessionQuerySessionNotFound, "{err}");
 
+    // The plugin's panic reports went to the host's log (not stderr), saying where.
+    let log = host.shared().log_lines();
+    assert!(
+        log.iter().any(|l| l.message.contains("plugin panicked at")
+            && l.message.contains("injected test fault in list_sessions")),
+        "{log:?}"
+    );
+
     // Closing the instance panics inside the plugin too; the host survives it and is told.
     host.shutdown();
     let log = host.shared().log_lines();

@@ -8,5 +8,6 @@ plugin_core::export_plugin! {
     options: plugin_core::export::BuildOptions {
         fault: Some(plugin_core::service::Fault::PanicIn("list_sessions")),
         panic_on_drop: true,
+        route_panics: true,
     },
 }
