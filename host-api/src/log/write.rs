@@ -23,7 +23,7 @@ use super::header::SessionHeader;
 use super::layout::{encode_segment, session_log_path};
 use super::read::{read_log, ReadOptions};
 use super::{packed, zstd_frames, Compression};
-use crate::json::MAX_SAFE_INTEGER;
+use crate::json::{is_safe_i64, MAX_SAFE_INTEGER};
 
 /// How a writer encodes what it appends.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
@@ -312,7 +312,7 @@ impl<F: LogFile> LogWriter<F> {
                 ))
                 .at_seq(event.seq));
             }
-            if event.time.unsigned_abs() > max {
+            if !is_safe_i64(event.time) {
                 return Err(
                     invalid_write(format!("time {} is not a safe integer", event.time))
                         .at_seq(event.seq),
