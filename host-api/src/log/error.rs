@@ -74,6 +74,12 @@ pub enum LogErrorCode {
     Layout,
     /// A writer was asked for something the format cannot hold (bad seq, empty id, an existing log).
     InvalidWrite,
+    /// The path names something other than a regular file (a FIFO, a device, a directory), which a reader
+    /// could block on or read forever.
+    NotRegularFile,
+    /// A line (the header included; for zstd logs, a line of the decompressed text) longer than the
+    /// reader's line cap ([`super::read::MAX_LINE_BYTES`] unless the options lower it).
+    LineTooLong,
 }
 
 impl LogErrorCode {
@@ -107,6 +113,8 @@ impl LogErrorCode {
             Self::InvalidSurface => "LOG_INVALID_SURFACE",
             Self::Layout => "LOG_LAYOUT",
             Self::InvalidWrite => "LOG_INVALID_WRITE",
+            Self::NotRegularFile => "LOG_NOT_REGULAR_FILE",
+            Self::LineTooLong => "LOG_LINE_TOO_LONG",
         }
     }
 

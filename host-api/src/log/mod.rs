@@ -6,6 +6,7 @@
 //! end) → [`read::LogReader`] yields [`event::Event`]s one at a time. [`write::LogWriter`] is the reverse,
 //! and [`layout`] maps ids and cwds to paths in a sessions root.
 
+pub mod bounds;
 pub mod error;
 pub mod event;
 pub mod header;
@@ -20,6 +21,7 @@ pub mod validate;
 pub mod write;
 pub mod zstd_frames;
 
+pub use bounds::MAX_LINE_BYTES;
 pub use error::{ErrorClass, LogError, LogErrorCode};
 pub use event::Event;
 pub use header::{HeaderDiagnostic, SessionHeader};

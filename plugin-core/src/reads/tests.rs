@@ -626,6 +626,7 @@ fn real_fixtures_read_as_host_api_computes_them() {
             strict_header: false,
             expected_id: Some(id.to_string()),
             crash_closers: true,
+            ..ReadOptions::default()
         };
         let direct = read_log(&dest, &opts)
             .map_err(|e| e.at_path(&dest))
