@@ -358,7 +358,38 @@ fn find_looks_up_by_id_in_either_encoding_and_reports_layout_errors() {
         root.find("bad").unwrap_err().code,
         LogErrorCode::HeaderNotJson
     );
-    assert!(root.find("").is_err());
+    assert_eq!(root.find("").unwrap(), None);
+}
+
+#[test]
+fn find_by_an_id_too_long_or_unencodable_for_a_file_name_is_not_found() {
+    let m = messy_root();
+    let root = SessionsRoot::new(&m.root);
+    // 300 bytes; 60 slashes that encode to 300 bytes; 250 bytes whose directory name fits but whose flat
+    // artifact name would not: all "not found", never "File name too long".
+    for id in ["x".repeat(300), "/".repeat(60), "a".repeat(250)] {
+        assert_eq!(root.find(&id).unwrap(), None, "{} bytes", id.len());
+    }
+}
+
+#[test]
+fn id_mismatch_messages_quote_at_most_a_clip_of_the_id() {
+    let dir = tempfile::tempdir().unwrap();
+    let events = turn_events();
+    let path = write_session(
+        dir.path(),
+        header("s1", Some("/w")),
+        WriteOptions::default(),
+        &[&events],
+    );
+    let opts = ReadOptions {
+        expected_id: Some("é".repeat(5000)),
+        ..ReadOptions::default()
+    };
+    let err = read_log(&path, &opts).unwrap_err();
+    assert_eq!(err.code, LogErrorCode::IdMismatch);
+    assert!(err.message.len() < 400, "{}", err.message);
+    assert!(err.message.contains("10000 bytes in all"), "{}", err.message);
 }
 
 #[test]

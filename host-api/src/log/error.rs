@@ -1,7 +1,24 @@
 //! The one error type of the log codec: a code, the class DSH gives that failure, and where it happened.
 
+use std::borrow::Cow;
 use std::fmt;
 use std::path::{Path, PathBuf};
+
+/// The most characters of one quoted value (an id, a type, a path component) an error message carries.
+pub const MESSAGE_CLIP_CHARS: usize = 100;
+
+/// `text` cut to [`MESSAGE_CLIP_CHARS`] characters, with `…` and the full length appended when cut, for
+/// quoting untrusted values in messages: a megabyte-long id must not make a megabyte-long error line.
+pub fn clip_for_message(text: &str) -> Cow<'_, str> {
+    match text.char_indices().nth(MESSAGE_CLIP_CHARS) {
+        None => Cow::Borrowed(text),
+        Some((cut, _)) => Cow::Owned(format!(
+            "{}…({} bytes in all)",
+            text.get(..cut).unwrap_or_default(),
+            text.len()
+        )),
+    }
+}
 
 /// How DSH classifies a failure (spec §1.7). The class decides the query error code a consumer reports:
 /// only [`ErrorClass::Corrupt`] becomes `SESSION_QUERY_CORRUPT_SESSION` on exact reads; the others become
@@ -209,3 +226,20 @@ impl fmt::Display for LogError {
 }
 
 impl std::error::Error for LogError {}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn short_values_are_quoted_whole_and_long_ones_clipped_on_a_char_boundary() {
+        assert_eq!(clip_for_message("abc"), "abc");
+        let exact = "x".repeat(MESSAGE_CLIP_CHARS);
+        assert_eq!(clip_for_message(&exact), exact.as_str());
+        let long = "é".repeat(300);
+        let clipped = clip_for_message(&long);
+        assert!(clipped.starts_with(&"é".repeat(MESSAGE_CLIP_CHARS)));
+        assert!(clipped.ends_with("…(600 bytes in all)"), "{clipped}");
+        assert_eq!(clipped.chars().filter(|&c| c == 'é').count(), MESSAGE_CLIP_CHARS);
+    }
+}

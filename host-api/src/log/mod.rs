@@ -22,7 +22,7 @@ pub mod write;
 pub mod zstd_frames;
 
 pub use bounds::MAX_LINE_BYTES;
-pub use error::{ErrorClass, LogError, LogErrorCode};
+pub use error::{clip_for_message, ErrorClass, LogError, LogErrorCode};
 pub use event::Event;
 pub use header::{HeaderDiagnostic, SessionHeader};
 

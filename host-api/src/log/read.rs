@@ -38,7 +38,7 @@ use std::path::{Path, PathBuf};
 use serde_json::Value;
 
 use super::bounds::{line_too_long, open_regular, read_line_capped, RawLine};
-use super::error::{LogError, LogErrorCode};
+use super::error::{clip_for_message, LogError, LogErrorCode};
 use super::header::{HeaderDiagnostic, SessionHeader};
 use super::legacy::LegacyUpgrader;
 use super::repair::CloserTracker;
@@ -338,8 +338,9 @@ impl LogReader {
         if let Some(expected) = &opts.expected_id {
             if &header.id != expected {
                 let message = format!(
-                    "header id {:?} differs from the requested id {expected:?}",
-                    header.id
+                    "header id {:?} differs from the requested id {:?}",
+                    clip_for_message(&header.id),
+                    clip_for_message(expected)
                 );
                 return Err(LogError::new(LogErrorCode::IdMismatch, message)
                     .at_path(path)

@@ -20,7 +20,7 @@ use std::time::{SystemTime, UNIX_EPOCH};
 use super::error::{LogError, LogErrorCode};
 use super::event::Event;
 use super::header::SessionHeader;
-use super::layout::{encode_segment, session_log_path};
+use super::layout::{encode_segment, session_log_path, NAME_MAX};
 use super::read::{read_log, ReadOptions};
 use super::{packed, zstd_frames, Compression};
 use crate::json::{is_safe_i64, MAX_SAFE_INTEGER};
@@ -68,7 +68,19 @@ impl LogFile for File {
     }
 
     fn open_append(path: &Path) -> io::Result<Self> {
-        OpenOptions::new().append(true).open(path)
+        // Non-blocking, so a FIFO with no reader fails at once (ENXIO) instead of hanging the open; then
+        // anything but a regular file is refused, as the reader refuses it.
+        let file = OpenOptions::new()
+            .append(true)
+            .custom_flags(libc::O_NONBLOCK)
+            .open(path)?;
+        if !file.metadata()?.file_type().is_file() {
+            return Err(io::Error::new(
+                io::ErrorKind::InvalidInput,
+                "a session log must be a regular file",
+            ));
+        }
+        Ok(file)
     }
 
     fn write_all(&mut self, buf: &[u8]) -> io::Result<()> {
@@ -176,7 +188,14 @@ impl<F: LogFile> LogWriter<F> {
         if path.file_name().is_none() {
             return Err(at(invalid_write("the log path names no file")));
         }
-        encode_segment(&header.id).map_err(|err| at(invalid_write(err.message)))?;
+        let segment = encode_segment(&header.id).map_err(|err| at(invalid_write(err.message)))?;
+        if segment.len() > NAME_MAX {
+            // No session directory could be named after it, so no lookup could ever find the log.
+            return Err(at(invalid_write(format!(
+                "the id encodes to a {}-byte directory name, longer than the {NAME_MAX} bytes a file name may have",
+                segment.len()
+            ))));
+        }
         let header = strict_header(&header).map_err(at)?;
         refuse_existing(path)?;
         Ok(Self {
@@ -588,6 +607,10 @@ mod tests {
         let empty = SessionHeader::new("", 0, None);
         let err = LogWriter::create(dir.path(), empty, WriteOptions::default()).unwrap_err();
         assert_eq!(err.code, LogErrorCode::InvalidWrite);
+        let long = SessionHeader::new("a".repeat(NAME_MAX + 1), 0, None);
+        let err = LogWriter::create(dir.path(), long, WriteOptions::default()).unwrap_err();
+        assert_eq!(err.code, LogErrorCode::InvalidWrite);
+        assert!(err.message.contains("longer than the 255 bytes"), "{}", err.message);
         let mut newer = SessionHeader::new("a", 0, None);
         newer.version = 1;
         assert!(LogWriter::create_at(&path, newer, WriteOptions::default()).is_err());
