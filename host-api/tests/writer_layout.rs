@@ -389,7 +389,11 @@ fn id_mismatch_messages_quote_at_most_a_clip_of_the_id() {
     let err = read_log(&path, &opts).unwrap_err();
     assert_eq!(err.code, LogErrorCode::IdMismatch);
     assert!(err.message.len() < 400, "{}", err.message);
-    assert!(err.message.contains("10000 bytes in all"), "{}", err.message);
+    assert!(
+        err.message.contains("10000 bytes in all"),
+        "{}",
+        err.message
+    );
 }
 
 #[test]
