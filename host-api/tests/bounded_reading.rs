@@ -185,12 +185,7 @@ fn one_hostile_session_is_one_listing_problem_not_a_failed_listing() {
     let good = SessionHeader::new("good", 1, Some("/w".into()));
     let mut writer = LogWriter::create(root, good, WriteOptions::default()).unwrap();
     writer
-        .append(&[Event::appended(
-            "session/title",
-            0,
-            0,
-            json!({"title": "t"}),
-        )])
+        .append(&[Event::new("session/title", 0, 0, json!({"title": "t"}))])
         .unwrap();
     let project = writer
         .path()

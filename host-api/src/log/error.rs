@@ -240,6 +240,9 @@ mod tests {
         let clipped = clip_for_message(&long);
         assert!(clipped.starts_with(&"é".repeat(MESSAGE_CLIP_CHARS)));
         assert!(clipped.ends_with("…(600 bytes in all)"), "{clipped}");
-        assert_eq!(clipped.chars().filter(|&c| c == 'é').count(), MESSAGE_CLIP_CHARS);
+        assert_eq!(
+            clipped.chars().filter(|&c| c == 'é').count(),
+            MESSAGE_CLIP_CHARS
+        );
     }
 }

@@ -136,7 +136,12 @@ impl Event {
         for (key, value) in map {
             match EnvelopeKey::of(&key) {
                 Some(k) => parts.set(k, value),
-                None => return Err(invalid_envelope(format!("unexpected key {:?}", clip_for_message(&key)))),
+                None => {
+                    return Err(invalid_envelope(format!(
+                        "unexpected key {:?}",
+                        clip_for_message(&key)
+                    )))
+                }
             }
         }
         parts.into_event()

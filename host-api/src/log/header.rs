@@ -39,7 +39,11 @@ impl std::fmt::Display for HeaderDiagnostic {
         match self {
             Self::MissingVersion => f.write_str("header has no version; read as 0"),
             Self::MissingDelegationDepth => f.write_str("header has no delegationDepth; read as 0"),
-            Self::NonAbsoluteCwd(cwd) => write!(f, "header cwd {:?} is not an absolute path", clip_for_message(cwd)),
+            Self::NonAbsoluteCwd(cwd) => write!(
+                f,
+                "header cwd {:?} is not an absolute path",
+                clip_for_message(cwd)
+            ),
         }
     }
 }

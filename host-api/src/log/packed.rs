@@ -322,10 +322,7 @@ pub fn pack(events: &[Event]) -> Vec<Value> {
         let mut prev = first;
         for next in events.get(i + 1..).unwrap_or_default() {
             let Some(delta) = packable(next) else { break };
-            let gap = next
-                .time
-                .checked_sub(prev.time)
-                .filter(|g| is_safe_i64(*g));
+            let gap = next.time.checked_sub(prev.time).filter(|g| is_safe_i64(*g));
             let (Some(gap), true) = (gap, next.seq == prev.seq + 1 && delta.same_run(&members[0]))
             else {
                 break;
@@ -574,7 +571,10 @@ mod tests {
         assert!(expand_row(ok.as_object().cloned().unwrap()).is_ok());
         for (time0, gap) in [(0, i64::MIN), (i64::MIN, 0), (-MAX_SAFE_INTEGER, -1)] {
             let row = json!({"type":"text-chunks","seq0":0,"time0":time0,"data":{"turn":1,"step":0,"index":0,"dt":[gap],"texts":["a","b"]}});
-            assert!(expand_row(row.as_object().cloned().unwrap()).is_err(), "{time0} {gap}");
+            assert!(
+                expand_row(row.as_object().cloned().unwrap()).is_err(),
+                "{time0} {gap}"
+            );
         }
     }
 }

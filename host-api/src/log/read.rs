@@ -515,10 +515,9 @@ impl LogReader {
                         *fragment_line = Some(self.scanner.line().saturating_add(1));
                         Ok(false)
                     }
-                    RawLine::TooLong => Err(line_too_long(
-                        self.scanner.line().saturating_add(1),
-                        *cap,
-                    )),
+                    RawLine::TooLong => {
+                        Err(line_too_long(self.scanner.line().saturating_add(1), *cap))
+                    }
                     RawLine::Line => {
                         self.scanner.feed(line, &mut self.pending)?;
                         Ok(true)
@@ -725,7 +724,9 @@ fn read_zstd_header(src: Source, chunk: usize, cap: usize) -> Result<(Vec<u8>, I
     // nothing: one extra byte is enough to refuse the frame, so nothing past it is decoded.
     loop {
         let searched = plain.len();
-        let step = decoder.step(&frame, &mut in_pos, &mut plain).map_err(failed)?;
+        let step = decoder
+            .step(&frame, &mut in_pos, &mut plain)
+            .map_err(failed)?;
         if let Some(lf) = memchr::memchr(b'\n', plain.get(searched..).unwrap_or_default()) {
             if searched + lf + 1 != plain.len() {
                 return Err(not_one_line());
@@ -903,9 +904,7 @@ fn advance_zstd(
         z.decoding = Some(Decoding {
             frame,
             in_pos: 0,
-            end: at
-                .complete
-                .then(|| at.start.saturating_add(at.len as u64)),
+            end: at.complete.then(|| at.start.saturating_add(at.len as u64)),
             start: at.start,
         });
     }

@@ -375,7 +375,10 @@ mod tests {
         assert!(scanner.issue().is_some());
         let buf = b"\n\n{}\n{\"type\":\"turn/end\"}\n";
         let skipped = scanner.skip_inert(buf);
-        assert_eq!(skipped, 5, "three whole lines, stopping before the quoted one");
+        assert_eq!(
+            skipped, 5,
+            "three whole lines, stopping before the quoted one"
+        );
         assert_eq!(scanner.line(), 5);
         assert_eq!(scanner.skip_inert(b"\n\npartial"), 2);
         assert_eq!(scanner.line(), 7);

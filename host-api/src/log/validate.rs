@@ -156,7 +156,10 @@ pub fn check_known_type(event: &Value) -> Result<(), LogError> {
     );
     let err = LogError::new(
         LogErrorCode::UnknownEventType,
-        format!("event type {} is unknown to this harness and not marked ignorable", clip_for_message(&shown)),
+        format!(
+            "event type {} is unknown to this harness and not marked ignorable",
+            clip_for_message(&shown)
+        ),
     );
     Err(with_seq(err, event))
 }
@@ -198,7 +201,10 @@ fn request_header_rule(data: &Value) -> Result<(), String> {
         Some(Value::Object(defaults)) => {
             for (key, value) in defaults {
                 if key != "reasoningEffort" && key != "maxTokens" {
-                    return Err(format!("adapterDefaults has unexpected key {:?}", clip_for_message(key)));
+                    return Err(format!(
+                        "adapterDefaults has unexpected key {:?}",
+                        clip_for_message(key)
+                    ));
                 }
                 if value != &Value::Bool(true) {
                     return Err(format!("adapterDefaults.{key} is not true"));
