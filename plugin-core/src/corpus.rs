@@ -28,9 +28,10 @@ use std::sync::{Arc, Mutex, MutexGuard, OnceLock};
 
 use abi_stable::std_types::{RStr, RString};
 use host_api::abi::{CorpusProblem, ErrorCode, HostContextBox, LiveSession, LogLevel, PluginError};
+use host_api::log::append::AppendValidator;
 use host_api::log::layout::{ListedSession, Revision, SessionsRoot};
 use host_api::log::read::{read_log, ReadOptions};
-use host_api::log::{ErrorClass, Event, LogError, SessionHeader};
+use host_api::log::{ErrorClass, Event, LogError, LogErrorCode, SessionHeader};
 use host_api::surface::{FoldError, SurfaceFold};
 
 use crate::cancel::Cancel;
@@ -83,13 +84,34 @@ impl SessionData {
             .as_ref()
     }
 
+    /// A session whose fold is already known (`None`: fold it on first use).
+    fn with_fold(
+        header: SessionHeader,
+        events: Vec<Arc<Event>>,
+        fold: Option<SurfaceFold>,
+    ) -> Self {
+        let data = Self::new(header, events);
+        if let Some(fold) = fold {
+            let _ = data.fold.set(Ok(fold));
+        }
+        data
+    }
+
     /// A session extended by events appended after this one's last: shares the old events and, when the
-    /// old fold is already known, continues it instead of refolding from the start.
-    fn extended(&self, header: SessionHeader, more: Vec<Arc<Event>>) -> Self {
+    /// new fold is given or the old one is already known, continues it instead of refolding from the
+    /// start.
+    fn extended(
+        &self,
+        header: SessionHeader,
+        more: Vec<Arc<Event>>,
+        folded: Option<SurfaceFold>,
+    ) -> Self {
         let mut events = Vec::with_capacity(self.events.len() + more.len());
         events.extend(self.events.iter().cloned());
         let fold = OnceLock::new();
-        if let Some(Ok(old)) = self.fold.get() {
+        if let Some(folded) = folded {
+            let _ = fold.set(Ok(folded));
+        } else if let Some(Ok(old)) = self.fold.get() {
             let mut fold_state = old.clone();
             let result = more
                 .iter()
@@ -352,6 +374,7 @@ impl Corpus {
             strict_header: false,
             expected_id: Some(id.to_string()),
             crash_closers: true,
+            ..ReadOptions::default()
         };
         let log = match read_log(&listed.path, &opts) {
             Ok(log) => log,
@@ -424,23 +447,7 @@ impl Corpus {
         else {
             return Ok(None);
         };
-        let more = parse_live_events(id, from, &texts)?;
-        let data = match cached {
-            // The host answered with something else than the continuation (it restarted the session or
-            // does not honour `from_seq`): read the whole session again.
-            Some(_) if more.first().is_some_and(|e| e.seq != from) => {
-                let Some(texts) = self
-                    .host
-                    .live_events(RStr::from_str(id), live.epoch, 0)
-                    .into_option()
-                else {
-                    return Ok(None);
-                };
-                SessionData::new(header.clone(), parse_live_events(id, 0, &texts)?)
-            }
-            Some(old) => old.extended(header.clone(), more),
-            None => SessionData::new(header.clone(), more),
-        };
+        let data = parse_live_events(id, &header, cached.as_deref(), &texts)?;
         let data = Arc::new(data);
         lock(&self.cache).insert(key, Stamp::Live(live.epoch, header), data.clone());
         Ok(Some(LoadedSession {
@@ -516,32 +523,57 @@ impl Corpus {
     }
 }
 
-/// Parses the host's JSON envelopes of a live session, expected to start at `from`.
+/// Parses and checks the host's JSON envelopes of a live session, expected to continue `base` (or start
+/// the session when there is none), with the same append validator the writer uses: envelope, obsolete
+/// vocabulary, message shapes, known types, request headers, the fold. A live event breaking one of those
+/// would make the session unreadable once it is only on disk, so it is refused now, naming the rule
+/// (`SESSION_QUERY_CORRUPT_SESSION`). A fold failure alone is left for the reads to report as an invalid
+/// surface (spec §4.11), as they do for a log on disk: the rest is parsed with the envelope check only.
 fn parse_live_events(
     id: &str,
-    from: u64,
+    header: &SessionHeader,
+    base: Option<&SessionData>,
     texts: &[RString],
-) -> Result<Vec<Arc<Event>>, PluginError> {
-    texts
-        .iter()
-        .enumerate()
-        .map(|(i, text)| {
-            let bad = |why: String| {
-                PluginError::new(
-                    ErrorCode::SessionQueryCorruptSession,
-                    format!(
-                        "live session {id:?}: event #{} from the host is invalid: {why}",
-                        from + i as u64
-                    ),
-                )
-            };
-            let value = host_api::json::parse_lossy(text.as_bytes())
-                .map_err(|e| bad(format!("not JSON: {e}")))?;
-            Event::from_value(value)
-                .map(Arc::new)
-                .map_err(|e| bad(log_error_text(&e)))
-        })
-        .collect()
+) -> Result<SessionData, PluginError> {
+    let from = base.map_or(0, |b| b.events().len() as u64);
+    let mut validator = match base.map(SessionData::fold) {
+        Some(Ok(fold)) => Some(AppendValidator::with_fold(header, fold.clone())),
+        Some(Err(_)) => None,
+        None => Some(AppendValidator::new(header)),
+    };
+    let mut more = Vec::with_capacity(texts.len());
+    for (i, text) in texts.iter().enumerate() {
+        let seq = from + i as u64;
+        let bad = |why: String| {
+            PluginError::new(
+                ErrorCode::SessionQueryCorruptSession,
+                format!(
+                    "live session {:?}: event #{seq} from the host is refused: {why}",
+                    clip(id)
+                ),
+            )
+        };
+        if let Some(v) = validator.as_mut() {
+            match v.check_json(text.as_str()) {
+                Ok(event) => {
+                    more.push(Arc::new(event));
+                    continue;
+                }
+                Err(e) if e.code == LogErrorCode::InvalidSurface => validator = None,
+                Err(e) => return Err(bad(log_error_text(&e))),
+            }
+        }
+        let value = host_api::json::parse_lossy(text.as_bytes())
+            .map_err(|e| bad(format!("not JSON: {e}")))?;
+        more.push(Arc::new(
+            Event::from_value(value).map_err(|e| bad(log_error_text(&e)))?,
+        ));
+    }
+    let fold = validator.map(|v| v.fold().clone());
+    Ok(match base {
+        Some(old) => old.extended(header.clone(), more, fold),
+        None => SessionData::with_fold(header.clone(), more, fold),
+    })
 }
 
 fn lock<T>(mutex: &Mutex<T>) -> MutexGuard<'_, T> {

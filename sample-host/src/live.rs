@@ -1,15 +1,17 @@
 //! The host's live sessions: in memory, folded as they grow, persisted with the log writer.
 //!
-//! An append is checked by the one surface fold before it is written, so the host can never log
-//! something its own model view (or the plugin's labels) would reject. Write first, then publish in
-//! memory: a batch that fails to reach the disk is not visible to anyone, and a reader never waits for
-//! a write (see [`LiveSessions`] for the locks).
+//! An append is checked by the log's one append validator (`host_api::log::append`: envelope, message
+//! shapes, known types, seq and time, the surface fold) before it is written, so the host can never log
+//! something a reader, its own model view or the plugin's labels would reject. Write first, then publish
+//! in memory: a batch that fails to reach the disk is not visible to anyone, and a reader never waits
+//! for a write (see [`LiveSessions`] for the locks).
 
 use std::collections::BTreeMap;
 use std::path::{Path, PathBuf};
 use std::sync::atomic::{AtomicU64, Ordering};
 use std::sync::{Arc, Mutex, RwLock};
 
+use host_api::log::append::AppendValidator;
 use host_api::log::write::{LogWriter, WriteOptions};
 use host_api::log::{Event, SessionHeader};
 use host_api::surface::{model_messages, SurfaceFold};
@@ -22,20 +24,12 @@ pub enum LiveError {
     Exists(String),
     #[error("no live session {0:?}")]
     NotFound(String),
-    #[error("live session {id:?}: batch rejected by the surface fold: {source}")]
-    Fold {
-        id: String,
-        source: host_api::surface::FoldError,
-    },
+    /// The batch broke a log rule (named by the code) or could not be written; nothing was appended.
     #[error("live session {id:?}: {source}")]
     Log {
         id: String,
         source: host_api::log::LogError,
     },
-    #[error(
-        "live session {id:?}: event seq {got} does not continue the session (expected {expected})"
-    )]
-    Seq { id: String, expected: u64, got: u64 },
 }
 
 /// What readers of a live session see; replaced only once a batch is durable.
@@ -53,8 +47,29 @@ struct LiveSession {
     /// cache keyed by (id, epoch, event count) never splices two incarnations.
     epoch: u64,
     /// Serialises this session's appends; held across the write and fsync, and by nothing else.
-    writer: Mutex<Option<LogWriter>>,
+    sink: Mutex<Sink>,
     published: RwLock<Published>,
+}
+
+/// Where a live session's appends go. Both check with the same validator; the log writer also writes.
+enum Sink {
+    Log(Box<LogWriter>),
+    Memory(Box<AppendValidator>),
+}
+
+impl Sink {
+    fn append(&mut self, batch: &[Event]) -> Result<SurfaceFold, host_api::log::LogError> {
+        match self {
+            Sink::Log(writer) => {
+                writer.append(batch)?;
+                Ok(writer.validator().fold().clone())
+            }
+            Sink::Memory(validator) => {
+                validator.append(batch)?;
+                Ok(validator.fold().clone())
+            }
+        }
+    }
 }
 
 /// Every live session of this host.
@@ -97,16 +112,16 @@ impl LiveSessions {
         if read(&self.sessions).contains_key(&id) {
             return Err(LiveError::Exists(id));
         }
-        let writer = match persist_to {
-            Some((root, options)) => Some(
+        let sink = match persist_to {
+            Some((root, options)) => Sink::Log(Box::new(
                 LogWriter::create(root, header.clone(), options).map_err(|source| {
                     LiveError::Log {
                         id: id.clone(),
                         source,
                     }
                 })?,
-            ),
-            None => None,
+            )),
+            None => Sink::Memory(Box::new(AppendValidator::new(&header))),
         };
         let mut sessions = write(&self.sessions);
         if sessions.contains_key(&id) {
@@ -118,45 +133,24 @@ impl LiveSessions {
             Arc::new(LiveSession {
                 header,
                 epoch,
-                writer: Mutex::new(writer),
+                sink: Mutex::new(sink),
                 published: RwLock::new(Published::default()),
             }),
         );
         Ok(())
     }
 
-    /// Appends one durable batch: folded first (all or nothing), then written and fsynced under this
-    /// session's append lock only, then published.
+    /// Appends one durable batch: checked (all or nothing), written and fsynced under this session's
+    /// append lock only, then published.
     pub fn append(&self, id: &str, batch: Vec<Event>) -> Result<(), LiveError> {
         let session = self
             .session(id)
             .ok_or_else(|| LiveError::NotFound(id.to_string()))?;
-        let mut writer = session.writer.lock().unwrap_or_else(|p| p.into_inner());
-        // Appends are serialised by the writer lock, so what is published now is what this batch
-        // continues.
-        let (base, mut fold) = {
-            let published = read(&session.published);
-            (published.events.len() as u64, published.fold.clone())
-        };
-        for (expected, event) in (base..).zip(&batch) {
-            if event.seq != expected {
-                return Err(LiveError::Seq {
-                    id: id.to_string(),
-                    expected,
-                    got: event.seq,
-                });
-            }
-            fold.apply(event).map_err(|source| LiveError::Fold {
-                id: id.to_string(),
-                source,
-            })?;
-        }
-        if let Some(writer) = writer.as_mut() {
-            writer.append(&batch).map_err(|source| LiveError::Log {
-                id: id.to_string(),
-                source,
-            })?;
-        }
+        let mut sink = session.sink.lock().unwrap_or_else(|p| p.into_inner());
+        let fold = sink.append(&batch).map_err(|source| LiveError::Log {
+            id: id.to_string(),
+            source,
+        })?;
         let json: Vec<String> = batch.iter().map(Event::to_json_line).collect();
         let mut published = write(&session.published);
         published.fold = fold;
@@ -222,7 +216,10 @@ impl LiveSessions {
     /// Where a live session is persisted, if it is.
     pub fn log_path(&self, id: &str) -> Option<PathBuf> {
         let s = self.session(id)?;
-        let writer = s.writer.lock().unwrap_or_else(|p| p.into_inner());
-        writer.as_ref().map(|w| w.path().to_path_buf())
+        let sink = s.sink.lock().unwrap_or_else(|p| p.into_inner());
+        match &*sink {
+            Sink::Log(writer) => Some(writer.path().to_path_buf()),
+            Sink::Memory(_) => None,
+        }
     }
 }

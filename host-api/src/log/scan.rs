@@ -185,6 +185,25 @@ impl LineScanner {
         self.consumed = self.consumed.saturating_add(len as u64);
     }
 
+    /// Once an issue is set only a later `turn/end` matters, and a line without a `"` holds no string, so
+    /// it cannot decode to one. This counts the whole lines of `buf` before its first `"` without parsing
+    /// them and returns their length in bytes (0 without an issue): a frame of a billion empty lines is
+    /// then a byte scan, not a billion parse attempts.
+    pub fn skip_inert(&mut self, buf: &[u8]) -> usize {
+        if self.issue.is_none() {
+            return 0;
+        }
+        let quote = memchr::memchr(b'"', buf).unwrap_or(buf.len());
+        let Some(last_lf) = memchr::memrchr(b'\n', buf.get(..quote).unwrap_or_default()) else {
+            return 0;
+        };
+        let skipped = buf.get(..=last_lf).unwrap_or_default();
+        let lines = count_lf(skipped);
+        self.line = self.line.saturating_add(lines as u64);
+        self.consumed = self.consumed.saturating_add(skipped.len() as u64);
+        skipped.len()
+    }
+
     /// The first problem seen, if any: a torn tail so far, an error if a `turn/end` follows.
     pub fn issue(&self) -> Option<&LogError> {
         self.issue.as_ref()
@@ -223,6 +242,28 @@ impl LineScanner {
         );
         err
     }
+}
+
+/// The LFs in `bytes`, eight bytes at a time: a bomb of a billion empty lines is counted at memory speed
+/// even in an unoptimised build (a per-byte iterator, or memchr's, which stops at each of dense LFs, is
+/// an order of magnitude slower there).
+fn count_lf(bytes: &[u8]) -> usize {
+    const LOW7: u64 = u64::from_ne_bytes([0x7F; 8]);
+    const HIGH: u64 = u64::from_ne_bytes([0x80; 8]);
+    const LF: u64 = u64::from_ne_bytes([b'\n'; 8]);
+    let mut words = bytes.chunks_exact(8);
+    let mut count = 0usize;
+    for word in words.by_ref() {
+        let mut w = [0u8; 8];
+        w.copy_from_slice(word);
+        // Bytes equal to LF become 0. `(x & 0x7F) + 0x7F` sets a byte's high bit iff its low seven bits
+        // are not all 0 and never carries into the next byte, so with `| x` the high bit says "non-zero"
+        // byte by byte, exactly (the subtracting zero-byte test can mark a byte that is not zero).
+        let x = u64::from_ne_bytes(w) ^ LF;
+        let zero = !(((x & LOW7) + LOW7) | x) & HIGH;
+        count += zero.count_ones() as usize;
+    }
+    count + words.remainder().iter().filter(|&&b| b == b'\n').count()
 }
 
 /// `event.seq === expected` as JavaScript compares it: a number of equal value (`1.0` counts).
@@ -344,5 +385,46 @@ mod tests {
         assert_eq!(out.len(), 1);
         assert_eq!(r.unwrap_err().code, LogErrorCode::InvalidPackedRow);
         assert_eq!(s.issue().unwrap().line, Some(3));
+    }
+
+    #[test]
+    fn inert_lines_are_skipped_only_after_an_issue_and_only_before_a_quote() {
+        let mut scanner = LineScanner::new(2);
+        let mut out: Vec<Scanned> = Vec::new();
+        assert_eq!(scanner.skip_inert(b"\n\n\n"), 0, "no issue yet");
+        scanner.feed(b"\n", &mut out).unwrap();
+        assert!(scanner.issue().is_some());
+        let buf = b"\n\n{}\n{\"type\":\"turn/end\"}\n";
+        let skipped = scanner.skip_inert(buf);
+        assert_eq!(
+            skipped, 5,
+            "three whole lines, stopping before the quoted one"
+        );
+        assert_eq!(scanner.line(), 5);
+        assert_eq!(scanner.skip_inert(b"\n\npartial"), 2);
+        assert_eq!(scanner.line(), 7);
+        assert_eq!(scanner.consumed(), 1 + 5 + 2);
+    }
+
+    #[test]
+    fn lf_count_matches_a_plain_count() {
+        let mut state = 0x9E37_79B9u32;
+        let bytes: Vec<u8> = (0..10_007)
+            .map(|_| {
+                state ^= state << 13;
+                state ^= state >> 17;
+                state ^= state << 5;
+                [b'\n', b'\n', 0x0B, 0x8A, b'a', 0x09, 0xFF, 0x00][(state % 8) as usize]
+            })
+            .collect();
+        for end in [0, 1, 7, 8, 9, 64, 10_007] {
+            let part = &bytes[..end];
+            assert_eq!(
+                count_lf(part),
+                part.iter().filter(|&&b| b == b'\n').count(),
+                "{end}"
+            );
+        }
+        assert_eq!(count_lf(&[b'\n'; 4096]), 4096);
     }
 }

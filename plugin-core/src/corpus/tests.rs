@@ -63,6 +63,37 @@ fn a_live_session_recreated_with_the_same_header_is_not_served_a_stale_prefix() 
     );
 }
 
+/// Regression: live events were taken with an envelope check only, so a `user/message` without id or
+/// role, or an unknown type, was accepted (and written durably by a host) and made the session
+/// unreadable once it was only on disk. The plugin now checks them with the writer's validator.
+#[test]
+fn live_events_that_break_a_log_rule_are_refused_naming_the_rule() {
+    let (host, corpus) = corpus(None);
+    let log = conversation("hello", "hi");
+    host.set_live(&header("s", 1), &log.events);
+    corpus.load("s", Cancel::NEVER).unwrap();
+
+    // A user message without id or role, appended by the host.
+    host.append_live_raw(
+        "s",
+        &[r#"{"type":"user/message","seq":4,"time":5,"data":{"content":[{"type":"text","text":"x"}]},"surfaceOp":"append"}"#.to_string()],
+    );
+    let err = corpus.load("s", Cancel::NEVER).unwrap_err();
+    assert_eq!(err.code, ErrorCode::SessionQueryCorruptSession, "{err}");
+    assert!(err.message.contains("event #4"), "{err}");
+    assert!(err.message.contains("LOG_INVALID_MESSAGE"), "{err}");
+
+    // An unknown type from the start of another session.
+    host.set_live(&header("t", 1), &[]);
+    host.append_live_raw(
+        "t",
+        &[r#"{"type":"made/up","seq":0,"time":1,"data":{}}"#.to_string()],
+    );
+    let err = corpus.load("t", Cancel::NEVER).unwrap_err();
+    assert_eq!(err.code, ErrorCode::SessionQueryCorruptSession, "{err}");
+    assert!(err.message.contains("LOG_UNKNOWN_EVENT_TYPE"), "{err}");
+}
+
 #[test]
 fn a_growing_live_session_is_fetched_incrementally_and_folded_on() {
     let (host, corpus) = corpus(None);

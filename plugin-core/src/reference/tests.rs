@@ -687,12 +687,10 @@ fn every_real_fixture_can_be_cited() {
     use host_api::log::read::{read_log, ReadOptions};
     use host_api::surface::{model_messages, SurfaceFold};
 
-    let fixtures =
-        std::path::Path::new(env!("CARGO_MANIFEST_DIR")).join("../../shared/fixtures/dsh-real");
-    let Ok(entries) = std::fs::read_dir(&fixtures) else {
-        eprintln!("SKIPPED: no DSH fixtures at {}", fixtures.display());
+    let Some(fixtures) = dsh_fixtures::real_fixtures_dir() else {
         return;
     };
+    let entries = std::fs::read_dir(&fixtures).expect("the fixtures folder lists");
     let mut files: Vec<_> = entries
         .flatten()
         .map(|e| e.path())
@@ -706,6 +704,7 @@ fn every_real_fixture_can_be_cited() {
             strict_header: false,
             expected_id: None,
             crash_closers: true,
+            ..ReadOptions::default()
         };
         let Ok(log) = read_log(file, &opts) else {
             continue;
