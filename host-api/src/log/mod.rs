@@ -6,6 +6,7 @@
 //! end) → [`read::LogReader`] yields [`event::Event`]s one at a time. [`write::LogWriter`] is the reverse,
 //! and [`layout`] maps ids and cwds to paths in a sessions root.
 
+pub mod checkpoint;
 pub mod error;
 pub mod event;
 pub mod header;
@@ -24,8 +25,9 @@ pub use error::{ErrorClass, LogError, LogErrorCode};
 pub use event::Event;
 pub use header::{HeaderDiagnostic, SessionHeader};
 
-/// The physical encoding of a log file (spec §1.2).
-#[derive(Debug, Clone, Copy, PartialEq, Eq, Hash)]
+/// The physical encoding of a log file (spec §1.2). Serialised as `"none"` / `"zstd"` (read checkpoints).
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Hash, serde::Serialize, serde::Deserialize)]
+#[serde(rename_all = "lowercase")]
 pub enum Compression {
     /// `session.jsonl`: newline-delimited UTF-8.
     None,

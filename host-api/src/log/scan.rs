@@ -66,6 +66,12 @@ pub struct LineScanner {
     consumed: u64,
     committed: u64,
     issue: Option<LogError>,
+    /// Where the last accepted line begins, as a read checkpoint needs it while the events of that line
+    /// (a packed row) are only partly yielded: its physical line number, the input offset of its start
+    /// and the seq of its first event.
+    last_line: u64,
+    last_start: u64,
+    last_seq0: u64,
 }
 
 /// The events one line decoded to.
@@ -92,12 +98,22 @@ impl Decoded {
 impl LineScanner {
     /// A scanner whose first line is physical line `first_line` (2 when the header is line 1).
     pub fn new(first_line: u64) -> Self {
+        Self::resume(first_line.saturating_sub(1), 0)
+    }
+
+    /// A scanner continuing after physical line `line`, expecting `next_seq` next, over input that starts
+    /// there (offsets count from 0 again). What it carries between lines is only those two numbers: a
+    /// checkpoint is never taken past an issue, so a resumed scanner starts without one.
+    pub fn resume(line: u64, next_seq: u64) -> Self {
         Self {
-            line: first_line.saturating_sub(1),
-            next_seq: 0,
+            line,
+            next_seq,
             consumed: 0,
             committed: 0,
             issue: None,
+            last_line: line,
+            last_start: 0,
+            last_seq0: next_seq,
         }
     }
 
@@ -171,6 +187,9 @@ impl LineScanner {
             }
         }
         let accepted = decoded.as_slice().len();
+        self.last_line = n;
+        self.last_start = self.committed;
+        self.last_seq0 = self.next_seq;
         self.next_seq = self.next_seq.saturating_add(accepted as u64);
         self.committed = self.consumed;
         match decoded {
@@ -204,6 +223,21 @@ impl LineScanner {
     /// The physical line number of the last line fed.
     pub fn line(&self) -> u64 {
         self.line
+    }
+
+    /// The seq the next accepted event must carry.
+    pub fn next_seq(&self) -> u64 {
+        self.next_seq
+    }
+
+    /// The physical line number of the last accepted line (of the line before the input, if none).
+    pub fn committed_line(&self) -> u64 {
+        self.last_line
+    }
+
+    /// Where the last accepted line starts: its input offset, and the seq of its first event.
+    pub fn last_line_start(&self) -> (u64, u64) {
+        (self.last_start, self.last_seq0)
     }
 
     fn set_issue(&mut self, code: LogErrorCode, message: String) {
