@@ -309,6 +309,28 @@ mod tests {
     }
 
     #[test]
+    fn resume_points_follow_accepted_lines_only() {
+        let row = "{\"type\":\"text-chunks\",\"seq0\":1,\"time0\":0,\"data\":{\"turn\":1,\"step\":0,\"index\":0,\"dt\":[0],\"texts\":[\"a\",\"b\"]}}\n";
+        let lines = [ev(0, "a"), row.to_owned(), "{bad\n".to_owned(), ev(3, "a")];
+        let (s, out, r) = feed_all(&lines);
+        assert!(r.is_ok());
+        assert_eq!(out.len(), 3);
+        // The bad line and what follows it are not accepted: the row stays the last accepted line.
+        assert_eq!((s.line(), s.committed_line(), s.next_seq()), (5, 3, 3));
+        assert_eq!(s.last_line_start(), (ev(0, "a").len() as u64, 1));
+        assert_eq!(s.committed(), (ev(0, "a").len() + row.len()) as u64);
+
+        let mut resumed = LineScanner::resume(3, 3);
+        let mut out: Vec<Scanned> = Vec::new();
+        assert_eq!(resumed.feed(ev(3, "a").as_bytes(), &mut out).unwrap(), 1);
+        assert_eq!((resumed.line(), resumed.committed_line()), (4, 4));
+        assert_eq!(resumed.last_line_start(), (0, 3));
+        let mut gap = LineScanner::resume(3, 3);
+        gap.feed(ev(4, "a").as_bytes(), &mut out).unwrap();
+        assert_eq!(gap.issue().unwrap().seq, Some(3));
+    }
+
+    #[test]
     fn unparsable_line_is_an_issue_until_a_turn_end_follows() {
         let lines = [ev(0, "a"), "{oops\n".to_owned(), ev(1, "a")];
         let (s, out, r) = feed_all(&lines);
