@@ -113,8 +113,8 @@ impl NotesState {
             legacy_upgrades: 0,
             invalid_request_headers: self.invalid_request_headers,
             first_invalid_request_header: self.first_invalid_request_header.map(|at| {
-                let mut err = LogError::new(LogErrorCode::InvalidRequestHeader, at.message)
-                    .at_path(path);
+                let mut err =
+                    LogError::new(LogErrorCode::InvalidRequestHeader, at.message).at_path(path);
                 err.line = at.line;
                 err.seq = at.seq;
                 err
@@ -354,7 +354,11 @@ pub(crate) fn reopen(
         }));
     }
     let (header, tail) = (&checkpoint.header_guard, &checkpoint.tail_guard);
-    let spans = merge_spans([(0, 4), (header.start(), header.end), (tail.start(), tail.end)]);
+    let spans = merge_spans([
+        (0, 4),
+        (header.start(), header.end),
+        (tail.start(), tail.end),
+    ]);
     let mut read = Vec::with_capacity(spans.len());
     let mut bytes_read = 0u64;
     for (start, end) in spans {
@@ -519,10 +523,16 @@ mod tests {
                 tail_of(&all[..start]),
                 "start of unit {k}"
             );
-            assert!(window.buf.len() <= 3 * GUARD_BYTES, "bounded after unit {k}");
+            assert!(
+                window.buf.len() <= 3 * GUARD_BYTES,
+                "bounded after unit {k}"
+            );
         }
         let seeded = GuardWindow::seeded(b"xyz");
-        assert_eq!((seeded.at_end(), seeded.before_unit()), (&b"xyz"[..], &b""[..]));
+        assert_eq!(
+            (seeded.at_end(), seeded.before_unit()),
+            (&b"xyz"[..], &b""[..])
+        );
     }
 
     #[test]
@@ -532,6 +542,9 @@ mod tests {
             [(0, 4), (100, 400)]
         );
         assert_eq!(merge_spans([(0, 4), (0, 90), (90, 90)]), [(0, 90)]);
-        assert_eq!(merge_spans([(0, 4), (4, 10), (20, 30)]), [(0, 10), (20, 30)]);
+        assert_eq!(
+            merge_spans([(0, 4), (4, 10), (20, 30)]),
+            [(0, 10), (20, 30)]
+        );
     }
 }

@@ -525,7 +525,10 @@ mod tests {
             result(2, json!({"op":"replace","start":1,"end":1})),
         )
         .unwrap();
-        assert!(replaced.contains(r#""id":"legacy-message:s:1""#), "{replaced}");
+        assert!(
+            replaced.contains(r#""id":"legacy-message:s:1""#),
+            "{replaced}"
+        );
         assert_eq!(restored.upgraded(), 2);
     }
 

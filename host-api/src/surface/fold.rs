@@ -537,7 +537,12 @@ impl TryFrom<FoldState> for SurfaceFold {
                 ))),
             })
             .collect::<Result<Vec<Label>, _>>()?;
-        let label = |seq: u64| usize::try_from(seq).ok().and_then(|i| labels.get(i)).copied();
+        let label = |seq: u64| {
+            usize::try_from(seq)
+                .ok()
+                .and_then(|i| labels.get(i))
+                .copied()
+        };
         let current = labels.iter().filter(|&&l| l == Label::Current).count();
         let mut on_surface = std::collections::HashSet::with_capacity(state.nodes.len());
         for &node in &state.nodes {
@@ -653,11 +658,31 @@ mod tests {
             (r#""labels":"lsc""#, r#""labels":"lxc""#, "not c, s or l"),
             (r#""nodes":[2]"#, r#""nodes":[0]"#, "not a current event"),
             (r#""nodes":[2]"#, r#""nodes":[]"#, "surface holds 0"),
-            (r#""shadowed":[1]"#, r#""shadowed":[0]"#, "not an earlier shadowed"),
-            (r#""shadowed":[1]"#, r#""shadowed":[]"#, "replacements shadow 0"),
-            (r#""seq":2,"start""#, r#""seq":0,"start""#, "not a message event"),
-            (r#"[[2,null]]"#, r#"[[1,null]]"#, "not for a current surface node"),
-            (r#""tool_results""#, r#""extra":1,"tool_results""#, "unknown field"),
+            (
+                r#""shadowed":[1]"#,
+                r#""shadowed":[0]"#,
+                "not an earlier shadowed",
+            ),
+            (
+                r#""shadowed":[1]"#,
+                r#""shadowed":[]"#,
+                "replacements shadow 0",
+            ),
+            (
+                r#""seq":2,"start""#,
+                r#""seq":0,"start""#,
+                "not a message event",
+            ),
+            (
+                r#"[[2,null]]"#,
+                r#"[[1,null]]"#,
+                "not for a current surface node",
+            ),
+            (
+                r#""tool_results""#,
+                r#""extra":1,"tool_results""#,
+                "unknown field",
+            ),
         ];
         for (from, to, why) in cases {
             let bad = good.replace(from, to);
