@@ -825,3 +825,27 @@ fn stored_fold_folds_on_as_one_fold_over_every_real_fixture() {
     }
     assert!(folded >= 150, "only {folded} fixtures folded");
 }
+
+#[test]
+fn checkpoint_after_an_error_covers_what_was_yielded_and_meets_the_error_again() {
+    let bad_message = json!({"type":"user/message","seq":2,"time":1,"surfaceOp":"append",
+        "data":{"id":"u","role":"bot","content":[],"source":{"kind":"user"}}});
+    let lines = [
+        ev("turn/start", 0, json!({"turn":1})).to_json_line(),
+        ev("step/start", 1, json!({"turn":1,"step":0})).to_json_line(),
+        bad_message.to_string(),
+    ];
+    let dir = tempfile::tempdir().unwrap();
+    let path = dir.path().join("session.jsonl");
+    fs::write(&path, raw_log(&lines)).unwrap();
+    let mut reader = open(&path);
+    let results: Vec<_> = reader.by_ref().collect();
+    assert_eq!(results.len(), 3);
+    let err = results[2].clone().unwrap_err();
+    assert_eq!(err.seq, Some(2));
+    let checkpoint = stored(&reader.checkpoint());
+    assert_eq!(checkpoint.next_seq(), 2, "the refused event is not covered");
+    let mut again = resumed(&path, &checkpoint, &ReadOptions::default());
+    let first = again.next().unwrap().unwrap_err();
+    assert_eq!((first.code, first.seq), (err.code, err.seq));
+}

@@ -595,6 +595,8 @@ impl Iterator for LogReader {
                         }
                         let result = self.process(value);
                         if result.is_err() {
+                            // Not yielded: a checkpoint taken now still ends before it.
+                            self.next_seq = self.next_seq.saturating_sub(1);
                             self.phase = Phase::Done;
                         }
                         return Some(result);
@@ -625,8 +627,8 @@ impl LogReader {
     /// The checkpoint after the stored events yielded so far: a reader resumed from it yields the next
     /// stored event on. It never covers a crash closer or anything of a torn tail (the events salvaged
     /// from a torn final zstd frame are yielded, but the checkpoint stays at that frame's start). Taken
-    /// after the iteration ended in an error, it covers the events before the error, but resuming from
-    /// it meets the same error.
+    /// after the iteration ended in an error, it covers the events yielded before the error, and a
+    /// resume from it meets the same error (unless the log was replaced meanwhile).
     pub fn checkpoint(&self) -> ReadCheckpoint {
         match &self.track.torn {
             Some(torn) => (**torn).clone(),
@@ -769,6 +771,9 @@ impl LogReader {
     fn checkpoint_here(&self) -> ReadCheckpoint {
         let scanner = &self.scanner;
         let window = &self.track.window;
+        let next_seq = self.next_seq.max(self.track.skip_below);
+        // Every event the scanner accepted is covered (none pending, none refused by a later check).
+        let all_covered = next_seq >= scanner.next_seq();
         let at_end = (
             scanner.committed_line(),
             scanner.next_seq(),
@@ -776,7 +781,7 @@ impl LogReader {
         );
         let (offset, (line, scan_seq, guard)) = match &self.input {
             Input::Raw { header_len, .. } => {
-                if self.pending.is_empty() {
+                if all_covered {
                     (header_len.saturating_add(scanner.committed()), at_end)
                 } else {
                     // Inside a packed row: resume at the row's line.
@@ -793,7 +798,7 @@ impl LogReader {
                 if z.torn_start.is_some() {
                     // The torn frame never enters the window: its end is the frame's start.
                     (z.frame_start, (frame.0, frame.1, window.at_end()))
-                } else if self.pending.is_empty() && z.pos >= z.plain.len() {
+                } else if all_covered && z.pos >= z.plain.len() {
                     (z.committed, at_end)
                 } else {
                     // Inside a frame: resume at its start.
@@ -807,12 +812,12 @@ impl LogReader {
             offset,
             line,
             scan_seq,
-            next_seq: self.next_seq.max(self.track.skip_below),
+            next_seq,
             file_len: self.track.seen().max(offset),
             header_line: self.track.header_line.clone(),
             header_guard: self.track.header_guard,
             tail_guard: Guard::of(guard, offset),
-            legacy: self.legacy.state(),
+            legacy: self.legacy.state_before(next_seq),
             closers: self.closers.clone(),
             notes: NotesState::of(&self.notes),
         }
