@@ -16,6 +16,11 @@
 //! an error found later (damage before a committed `turn/end`, a broken zstd frame) ends the iteration
 //! with `Err` after them, so a consumer that needs all-or-nothing uses [`read_log`].
 //!
+//! A reader can be checkpointed and resumed ([`LogReader::checkpoint`], [`LogReader::resume`]; the
+//! checkpoint and its guards are [`super::checkpoint`]): a log that only grew is then read from where the
+//! last read stopped. Crash closers are synthetic: [`LogReader::yielding_closers`] and
+//! [`SessionLog::closer_count`] tell them from stored events, and no checkpoint covers them.
+//!
 //! Documented choices where the spec leaves room:
 //! - Lenient reads (the default) also accept a `request/header` that breaks the config rule of spec §1.7
 //!   step 7 (DSH's recorded test sessions have `config: {model: "fake"}`), noting it in [`ReadNotes`];
