@@ -1,5 +1,5 @@
-//! Read checkpoints: where a [`LogReader`](super::read::LogReader) stopped, with what it needs to go on
-//! from there when the log has grown, and the checks that tell a grown log from a rewritten one.
+//! Read checkpoints: where a [`LogReader`] stopped, with what it needs to go on from there when the log
+//! has grown, and the checks that tell a grown log from a rewritten one.
 //!
 //! A checkpoint covers exactly the stored events a reader yielded (never a crash closer, never a torn
 //! tail). It holds a resume offset at a boundary the reader can restart at (raw: the start of a line;
