@@ -498,10 +498,12 @@ fn raw_torn_tail_at_checkpoint_time_is_read_once_it_completes() {
 #[test]
 fn zstd_torn_frame_is_never_in_a_checkpoint_and_is_read_once_complete() {
     let lines: Vec<String> = turn(0, 1, false).iter().map(Event::to_json_line).collect();
-    let later: Vec<String> = turn(lines.len() as u64, 2, false)
-        .iter()
-        .map(Event::to_json_line)
-        .collect();
+    // Several zstd blocks (128 KiB of text each), so a salvage of the cut frame yields events.
+    let mut later: Vec<String> = Vec::new();
+    for t in 2..400 {
+        let first = (lines.len() + later.len()) as u64;
+        later.extend(turn(first, t, false).iter().map(Event::to_json_line));
+    }
     let complete = zstd_log(&[&lines]);
     let frame = compress_frame(
         later
@@ -526,7 +528,10 @@ fn zstd_torn_frame_is_never_in_a_checkpoint_and_is_read_once_complete() {
         lines.len() as u64,
         "salvaged events are not covered"
     );
-    assert!(salvaged.len() >= lines.len());
+    assert!(
+        salvaged.len() > lines.len() + 100,
+        "the salvage yields events of the torn frame"
+    );
     // Resumed while still torn: the same salvage, the same torn tail.
     let mut still = resumed(&path, &checkpoint, &ReadOptions::default());
     assert_eq!(rest(&mut still), salvaged[lines.len()..]);
@@ -848,4 +853,90 @@ fn checkpoint_after_an_error_covers_what_was_yielded_and_meets_the_error_again()
     let mut again = resumed(&path, &checkpoint, &ReadOptions::default());
     let first = again.next().unwrap().unwrap_err();
     assert_eq!((first.code, first.seq), (err.code, err.seq));
+}
+
+// ---------------------------------------------------------------------------------------------------
+// Random logs
+
+/// One append batch of a random log.
+#[derive(Debug, Clone)]
+enum Batch {
+    /// A whole turn (prompt, packable chunks, answer, markers); `open` leaves it inside a step.
+    Turn { open: bool },
+    /// A run of `n` chunk deltas (packed when 3 or more).
+    Chunks { n: usize },
+    /// A title event alone.
+    Title,
+}
+
+fn batch_events(batch: &Batch, first_seq: u64, turn_no: u64) -> Vec<Event> {
+    match batch {
+        Batch::Turn { open } => turn(first_seq, turn_no, *open),
+        Batch::Chunks { n } => (0..*n as u64)
+            .map(|i| {
+                ev(
+                    "assistant/chunk",
+                    first_seq + i,
+                    json!({"turn":turn_no,"step":0,"chunk":{"type":"reasoning-delta","index":1,"text":format!("r{i}")}}),
+                )
+            })
+            .collect(),
+        Batch::Title => vec![ev(
+            "session/title",
+            first_seq,
+            json!({"title":"t","messageSeqs":[],"source":{"kind":"user"}}),
+        )],
+    }
+}
+
+fn batch() -> impl proptest::strategy::Strategy<Value = Batch> {
+    use proptest::prelude::*;
+    prop_oneof![
+        3 => any::<bool>().prop_map(|open| Batch::Turn { open }),
+        2 => (1usize..8).prop_map(|n| Batch::Chunks { n }),
+        1 => Just(Batch::Title),
+    ]
+}
+
+proptest::proptest! {
+    #![proptest_config(proptest::prelude::ProptestConfig::with_cases(24))]
+
+    /// Any log, checkpointed after any number of events of any prefix of its batches, then grown by the
+    /// rest: the resumed reader yields what one whole read yields after the checkpoint, and reads at
+    /// most the bytes from the checkpoint's offset on, plus the guards.
+    #[test]
+    fn any_grown_log_resumes_as_one_whole_read(
+        batches in proptest::collection::vec(batch(), 1..10),
+        zstd in proptest::prelude::any::<bool>(),
+        split in 0usize..10,
+        pick in proptest::prelude::any::<proptest::sample::Index>(),
+    ) {
+        let compression = if zstd { Compression::Zstd } else { Compression::None };
+        let mut log = Log::new(compression);
+        let split = split.min(batches.len() - 1) + 1;
+        let mut turn_no = 0;
+        let mut write = |log: &mut Log, batch: &Batch| {
+            turn_no += u64::from(matches!(batch, Batch::Turn { .. }));
+            let events = batch_events(batch, log.writer.next_seq(), turn_no.max(1));
+            log.writer.append(&events).unwrap();
+        };
+        for b in &batches[..split] {
+            write(&mut log, b);
+        }
+        let before = read_log(&log.path, &no_closers()).unwrap().events.len();
+        let k = pick.index(before + 1);
+        let mut reader = open(&log.path);
+        take(&mut reader, k);
+        let checkpoint = stored(&reader.checkpoint());
+        proptest::prop_assert_eq!(checkpoint.next_seq(), k as u64);
+        for b in &batches[split..] {
+            write(&mut log, b);
+        }
+        let all = rest(&mut open(&log.path));
+        let mut resumed = resumed(&log.path, &checkpoint, &ReadOptions::default());
+        let got = rest(&mut resumed);
+        proptest::prop_assert!(got == all[k..], "resumed at {} of {}", k, all.len());
+        let bound = log.len() - checkpoint.offset() + 2 * GUARD_BYTES as u64 + 4;
+        proptest::prop_assert!(resumed.bytes_read() <= bound);
+    }
 }

@@ -17,7 +17,9 @@
 //!
 //! Those guard bytes (and the 4-byte magic) are all a resume reads before the offset. The hash is 64-bit
 //! FNV-1a: it guards against accidents (a log replaced or rewritten in place), not against an adversary,
-//! who could as well edit bytes the guards do not cover.
+//! who could as well edit bytes the guards do not cover. Nor is the partly yielded row or frame between
+//! the offset and the first uncovered event compared with what was yielded from it: it is decoded
+//! again and its covered events skipped by seq.
 
 use std::fs::File;
 use std::io::{self, Read, Seek, SeekFrom};
