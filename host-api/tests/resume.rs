@@ -737,16 +737,11 @@ fn damaged_or_foreign_checkpoint_is_refused_or_checked_against_the_options() {
 // ---------------------------------------------------------------------------------------------------
 // Real DSH logs, and the stored fold
 
+/// Every real fixture log, or `None` (skipped, or failing where the fixtures are required).
 fn real_fixtures() -> Option<Vec<PathBuf>> {
-    let dir = Path::new(env!("CARGO_MANIFEST_DIR")).join("../../shared/fixtures/dsh-real");
-    let Ok(entries) = fs::read_dir(&dir) else {
-        eprintln!(
-            "SKIPPED: the real DSH fixtures are not at {}",
-            dir.display()
-        );
-        return None;
-    };
-    let mut paths: Vec<PathBuf> = entries
+    let dir = dsh_fixtures::real_fixtures_dir()?;
+    let mut paths: Vec<PathBuf> = fs::read_dir(&dir)
+        .unwrap()
         .flatten()
         .map(|e| e.path())
         .filter(|p| p.to_string_lossy().ends_with(".jsonl"))

@@ -30,6 +30,7 @@ use std::sync::Arc;
 
 use serde::{Deserialize, Serialize};
 
+use super::bounds::open_regular;
 use super::error::{LogError, LogErrorCode};
 use super::legacy::LegacyState;
 use super::read::{LogReader, ReadNotes};
@@ -347,7 +348,7 @@ pub(crate) fn reopen(
         return Ok(Err(ReReadReason::InvalidCheckpoint(why)));
     }
     let io = |e: io::Error| LogError::io(path, &e);
-    let mut file = File::open(path).map_err(io)?;
+    let mut file = open_regular(path)?;
     let len = file.metadata().map_err(io)?.len();
     if len < checkpoint.file_len {
         return Ok(Err(ReReadReason::Shrunk {

@@ -204,6 +204,26 @@ impl LineScanner {
         self.consumed = self.consumed.saturating_add(len as u64);
     }
 
+    /// Once an issue is set only a later `turn/end` matters, and a line without a `"` holds no string, so
+    /// it cannot decode to one. This counts the whole lines of `buf` before its first `"` without parsing
+    /// them and returns their length in bytes (0 without an issue): a frame of a billion empty lines is
+    /// then a byte scan, not a billion parse attempts.
+    pub fn skip_inert(&mut self, buf: &[u8]) -> usize {
+        if self.issue.is_none() {
+            return 0;
+        }
+        let quote = memchr::memchr(b'"', buf).unwrap_or(buf.len());
+        let Some(last_lf) = memchr::memrchr(b'\n', buf.get(..quote).unwrap_or_default()) else {
+            return 0;
+        };
+        let skipped = buf.get(..=last_lf).unwrap_or_default();
+        // A plain count vectorises; memchr's iterator would stop at every one of dense LFs.
+        let lines = skipped.iter().filter(|&&b| b == b'\n').count();
+        self.line = self.line.saturating_add(lines as u64);
+        self.consumed = self.consumed.saturating_add(skipped.len() as u64);
+        skipped.len()
+    }
+
     /// The first problem seen, if any: a torn tail so far, an error if a `turn/end` follows.
     pub fn issue(&self) -> Option<&LogError> {
         self.issue.as_ref()
@@ -400,5 +420,24 @@ mod tests {
         assert_eq!(out.len(), 1);
         assert_eq!(r.unwrap_err().code, LogErrorCode::InvalidPackedRow);
         assert_eq!(s.issue().unwrap().line, Some(3));
+    }
+
+    #[test]
+    fn inert_lines_are_skipped_only_after_an_issue_and_only_before_a_quote() {
+        let mut scanner = LineScanner::new(2);
+        let mut out: Vec<Scanned> = Vec::new();
+        assert_eq!(scanner.skip_inert(b"\n\n\n"), 0, "no issue yet");
+        scanner.feed(b"\n", &mut out).unwrap();
+        assert!(scanner.issue().is_some());
+        let buf = b"\n\n{}\n{\"type\":\"turn/end\"}\n";
+        let skipped = scanner.skip_inert(buf);
+        assert_eq!(
+            skipped, 5,
+            "three whole lines, stopping before the quoted one"
+        );
+        assert_eq!(scanner.line(), 5);
+        assert_eq!(scanner.skip_inert(b"\n\npartial"), 2);
+        assert_eq!(scanner.line(), 7);
+        assert_eq!(scanner.consumed(), 1 + 5 + 2);
     }
 }
