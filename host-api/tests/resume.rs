@@ -935,3 +935,58 @@ proptest::proptest! {
         proptest::prop_assert!(resumed.bytes_read() <= bound);
     }
 }
+
+#[test]
+fn a_resumed_read_keeps_the_bounds_of_a_whole_read() {
+    for compression in [Compression::None, Compression::Zstd] {
+        let mut log = Log::new(compression);
+        log.turns(2);
+        let (_, checkpoint) = read_log_with_checkpoint(&log.path, &no_closers()).unwrap();
+        // The line cap of the resume's options applies to what follows the checkpoint.
+        let long = "x".repeat(4000);
+        let next = log.writer.next_seq();
+        log.writer
+            .append(&[ev(
+                "session/title",
+                next,
+                json!({"title":long,"messageSeqs":[],"source":{"kind":"user"}}),
+            )])
+            .unwrap();
+        let capped = ReadOptions {
+            max_line_bytes: 1000,
+            ..no_closers()
+        };
+        // Whatever a whole read under that cap does with the new line, the resumed read does too. (A
+        // whole zstd read refuses only a line that outgrows one decoding step, so there it is read.)
+        let whole = read_log(&log.path, &capped).map_err(|e| e.code);
+        let mut reader = resumed(&log.path, &checkpoint, &capped);
+        let got: Result<Vec<Event>, _> = reader.by_ref().map(|r| r.map_err(|e| e.code)).collect();
+        match (&whole, compression) {
+            (Err(code), _) => assert_eq!(got.unwrap_err(), *code, "{compression:?}"),
+            (Ok(log), Compression::Zstd) => assert_eq!(
+                got.unwrap(),
+                log.events[checkpoint.next_seq() as usize..],
+                "{compression:?}"
+            ),
+            (Ok(_), Compression::None) => panic!("a raw line over the cap must be refused"),
+        }
+        if compression == Compression::None {
+            assert_eq!(whole.unwrap_err().as_str(), "LOG_LINE_TOO_LONG");
+        }
+    }
+    // Only regular files are reopened: a FIFO is refused at once, never waited on.
+    let log = {
+        let mut log = Log::new(Compression::None);
+        log.turns(1);
+        log
+    };
+    let (_, checkpoint) = read_log_with_checkpoint(&log.path, &no_closers()).unwrap();
+    let fifo = log.path.with_file_name("fifo.jsonl");
+    let status = std::process::Command::new("mkfifo")
+        .arg(&fifo)
+        .status()
+        .unwrap();
+    assert!(status.success());
+    let err = LogReader::resume(&fifo, &checkpoint, &ReadOptions::default()).unwrap_err();
+    assert_eq!(err.code.as_str(), "LOG_NOT_REGULAR_FILE");
+}
