@@ -9,6 +9,7 @@
 
 pub mod append;
 pub mod bounds;
+pub mod checkpoint;
 pub mod error;
 pub mod event;
 pub mod header;
@@ -29,8 +30,9 @@ pub use error::{clip_for_message, ErrorClass, LogError, LogErrorCode};
 pub use event::Event;
 pub use header::{HeaderDiagnostic, SessionHeader};
 
-/// The physical encoding of a log file (spec §1.2).
-#[derive(Debug, Clone, Copy, PartialEq, Eq, Hash)]
+/// The physical encoding of a log file (spec §1.2). Serialised as `"none"` / `"zstd"` (read checkpoints).
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Hash, serde::Serialize, serde::Deserialize)]
+#[serde(rename_all = "lowercase")]
 pub enum Compression {
     /// `session.jsonl`: newline-delimited UTF-8.
     None,

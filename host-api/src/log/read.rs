@@ -20,6 +20,11 @@
 //! an error found later (damage before a committed `turn/end`, a broken zstd frame) ends the iteration
 //! with `Err` after them, so a consumer that needs all-or-nothing uses [`read_log`].
 //!
+//! A reader can be checkpointed and resumed ([`LogReader::checkpoint`], [`LogReader::resume`]; the
+//! checkpoint and its guards are [`super::checkpoint`]): a log that only grew is then read from where the
+//! last read stopped. Crash closers are synthetic: [`LogReader::yielding_closers`] and
+//! [`SessionLog::closer_count`] tell them from stored events, and no checkpoint covers them.
+//!
 //! Documented choices where the spec leaves room:
 //! - Lenient reads (the default) also accept a `request/header` that breaks the config rule of spec §1.7
 //!   step 7 (DSH's recorded test sessions have `config: {model: "fake"}`), noting it in [`ReadNotes`];
@@ -34,10 +39,16 @@
 use std::collections::VecDeque;
 use std::io::{self, BufRead, BufReader, Cursor, Read};
 use std::path::{Path, PathBuf};
+use std::sync::atomic::AtomicU64;
+use std::sync::Arc;
 
 use serde_json::Value;
 
 use super::bounds::{line_too_long, open_regular, read_line_capped, RawLine};
+use super::checkpoint::{
+    self, Counted, Guard, GuardWindow, NotesState, ReReadReason, ReadCheckpoint, Resumed, Tracking,
+    CHECKPOINT_VERSION,
+};
 use super::error::{clip_for_message, LogError, LogErrorCode};
 use super::header::{HeaderDiagnostic, SessionHeader};
 use super::legacy::LegacyUpgrader;
@@ -120,14 +131,42 @@ pub struct ReadNotes {
 pub struct SessionLog {
     pub header: SessionHeader,
     pub diagnostics: Vec<HeaderDiagnostic>,
+    /// The stored events, then the crash closers (when asked for): see [`SessionLog::stored`] and
+    /// [`SessionLog::closers`] for the two apart.
     pub events: Vec<Event>,
+    /// How many of the last `events` are synthetic crash closers (spec §1.9), never stored in the log.
+    pub closer_count: usize,
     pub torn_tail: Option<TornTail>,
     pub compression: Compression,
+}
+
+impl SessionLog {
+    /// The events stored in the log, without the crash closers.
+    pub fn stored(&self) -> &[Event] {
+        let stored = self.events.len().saturating_sub(self.closer_count);
+        self.events.get(..stored).unwrap_or_default()
+    }
+
+    /// The synthetic crash closers appended after the stored events (empty unless a turn was open and
+    /// closers were asked for).
+    pub fn closers(&self) -> &[Event] {
+        let stored = self.events.len().saturating_sub(self.closer_count);
+        self.events.get(stored..).unwrap_or_default()
+    }
 }
 
 /// Reads a whole log: every event (and the closers, if asked for), or the first error.
 pub fn read_log(path: &Path, opts: &ReadOptions) -> Result<SessionLog, LogError> {
     LogReader::open(path, opts)?.into_log()
+}
+
+/// Reads a whole log as [`read_log`] does, and the checkpoint after its last stored event, from which
+/// [`LogReader::resume`] reads only what is appended later.
+pub fn read_log_with_checkpoint(
+    path: &Path,
+    opts: &ReadOptions,
+) -> Result<(SessionLog, ReadCheckpoint), LogError> {
+    LogReader::open(path, opts)?.into_log_with_checkpoint()
 }
 
 /// Reads only the header, as a listing does: raw logs up to the first LF, zstd logs only the first frame
@@ -223,6 +262,7 @@ enum Input {
     Raw {
         reader: BufReader<Source>,
         line: Vec<u8>,
+        /// The file offset the scanner's input starts at: the end of the header, or a resume offset.
         header_len: u64,
         fragment_line: Option<u64>,
         cap: usize,
@@ -258,6 +298,11 @@ struct ZstdInput {
     torn_start: Option<u64>,
     /// A complete frame held an unacceptable line: fatal at the end unless the scanner fails first.
     violation: Option<LogError>,
+    /// Where the frame being read starts, with the scanner's line and seq there: a checkpoint taken
+    /// before all of its events are yielded resumes at its start.
+    frame_start: u64,
+    frame_line: u64,
+    frame_seq: u64,
 }
 
 enum Phase {
@@ -283,6 +328,7 @@ pub struct LogReader {
     closers: CloserTracker,
     phase: Phase,
     torn_tail: Option<TornTail>,
+    track: Tracking,
 }
 
 impl LogReader {
@@ -309,11 +355,14 @@ impl LogReader {
     }
 
     fn from_source(
-        mut src: Source,
+        src: Source,
         path: &Path,
         opts: &ReadOptions,
         chunk: usize,
     ) -> Result<Self, LogError> {
+        let count = Arc::new(AtomicU64::new(0));
+        let mut src: Source = Box::new(Counted::new(src, Arc::clone(&count)));
+        let mut track = Tracking::new(count, 0);
         let at = |e: LogError| e.at_path(path);
         let mut prefix = Vec::with_capacity(4);
         (&mut src)
@@ -324,29 +373,29 @@ impl LogReader {
         let src: Source = Box::new(Cursor::new(prefix).chain(src));
         let cap = opts.max_line_bytes;
         let (header_bytes, input) = if zstd {
-            read_zstd_header(src, chunk, cap).map_err(at)?
+            read_zstd_header(src, chunk, cap, &mut track.window).map_err(at)?
         } else {
             let capacity = if chunk == HEADER_CHUNK {
                 HEADER_CHUNK
             } else {
                 RAW_BUFFER
             };
-            read_raw_header(BufReader::with_capacity(capacity, src), cap).map_err(at)?
+            read_raw_header(
+                BufReader::with_capacity(capacity, src),
+                cap,
+                &mut track.window,
+            )
+            .map_err(at)?
         };
         let (header, diagnostics) =
             SessionHeader::parse(&header_bytes, opts.strict_header).map_err(at)?;
-        if let Some(expected) = &opts.expected_id {
-            if &header.id != expected {
-                let message = format!(
-                    "header id {:?} differs from the requested id {:?}",
-                    clip_for_message(&header.id),
-                    clip_for_message(expected)
-                );
-                return Err(LogError::new(LogErrorCode::IdMismatch, message)
-                    .at_path(path)
-                    .at_line(1));
-            }
-        }
+        check_expected_id(&header, opts, path)?;
+        let header_end = match &input {
+            Input::Raw { header_len, .. } => *header_len,
+            Input::Zstd(z) => z.committed,
+        };
+        track.header_guard = Guard::of(track.window.at_end(), header_end);
+        track.header_line = String::from_utf8_lossy(&header_bytes).into_owned();
         Ok(Self {
             path: path.to_path_buf(),
             crash_closers: opts.crash_closers,
@@ -367,6 +416,7 @@ impl LogReader {
             closers: CloserTracker::new(),
             phase: Phase::Events,
             torn_tail: None,
+            track,
         })
     }
 
@@ -430,17 +480,8 @@ impl LogReader {
 
     /// Reads everything that is left into a [`SessionLog`].
     pub fn into_log(mut self) -> Result<SessionLog, LogError> {
-        let mut events = Vec::new();
-        for event in self.by_ref() {
-            events.push(event?);
-        }
-        Ok(SessionLog {
-            header: self.header,
-            diagnostics: self.diagnostics,
-            events,
-            torn_tail: self.torn_tail,
-            compression: self.compression,
-        })
+        let (events, closer_count) = self.drain()?;
+        Ok(self.into_session_log(events, closer_count))
     }
 
     /// Runs one scanned event through the logical pipeline.
@@ -519,12 +560,27 @@ impl LogReader {
                         Err(line_too_long(self.scanner.line().saturating_add(1), *cap))
                     }
                     RawLine::Line => {
-                        self.scanner.feed(line, &mut self.pending)?;
+                        if self.scanner.feed(line, &mut self.pending)? > 0 {
+                            self.track.window.push(line);
+                        }
                         Ok(true)
                     }
                 }
             }
-            Input::Zstd(z) => advance_zstd(z, &mut self.scanner, &mut self.pending),
+            Input::Zstd(z) => {
+                let salvaging = z.torn_start.is_some();
+                let more = advance_zstd(
+                    z,
+                    &mut self.scanner,
+                    &mut self.pending,
+                    &mut self.track.window,
+                )?;
+                if !salvaging && z.torn_start.is_some() {
+                    // Nothing of the torn frame is processed yet: the state is the committed one.
+                    self.track.torn = Some(Box::new(self.checkpoint_here()));
+                }
+                Ok(more)
+            }
         }
     }
 
@@ -598,8 +654,16 @@ impl Iterator for LogReader {
                 },
                 Phase::Events => {
                     if let Some(value) = self.pending.pop_front() {
+                        if self.next_seq < self.track.skip_below {
+                            // Yielded before a resume: decoded again only because it shares a packed
+                            // row or a zstd frame with what follows.
+                            self.next_seq = self.next_seq.saturating_add(1);
+                            continue;
+                        }
                         let result = self.process(value);
                         if result.is_err() {
+                            // Not yielded: a checkpoint taken now still ends before it.
+                            self.next_seq = self.next_seq.saturating_sub(1);
                             self.phase = Phase::Done;
                         }
                         return Some(result);
@@ -625,9 +689,238 @@ impl Iterator for LogReader {
     }
 }
 
+/// Checkpoints and resuming (see [`super::checkpoint`]).
+impl LogReader {
+    /// The checkpoint after the stored events yielded so far: a reader resumed from it yields the next
+    /// stored event on. It never covers a crash closer or anything of a torn tail (the events salvaged
+    /// from a torn final zstd frame are yielded, but the checkpoint stays at that frame's start). Taken
+    /// after the iteration ended in an error, it covers the events yielded before the error, and a
+    /// resume from it meets the same error (unless the log was replaced meanwhile).
+    pub fn checkpoint(&self) -> ReadCheckpoint {
+        match &self.track.torn {
+            Some(torn) => (**torn).clone(),
+            None => self.checkpoint_here(),
+        }
+    }
+
+    /// Continues reading the log at `path` where `checkpoint` was taken, reading nothing before its
+    /// offset but the guard bytes (see [`super::checkpoint`]). The checkpoint's header is used as it
+    /// was (checked again against `opts`: strictness, expected id); `opts.crash_closers` applies anew.
+    /// [`Resumed::ReRead`] when the log changed other than by appending or the checkpoint does not fit;
+    /// `Err` when the file cannot be opened or read, or the header fails `opts`.
+    pub fn resume(
+        path: &Path,
+        checkpoint: &ReadCheckpoint,
+        opts: &ReadOptions,
+    ) -> Result<Resumed, LogError> {
+        let reopened = match checkpoint::reopen(path, checkpoint)? {
+            Ok(reopened) => reopened,
+            Err(why) => return Ok(Resumed::ReRead(why)),
+        };
+        let (header, diagnostics) =
+            SessionHeader::parse(checkpoint.header_line.as_bytes(), opts.strict_header)
+                .map_err(|e| e.at_path(path))?;
+        check_expected_id(&header, opts, path)?;
+        let legacy = match LegacyUpgrader::restore(
+            &header.id,
+            checkpoint.legacy.clone(),
+            checkpoint.next_seq,
+        ) {
+            Ok(legacy) => legacy,
+            Err(why) => return Ok(Resumed::ReRead(ReReadReason::InvalidCheckpoint(why))),
+        };
+        let offset = checkpoint.offset;
+        let count = Arc::new(AtomicU64::new(0));
+        let src: Source = Box::new(Counted::new(reopened.file, Arc::clone(&count)));
+        let input = match checkpoint.compression {
+            Compression::None => Input::Raw {
+                reader: BufReader::with_capacity(RAW_BUFFER, src),
+                line: Vec::new(),
+                header_len: offset,
+                fragment_line: None,
+                cap: opts.max_line_bytes,
+            },
+            Compression::Zstd => Input::Zstd(Box::new(ZstdInput {
+                frames: FrameSource {
+                    src,
+                    buf: Vec::new(),
+                    offset,
+                    eof: false,
+                    chunk: ZSTD_CHUNK,
+                    max_frame: usize::MAX,
+                },
+                decoder: FrameDecoder::new(),
+                decoding: None,
+                plain: Vec::new(),
+                pos: 0,
+                searched: 0,
+                cap: opts.max_line_bytes,
+                decoded: 0,
+                committed: offset,
+                torn_start: None,
+                violation: None,
+                frame_start: offset,
+                frame_line: checkpoint.line,
+                frame_seq: checkpoint.scan_seq,
+            })),
+        };
+        let mut track = Tracking::new(count, offset);
+        track.header_line = checkpoint.header_line.clone();
+        track.header_guard = checkpoint.header_guard;
+        track.window = GuardWindow::seeded(&reopened.tail);
+        track.guard_read = reopened.bytes_read;
+        track.skip_below = checkpoint.next_seq;
+        Ok(Resumed::Continue(Self {
+            path: path.to_path_buf(),
+            crash_closers: opts.crash_closers,
+            strict: opts.strict_header,
+            notes: checkpoint.notes.clone().into_notes(path),
+            legacy,
+            header,
+            diagnostics,
+            compression: checkpoint.compression,
+            input,
+            scanner: LineScanner::resume(checkpoint.line, checkpoint.scan_seq),
+            pending: VecDeque::new(),
+            next_seq: checkpoint.scan_seq,
+            closers: checkpoint.closers.clone(),
+            phase: Phase::Events,
+            torn_tail: None,
+            track,
+        }))
+    }
+
+    /// Every byte this reader has read from its file (or stream): for a resumed reader, the guard bytes
+    /// and what follows the checkpoint, which is how a test tells a resume from a re-read.
+    pub fn bytes_read(&self) -> u64 {
+        self.track.bytes_read()
+    }
+
+    /// Whether the event the iterator returned last is a synthetic crash closer (spec §1.9) rather than
+    /// a stored event. Closers come after every stored event.
+    pub fn yielding_closers(&self) -> bool {
+        matches!(self.phase, Phase::Closers(_))
+    }
+
+    /// The crash closers the stored events yielded so far would get (empty when no turn is open),
+    /// whether or not this reader appends them.
+    pub fn closers(&self) -> Vec<Event> {
+        self.closers.closers()
+    }
+
+    /// Reads everything that is left into a [`SessionLog`], and the checkpoint after its last stored
+    /// event.
+    pub fn into_log_with_checkpoint(mut self) -> Result<(SessionLog, ReadCheckpoint), LogError> {
+        let (events, closer_count) = self.drain()?;
+        let checkpoint = self.checkpoint();
+        Ok((self.into_session_log(events, closer_count), checkpoint))
+    }
+
+    /// The rest of the events, and how many of them are closers.
+    fn drain(&mut self) -> Result<(Vec<Event>, usize), LogError> {
+        let mut events = Vec::new();
+        let mut closer_count = 0usize;
+        while let Some(event) = self.next() {
+            events.push(event?);
+            if self.yielding_closers() {
+                closer_count = closer_count.saturating_add(1);
+            }
+        }
+        Ok((events, closer_count))
+    }
+
+    fn into_session_log(self, events: Vec<Event>, closer_count: usize) -> SessionLog {
+        SessionLog {
+            header: self.header,
+            diagnostics: self.diagnostics,
+            events,
+            closer_count,
+            torn_tail: self.torn_tail,
+            compression: self.compression,
+        }
+    }
+
+    /// The checkpoint at the current position, ignoring a torn frame's snapshot.
+    fn checkpoint_here(&self) -> ReadCheckpoint {
+        let scanner = &self.scanner;
+        let window = &self.track.window;
+        let next_seq = self.next_seq.max(self.track.skip_below);
+        // Every event the scanner accepted is covered (none pending, none refused by a later check).
+        let all_covered = next_seq >= scanner.next_seq();
+        let at_end = (
+            scanner.committed_line(),
+            scanner.next_seq(),
+            window.at_end(),
+        );
+        let (offset, (line, scan_seq, guard)) = match &self.input {
+            Input::Raw { header_len, .. } => {
+                if all_covered {
+                    (header_len.saturating_add(scanner.committed()), at_end)
+                } else {
+                    // Inside a packed row: resume at the row's line.
+                    let (start, seq0) = scanner.last_line_start();
+                    let line = scanner.committed_line().saturating_sub(1);
+                    (
+                        header_len.saturating_add(start),
+                        (line, seq0, window.before_unit()),
+                    )
+                }
+            }
+            Input::Zstd(z) => {
+                let frame = (z.frame_line, z.frame_seq);
+                if z.torn_start.is_some() {
+                    // The torn frame never enters the window: its end is the frame's start.
+                    (z.frame_start, (frame.0, frame.1, window.at_end()))
+                } else if all_covered && z.pos >= z.plain.len() && z.decoding.is_none() {
+                    (z.committed, at_end)
+                } else {
+                    // Inside a frame: resume at its start.
+                    (z.frame_start, (frame.0, frame.1, window.before_unit()))
+                }
+            }
+        };
+        ReadCheckpoint {
+            version: CHECKPOINT_VERSION,
+            compression: self.compression,
+            offset,
+            line,
+            scan_seq,
+            next_seq,
+            file_len: self.track.seen().max(offset),
+            header_line: self.track.header_line.clone(),
+            header_guard: self.track.header_guard,
+            tail_guard: Guard::of(guard, offset),
+            legacy: self.legacy.state_before(next_seq),
+            closers: self.closers.clone(),
+            notes: NotesState::of(&self.notes),
+        }
+    }
+}
+
+fn check_expected_id(
+    header: &SessionHeader,
+    opts: &ReadOptions,
+    path: &Path,
+) -> Result<(), LogError> {
+    match &opts.expected_id {
+        Some(expected) if &header.id != expected => {
+            let message = format!(
+                "header id {:?} differs from the requested id {:?}",
+                clip_for_message(&header.id),
+                clip_for_message(expected)
+            );
+            Err(LogError::new(LogErrorCode::IdMismatch, message)
+                .at_path(path)
+                .at_line(1))
+        }
+        _ => Ok(()),
+    }
+}
+
 fn read_raw_header(
     mut reader: BufReader<Source>,
     cap: usize,
+    window: &mut GuardWindow,
 ) -> Result<(Vec<u8>, Input), LogError> {
     let mut line = Vec::new();
     let end = read_line_capped(&mut reader, &mut line, cap)
@@ -642,6 +935,7 @@ fn read_raw_header(
             ))
         }
     }
+    window.push(&line);
     let header_len = line.len() as u64;
     line.pop();
     let input = Input::Raw {
@@ -681,7 +975,12 @@ fn header_frame_bound(cap: usize) -> usize {
     zstd::zstd_safe::compress_bound(cap.saturating_add(1)).saturating_add(1024)
 }
 
-fn read_zstd_header(src: Source, chunk: usize, cap: usize) -> Result<(Vec<u8>, Input), LogError> {
+fn read_zstd_header(
+    src: Source,
+    chunk: usize,
+    cap: usize,
+    window: &mut GuardWindow,
+) -> Result<(Vec<u8>, Input), LogError> {
     let mut frames = FrameSource {
         src,
         buf: Vec::new(),
@@ -701,6 +1000,7 @@ fn read_zstd_header(src: Source, chunk: usize, cap: usize) -> Result<(Vec<u8>, I
     };
     frames.max_frame = usize::MAX;
     let frame = frames.take(&at);
+    window.push(&frame);
     let committed = at.start.saturating_add(at.len as u64);
     let failed = |e: zstd_frames::DecodeFailure| {
         LogError::new(
@@ -771,6 +1071,9 @@ fn read_zstd_header(src: Source, chunk: usize, cap: usize) -> Result<(Vec<u8>, I
         committed,
         torn_start: None,
         violation: None,
+        frame_start: committed,
+        frame_line: 1,
+        frame_seq: 0,
     };
     Ok((plain, Input::Zstd(Box::new(input))))
 }
@@ -806,6 +1109,7 @@ fn advance_zstd(
     z: &mut ZstdInput,
     scanner: &mut LineScanner,
     pending: &mut VecDeque<Scanned>,
+    window: &mut GuardWindow,
 ) -> Result<bool, LogError> {
     loop {
         if scanner.issue().is_some() {
@@ -897,6 +1201,12 @@ fn advance_zstd(
             return Ok(false);
         };
         let frame = z.frames.take(&at);
+        z.frame_start = at.start;
+        z.frame_line = scanner.line();
+        z.frame_seq = scanner.next_seq();
+        if at.complete {
+            window.push(&frame);
+        }
         z.decoder
             .begin()
             .map_err(|e| frame_decode_error(at.start, &e.0))?;

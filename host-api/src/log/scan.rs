@@ -66,6 +66,12 @@ pub struct LineScanner {
     consumed: u64,
     committed: u64,
     issue: Option<LogError>,
+    /// Where the last accepted line begins, as a read checkpoint needs it while the events of that line
+    /// (a packed row) are only partly yielded: its physical line number, the input offset of its start
+    /// and the seq of its first event.
+    last_line: u64,
+    last_start: u64,
+    last_seq0: u64,
 }
 
 /// The events one line decoded to.
@@ -92,12 +98,22 @@ impl Decoded {
 impl LineScanner {
     /// A scanner whose first line is physical line `first_line` (2 when the header is line 1).
     pub fn new(first_line: u64) -> Self {
+        Self::resume(first_line.saturating_sub(1), 0)
+    }
+
+    /// A scanner continuing after physical line `line`, expecting `next_seq` next, over input that starts
+    /// there (offsets count from 0 again). What it carries between lines is only those two numbers: a
+    /// checkpoint is never taken past an issue, so a resumed scanner starts without one.
+    pub fn resume(line: u64, next_seq: u64) -> Self {
         Self {
-            line: first_line.saturating_sub(1),
-            next_seq: 0,
+            line,
+            next_seq,
             consumed: 0,
             committed: 0,
             issue: None,
+            last_line: line,
+            last_start: 0,
+            last_seq0: next_seq,
         }
     }
 
@@ -171,6 +187,9 @@ impl LineScanner {
             }
         }
         let accepted = decoded.as_slice().len();
+        self.last_line = n;
+        self.last_start = self.committed;
+        self.last_seq0 = self.next_seq;
         self.next_seq = self.next_seq.saturating_add(accepted as u64);
         self.committed = self.consumed;
         match decoded {
@@ -223,6 +242,21 @@ impl LineScanner {
     /// The physical line number of the last line fed.
     pub fn line(&self) -> u64 {
         self.line
+    }
+
+    /// The seq the next accepted event must carry.
+    pub fn next_seq(&self) -> u64 {
+        self.next_seq
+    }
+
+    /// The physical line number of the last accepted line (of the line before the input, if none).
+    pub fn committed_line(&self) -> u64 {
+        self.last_line
+    }
+
+    /// Where the last accepted line starts: its input offset, and the seq of its first event.
+    pub fn last_line_start(&self) -> (u64, u64) {
+        (self.last_start, self.last_seq0)
     }
 
     fn set_issue(&mut self, code: LogErrorCode, message: String) {
@@ -313,6 +347,28 @@ mod tests {
         assert_eq!(out.len(), 2);
         assert_eq!(s.committed(), s.consumed());
         assert_eq!(s.line(), 3);
+    }
+
+    #[test]
+    fn resume_points_follow_accepted_lines_only() {
+        let row = "{\"type\":\"text-chunks\",\"seq0\":1,\"time0\":0,\"data\":{\"turn\":1,\"step\":0,\"index\":0,\"dt\":[0],\"texts\":[\"a\",\"b\"]}}\n";
+        let lines = [ev(0, "a"), row.to_owned(), "{bad\n".to_owned(), ev(3, "a")];
+        let (s, out, r) = feed_all(&lines);
+        assert!(r.is_ok());
+        assert_eq!(out.len(), 3);
+        // The bad line and what follows it are not accepted: the row stays the last accepted line.
+        assert_eq!((s.line(), s.committed_line(), s.next_seq()), (5, 3, 3));
+        assert_eq!(s.last_line_start(), (ev(0, "a").len() as u64, 1));
+        assert_eq!(s.committed(), (ev(0, "a").len() + row.len()) as u64);
+
+        let mut resumed = LineScanner::resume(3, 3);
+        let mut out: Vec<Scanned> = Vec::new();
+        assert_eq!(resumed.feed(ev(3, "a").as_bytes(), &mut out).unwrap(), 1);
+        assert_eq!((resumed.line(), resumed.committed_line()), (4, 4));
+        assert_eq!(resumed.last_line_start(), (0, 3));
+        let mut gap = LineScanner::resume(3, 3);
+        gap.feed(ev(4, "a").as_bytes(), &mut out).unwrap();
+        assert_eq!(gap.issue().unwrap().seq, Some(3));
     }
 
     #[test]
