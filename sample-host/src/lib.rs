@@ -8,6 +8,7 @@
 //!
 //! This crate never links the plugin: the two meet only through `host_api::abi` at run time.
 
+pub mod chat;
 pub mod context;
 pub mod demo;
 pub mod inspect;
@@ -16,6 +17,8 @@ pub mod loader;
 pub mod manager;
 pub mod paths;
 pub mod render;
+pub mod replay;
+pub mod request;
 pub mod watch;
 
 pub use context::Shared;

@@ -164,6 +164,57 @@ impl LiveSessions {
         Some(model_messages(&s.fold, &s.events))
     }
 
+    /// Makes a session persisted at `path` live, to be continued by [`LiveSessions::append`]: its log is
+    /// read whole and folded, and later batches are appended to the same file. Refuses a log the writer
+    /// will not extend (torn tail, lenient header, changed while read) and one the fold rejects.
+    pub fn adopt(&self, path: &Path, options: WriteOptions) -> Result<SessionHeader, LiveError> {
+        use host_api::log::read::{read_log, ReadOptions};
+        let writer = LogWriter::open_append(path, options).map_err(|source| LiveError::Log {
+            id: path.display().to_string(),
+            source,
+        })?;
+        let id = writer.header().id.clone();
+        let log = read_log(
+            path,
+            &ReadOptions {
+                crash_closers: false,
+                ..ReadOptions::default()
+            },
+        )
+        .map_err(|source| LiveError::Log {
+            id: id.clone(),
+            source,
+        })?;
+        let stored = log.events.last().map_or(0, |e| e.seq + 1);
+        if stored != writer.next_seq() {
+            return Err(LiveError::Seq {
+                id,
+                expected: writer.next_seq(),
+                got: stored,
+            });
+        }
+        let fold = SurfaceFold::fold(&log.events).map_err(|source| LiveError::Fold {
+            id: id.clone(),
+            source,
+        })?;
+        let mut sessions = self.sessions.write().unwrap_or_else(|p| p.into_inner());
+        if sessions.contains_key(&id) {
+            return Err(LiveError::Exists(id));
+        }
+        let header = log.header;
+        sessions.insert(
+            id,
+            LiveSession {
+                header: header.clone(),
+                json: log.events.iter().map(Event::to_json_line).collect(),
+                events: log.events,
+                fold,
+                writer: Some(writer),
+            },
+        );
+        Ok(header)
+    }
+
     /// Where a live session is persisted, if it is.
     pub fn log_path(&self, id: &str) -> Option<PathBuf> {
         let sessions = self.sessions.read().unwrap_or_else(|p| p.into_inner());
