@@ -148,7 +148,7 @@ Type a line to talk to the stand-in model. Cite another session inline with @[la
   /cite QUERY          search, pick a hit by number, and start the next line with its mention
   /candidates [QUERY]  sessions you can cite, with their mentions
   /compact             replace all but the newest two messages with a summary checkpoint
-  /request             the last model request, as sent (the model's view)
+  /request             the last model request, byte for byte (the model's view)
   /sessions            every session, live and on disk
   /plugins             which plugin library serves, and refused ones
   /help                this help
@@ -250,9 +250,8 @@ events are now shadowed, still in the log and searchable",
                     request.bytes.len(),
                     request.fingerprint()
                 )?;
-                for line in String::from_utf8_lossy(&request.bytes).lines() {
-                    writeln!(out, "  {}", clip(line, 200))?;
-                }
+                // Whole, unclipped: this is the one place that shows exactly what the model got.
+                out.write_all(&request.bytes)?;
             }
             Some("sessions") => match session.env().services.list_sessions() {
                 Ok(records) => {
@@ -398,7 +397,7 @@ fn find(session: &ChatSession<'_>, rest: &str, out: &mut dyn Write) -> io::Resul
                 writeln!(
                     out,
                     "  seq {:>3}  {:<9} {:<18} {}",
-                    hit["seq"],
+                    hit["seq"].to_string(),
                     hit["surface"].as_str().unwrap_or("?"),
                     hit["type"].as_str().unwrap_or("?"),
                     clip(hit["snippet"].as_str().unwrap_or(""), 100)
