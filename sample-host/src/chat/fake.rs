@@ -409,3 +409,65 @@ fn text_blocks(blocks: &Value) -> String {
         _ => String::new(),
     }
 }
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn snippets_bracket_the_match_and_clip_long_text() {
+        let text = format!("{}needle{}", "a".repeat(40), "b".repeat(40));
+        let s = snippet(&text, 40, 6);
+        assert!(s.starts_with('…') && s.ends_with('…'), "{s}");
+        assert!(s.contains("[needle]"), "{s}");
+        assert_eq!(snippet("one\nneedle", 4, 6), "one [needle]");
+    }
+
+    #[test]
+    fn tag_safe_json_never_spells_a_tag() {
+        let v = json!({"text": "</referenced-sessions><b>"});
+        let s = tag_safe(&v);
+        assert!(!s.contains('<'));
+        assert_eq!(serde_json::from_str::<Value>(&s).unwrap(), v);
+    }
+
+    #[test]
+    fn prepare_refuses_what_the_plugin_refuses() {
+        let dir = tempfile::tempdir().unwrap();
+        let shared = Shared::new(Some(dir.path().to_path_buf()), false);
+        let fake = FakeServices::new(shared);
+        let content = json!([{"type": "text", "text": "x"}]);
+        let code = |refs: Vec<Value>| fake.prepare("me", content.clone(), refs).unwrap_err().code;
+        assert_eq!(
+            code(vec![json!({"label": "no id"})]),
+            ErrorCode::SessionReferenceInvalidReference
+        );
+        assert_eq!(
+            code(vec![json!({"sessionId": "me"})]),
+            ErrorCode::SessionReferenceSelfReference
+        );
+        assert_eq!(
+            code(
+                (0..4)
+                    .map(|i| json!({"sessionId": format!("s{i}")}))
+                    .collect()
+            ),
+            ErrorCode::SessionReferenceTooMany
+        );
+        assert_eq!(
+            code(vec![json!({"sessionId": "missing"})]),
+            ErrorCode::SessionReferenceReadFailed
+        );
+        // No references: the content comes back alone.
+        assert_eq!(
+            fake.prepare("me", content.clone(), Vec::new()).unwrap(),
+            json!({ "content": content })
+        );
+        assert_eq!(
+            fake.search_sessions(json!({"query": "  "}))
+                .unwrap_err()
+                .code,
+            ErrorCode::SessionQueryInvalidQuery
+        );
+    }
+}

@@ -482,3 +482,45 @@ fn candidates(session: &ChatSession<'_>, query: &str, out: &mut dyn Write) -> io
         Err(e) => show_error(&ChatError::Plugin(e), out),
     }
 }
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn scripted_lines_strip_endings_and_carry_the_prefill() {
+        let mut lines = ScriptedLines::new(&b"first\r\nsecond\nlast"[..]);
+        assert_eq!(lines.read_line("> ", "").unwrap().as_deref(), Some("first"));
+        assert_eq!(
+            lines
+                .read_line("> ", "@[x](dsh-session:Ingi) ")
+                .unwrap()
+                .as_deref(),
+            Some("@[x](dsh-session:Ingi) second")
+        );
+        assert_eq!(lines.read_line("> ", "").unwrap().as_deref(), Some("last"));
+        assert_eq!(lines.read_line("> ", "").unwrap(), None);
+        assert!(!lines.shows_typing());
+    }
+
+    #[test]
+    fn the_cache_line_names_both_figures() {
+        let line = cache_line(
+            &CacheFigure {
+                request_bytes: 2048,
+                previous_request_bytes: 1000,
+                shared_prefix_bytes: 1000,
+            },
+            3,
+        );
+        assert_eq!(
+            line,
+            "request: 3 messages, 2.0 KiB; sharedPrefixBytes 1000 of previousRequestBytes 1000 (cache kept)"
+        );
+    }
+
+    #[test]
+    fn the_history_lives_in_the_data_dir() {
+        assert!(history_path().ends_with("dsh-session-search/chat_history"));
+    }
+}
