@@ -294,6 +294,11 @@ impl DemoCorpus {
     pub fn root(&self) -> PathBuf {
         self.dir.path().join("sessions")
     }
+
+    /// Where the demo's host should keep its index: beside the corpus, so it goes with it.
+    pub fn index_path(&self) -> PathBuf {
+        self.dir.path().join("index.sqlite")
+    }
 }
 
 /// The id of the chat session the tour creates.
