@@ -8,7 +8,7 @@
 use std::path::{Path, PathBuf};
 
 use host_api::log::layout::SessionsRoot;
-use host_api::log::read::{read_log, ReadOptions};
+use host_api::log::read::{read_log, ReadOptions, SessionLog};
 use host_api::log::LogError;
 use host_api::surface::{model_messages, FoldError, SurfaceFold};
 
@@ -33,21 +33,41 @@ pub enum ReplayError {
     },
 }
 
-/// Rebuilds the request of the log at `path` folded through `through_seq` (the whole log for `None`
-/// when the log is empty, else pass the request's own `through_seq`).
+/// Rebuilds the request of the log at `path` folded through `through_seq`: pass the sent request's own
+/// [`ModelRequest::through_seq`] (`None` is the request of an empty log: no event folded).
 pub fn rebuild_request(
     path: &Path,
     system: &str,
     through_seq: Option<u64>,
 ) -> Result<ModelRequest, ReplayError> {
-    // No crash closers: the request was built from what was stored, not from a repaired view.
-    let log = read_log(
+    build(path, &read_stored(path)?, system, through_seq)
+}
+
+/// The request the whole log at `path` builds now (folded through its last event).
+pub fn rebuild_latest(path: &Path, system: &str) -> Result<ModelRequest, ReplayError> {
+    let log = read_stored(path)?;
+    let last = log.events.last().map(|e| e.seq);
+    build(path, &log, system, last)
+}
+
+/// The log as stored, without crash closers: a request is built from what was stored, not from a
+/// repaired view.
+fn read_stored(path: &Path) -> Result<SessionLog, ReplayError> {
+    Ok(read_log(
         path,
         &ReadOptions {
             crash_closers: false,
             ..ReadOptions::default()
         },
-    )?;
+    )?)
+}
+
+fn build(
+    path: &Path,
+    log: &SessionLog,
+    system: &str,
+    through_seq: Option<u64>,
+) -> Result<ModelRequest, ReplayError> {
     let last = log.events.last().map(|e| e.seq);
     let upto = match through_seq {
         Some(wanted) if last.is_none_or(|l| l < wanted) => {

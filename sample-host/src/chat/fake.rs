@@ -369,7 +369,8 @@ impl Services for FakeServices {
                 "originalMessages": conversation.len(), "retainedMessages": conversation.len(),
                 "omittedMessages": 0, "omittedBytes": 0, "truncated": false, "inputIndex": index,
             }));
-            summary.push(json!({"label": label, "retainedMessages": conversation.len(), "bytes": bytes, "omittedMessages": 0}));
+            summary.push(json!({"sessionId": session.header.id, "label": label,
+                "retainedMessages": conversation.len(), "omittedMessages": 0, "omittedBytes": 0, "bytes": bytes}));
             data.push(object);
         }
         let prompt = format!("{PREFIX}{}{SUFFIX}", tag_safe(&Value::Array(data)));
