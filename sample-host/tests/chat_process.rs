@@ -1,6 +1,7 @@
-//! The chat on a real (pseudo-)terminal: rustyline reads the lines, the reply comes back, and the line
-//! history is saved in the user's data dir. Drives the `chat_fake` example (the chat with the
-//! in-process fake services) through a pty, answering the terminal's cursor-position queries.
+//! The chat as a process: lines piped into standard input (a script), and lines typed on a real
+//! (pseudo-)terminal, where rustyline reads them and the line history is saved in the user's data dir.
+//! Drives the `chat_fake` example (the chat with the in-process fake services); on the pty it answers
+//! the terminal's cursor-position queries as a terminal would.
 
 use std::fs::File;
 use std::io::{Read, Write};
@@ -128,4 +129,47 @@ fn the_chat_reads_lines_from_a_terminal_and_keeps_their_history() {
         std::fs::read_to_string(data.join("dsh-session-search").join("chat_history")).unwrap();
     assert!(history.contains("hello from a terminal"), "{history}");
     assert!(history.contains("/quit"), "{history}");
+}
+
+#[test]
+fn the_chat_reads_a_script_piped_into_standard_input() {
+    let binary = example_binary();
+    let dir = tempfile::tempdir().unwrap();
+    let sessions = dir.path().join("sessions");
+    sample_host::demo::write_demo_corpus(&sessions).unwrap();
+    let data = dir.path().join("data");
+    let mut child = Command::new(&binary)
+        .args(["--sessions".as_ref(), sessions.as_os_str()])
+        .args(["--session", "piped"])
+        .env("XDG_DATA_HOME", &data)
+        .stdin(Stdio::piped())
+        .stdout(Stdio::piped())
+        .stderr(Stdio::piped())
+        .spawn()
+        .unwrap();
+    let script = "hello\n/cite nested_arrays\n1\nwhat was the stack?\n";
+    child
+        .stdin
+        .take()
+        .unwrap()
+        .write_all(script.as_bytes())
+        .unwrap();
+    let output = child.wait_with_output().unwrap();
+    let out = String::from_utf8_lossy(&output.stdout);
+    assert!(
+        output.status.success(),
+        "{out}\n{}",
+        String::from_utf8_lossy(&output.stderr)
+    );
+    assert!(out.contains("you> hello\n"), "{out}");
+    assert!(
+        out.contains("[cited: CI failure in parser tests, "),
+        "{out}"
+    );
+    assert!(out.contains("(cache kept)"), "{out}");
+    // Not a terminal: no history file is written.
+    assert!(!data
+        .join("dsh-session-search")
+        .join("chat_history")
+        .exists());
 }
