@@ -14,6 +14,7 @@
 pub mod abi;
 pub mod json;
 pub mod log;
+pub mod mention;
 pub mod surface;
 pub mod text;
 

@@ -19,6 +19,7 @@ pub mod corpus;
 pub mod export;
 pub mod index;
 pub mod reads;
+pub mod reference;
 pub mod service;
 
 /// What [`export_plugin!`] expands to refers to; not for other use.

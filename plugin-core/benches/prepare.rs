@@ -1,0 +1,192 @@
+//! Latency of `prepare` (spec §6.5) citing three sources, against reading the same sources in the same
+//! run (the exact read `readSurface`), so the ratio says what the citation adds on top of the read.
+//!
+//! Two cases, each three persisted sources of user and assistant messages (~1 KiB each, with `<`, quotes
+//! and non-ASCII so escaping is exercised) in a temp sessions root:
+//! - 3 × 64 KiB: the snapshot just fits the default 64 KiB budget or needs a few messages dropped;
+//! - 3 × 10 MB: phase 1 drops almost every message; this is where a per-drop re-serialisation would show.
+//!
+//! Both the baseline and `prepare` run on warm caches (the corpus keeps parsed logs), so they compare
+//! work per call, not disk reads. Reports p50 / p99 over a fixed number of calls. Run with
+//! `cargo bench -p plugin-core --bench prepare`.
+
+use std::hint::black_box;
+use std::path::Path;
+use std::sync::Arc;
+use std::time::{Duration, Instant};
+
+use abi_stable::sabi_trait::TD_Opaque;
+use abi_stable::std_types::{ROption, RStr, RString, RVec};
+use host_api::abi::host::HostContext_TO;
+use host_api::abi::wire::reference::PrepareRequest;
+use host_api::abi::{CancelToken, HostContext, HostContextBox, LiveSession, LogLevel};
+use host_api::log::layout::session_log_path;
+use host_api::log::{Compression, Event, SessionHeader};
+use plugin_core::corpus::Corpus;
+use plugin_core::reads::Reads;
+use plugin_core::reference::{prepare, Limits};
+use serde_json::json;
+
+/// A host with no live sessions: every source is read from the sessions root.
+struct DiskOnly;
+
+impl HostContext for DiskOnly {
+    fn live_sessions(&self) -> RVec<LiveSession> {
+        RVec::new()
+    }
+    fn live_session(&self, _id: RStr<'_>) -> ROption<LiveSession> {
+        ROption::RNone
+    }
+    fn live_events(&self, _id: RStr<'_>, _from_seq: u64) -> ROption<RVec<RString>> {
+        ROption::RNone
+    }
+    fn sessions_root(&self) -> ROption<RString> {
+        ROption::RNone
+    }
+    fn log(&self, _level: LogLevel, _message: RStr<'_>) {}
+    fn is_cancelled(&self, _token: CancelToken) -> bool {
+        false
+    }
+}
+
+/// Writes a session of about `bytes` bytes of message text; returns its id.
+fn write_source(root: &Path, id: &str, bytes: usize) -> String {
+    let header = SessionHeader::new(id, 1_700_000_000_000, Some("/work/project".to_string()));
+    let path = session_log_path(root, &header, Compression::None).unwrap();
+    std::fs::create_dir_all(path.parent().unwrap()).unwrap();
+    let mut out = header.to_json_line();
+    out.push('\n');
+    let mut seq = 0u64;
+    let push = |out: &mut String, event: Event| {
+        out.push_str(&event.to_json_line());
+        out.push('\n');
+    };
+    let chunk = "the <cache> key \"changed\" after the 界 upgrade; ".repeat(20);
+    let mut written = 0;
+    let mut turn = 0u64;
+    while written < bytes {
+        turn += 1;
+        push(
+            &mut out,
+            Event::new("turn/start", seq, seq as i64, json!({"turn": turn})),
+        );
+        seq += 1;
+        let user = json!({"id": format!("u{seq}"), "role": "user",
+            "content": [{"type": "text", "text": format!("question {turn}: {chunk}")}], "source": {"kind": "user"}});
+        push(
+            &mut out,
+            Event::appended("user/message", seq, seq as i64, user),
+        );
+        seq += 1;
+        let assistant = json!({"turn": turn, "step": 1, "message": {"id": format!("a{seq}"), "role": "assistant",
+            "content": [{"type": "text", "text": format!("answer {turn}: {chunk}")}],
+            "source": {"kind": "model", "provider": "p", "model": "m"}}});
+        push(
+            &mut out,
+            Event::appended("assistant/message", seq, seq as i64, assistant),
+        );
+        seq += 1;
+        push(
+            &mut out,
+            Event::new(
+                "turn/end",
+                seq,
+                seq as i64,
+                json!({"turn": turn, "reason": {"kind": "completed"}}),
+            ),
+        );
+        seq += 1;
+        written += 2 * (chunk.len() + 12);
+    }
+    std::fs::write(&path, out).unwrap();
+    id.to_string()
+}
+
+fn percentile(sorted: &[Duration], p: f64) -> Duration {
+    let i = ((sorted.len() - 1) as f64 * p).round() as usize;
+    sorted[i]
+}
+
+fn time(runs: usize, mut f: impl FnMut()) -> (Duration, Duration) {
+    let mut samples: Vec<Duration> = (0..runs)
+        .map(|_| {
+            let start = Instant::now();
+            f();
+            start.elapsed()
+        })
+        .collect();
+    samples.sort();
+    (percentile(&samples, 0.5), percentile(&samples, 0.99))
+}
+
+fn case(name: &str, per_source: usize, runs: usize) {
+    let dir = tempfile::tempdir().unwrap();
+    let ids: Vec<String> = (0..3)
+        .map(|i| write_source(dir.path(), &format!("{name}-{i}"), per_source))
+        .collect();
+    let host: HostContextBox = HostContext_TO::from_value(DiskOnly, TD_Opaque);
+    let reads = Reads::new(
+        Corpus::new(Arc::new(host), Some(dir.path().to_path_buf())),
+        50,
+    );
+    let request = PrepareRequest {
+        agent_session_id: "agent".into(),
+        content: json!([{"type": "text", "text": "see"}]),
+        references: ids.iter().map(|id| json!({"sessionId": id})).collect(),
+    };
+    let limits = Limits::default();
+    // Warm the corpus cache and check the call works before timing it.
+    let prepared = prepare(&reads, &request, &limits, &|| false, &|| "id".to_string()).unwrap();
+    let summary = prepared.summary.unwrap();
+
+    let (base50, base99) = time(runs, || {
+        for id in &ids {
+            black_box(reads.read_surface(id).unwrap());
+        }
+    });
+    let (load50, _) = time(runs, || {
+        for id in &ids {
+            black_box(reads.corpus().load(id, 0).unwrap());
+        }
+    });
+    let (p50, p99) = time(runs, || {
+        black_box(prepare(&reads, &request, &limits, &|| false, &|| "id".to_string()).unwrap());
+    });
+    println!(
+        "{name}: 3 sources × {} KiB, {} of {} messages kept per source, {} bytes each",
+        per_source / 1024,
+        summary[0].retained_messages,
+        summary[0].retained_messages + summary[0].omitted_messages,
+        summary[0].bytes
+    );
+    println!(
+        "  prepare      p50 {:>9.3} ms  p99 {:>9.3} ms",
+        p50.as_secs_f64() * 1e3,
+        p99.as_secs_f64() * 1e3
+    );
+    println!(
+        "  readSurface  p50 {:>9.3} ms  p99 {:>9.3} ms  (baseline: the same 3 sources)",
+        base50.as_secs_f64() * 1e3,
+        base99.as_secs_f64() * 1e3
+    );
+    println!(
+        "  corpus load  p50 {:>9.3} ms  (of which: finding and loading the cached sources)",
+        load50.as_secs_f64() * 1e3
+    );
+    println!(
+        "  ratio prepare / readSurface: p50 {:.2}×, p99 {:.2}×",
+        p50.as_secs_f64() / base50.as_secs_f64(),
+        p99.as_secs_f64() / base99.as_secs_f64()
+    );
+}
+
+fn main() {
+    // `cargo test --benches` runs bench binaries with `--bench` absent; keep that quick.
+    let full = std::env::args().any(|a| a == "--bench");
+    if full {
+        case("small", 64 * 1024, 200);
+        case("large", 10 * 1024 * 1024, 15);
+    } else {
+        case("small", 64 * 1024, 3);
+    }
+}
