@@ -1,12 +1,24 @@
-//! The bundled demo corpus: a few sessions written with `host-api`'s writer, so the default run needs
-//! nothing but this binary and the plugin. They exercise what the plugin labels: a compaction that
-//! shadows earlier messages, a pruned tool result, a subagent child, titles, raw and zstd logs.
+//! The `demo` command: the bundled demo corpus and a scripted tour of it.
+//!
+//! The corpus is a few sessions written with `host-api`'s writer, so the default run needs nothing but
+//! this binary and the plugin. They exercise what the plugin labels: a compaction that shadows earlier
+//! messages, a pruned tool result, a subagent child, titles, raw and zstd logs. The tour ([`tour`])
+//! runs on a fresh copy in a temporary sessions root: search with all three labels, a chat that cites
+//! two sessions, the cache figure, the three ledgers, and a replay after the cited sessions changed.
 
-use std::path::Path;
+use std::io::{self, Write};
+use std::path::{Path, PathBuf};
 
 use host_api::log::write::{LogWriter, WriteOptions};
 use host_api::log::{Compression, Event, LogError, SessionHeader};
 use serde_json::{json, Value};
+
+use crate::chat::mention;
+use crate::chat::repl::cache_line;
+use crate::chat::session::{ChatEnv, ChatSession, Turn};
+use crate::chat::transcript::human_bytes;
+use crate::replay::rebuild_request;
+use crate::request::SYSTEM_PROMPT;
 
 /// Builds one session's events with consecutive seqs and times.
 pub struct Script {
@@ -260,4 +272,304 @@ pub fn write_demo_corpus(root: &Path) -> Result<Vec<String>, LogError> {
         CHILD_SESSION.into(),
         DOCS_SESSION.into(),
     ])
+}
+
+/// A fresh demo corpus in a temporary sessions root, removed when this is dropped.
+pub struct DemoCorpus {
+    dir: tempfile::TempDir,
+    pub ids: Vec<String>,
+}
+
+impl DemoCorpus {
+    /// Writes the corpus into a new temporary directory.
+    pub fn create() -> io::Result<Self> {
+        let dir = tempfile::Builder::new()
+            .prefix("dsh-session-search-demo-")
+            .tempdir()?;
+        let ids = write_demo_corpus(&dir.path().join("sessions")).map_err(io::Error::other)?;
+        Ok(Self { dir, ids })
+    }
+
+    /// The sessions root to start the host on.
+    pub fn root(&self) -> PathBuf {
+        self.dir.path().join("sessions")
+    }
+
+    /// Where the demo's host should keep its index: beside the corpus, so it goes with it.
+    pub fn index_path(&self) -> PathBuf {
+        self.dir.path().join("index.sqlite")
+    }
+}
+
+/// The id of the chat session the tour creates.
+pub const TOUR_SESSION: &str = "demo-chat";
+
+fn section(out: &mut dyn Write, n: u32, title: &str) -> io::Result<()> {
+    writeln!(out, "\n== {n}. {title} ==")
+}
+
+fn clip(s: &str, max: usize) -> String {
+    let s = s.replace('\n', " ");
+    if s.chars().count() <= max {
+        return s;
+    }
+    let mut c: String = s.chars().take(max).collect();
+    c.push('…');
+    c
+}
+
+/// The tour over a host started on `root` (a [`DemoCorpus`]). Returns the exit code: 0 when every step
+/// showed what it should, 1 when one failed (the step says why).
+pub fn tour(env: ChatEnv<'_>, root: &Path, out: &mut dyn Write) -> i32 {
+    match tour_steps(env, root, out) {
+        Ok(true) => 0,
+        Ok(false) => 1,
+        Err(e) => {
+            let _ = writeln!(out, "demo stopped: {e}");
+            1
+        }
+    }
+}
+
+fn tour_steps(env: ChatEnv<'_>, root: &Path, out: &mut dyn Write) -> io::Result<bool> {
+    let services = env.services;
+    section(out, 1, "the corpus")?;
+    writeln!(out, "plugin: {}", services.plugins_status().trim_end())?;
+    writeln!(out, "sessions root: {}", root.display())?;
+    match services.list_sessions() {
+        Ok(records) => {
+            for r in records {
+                let h = &r["header"];
+                writeln!(
+                    out,
+                    "  {:<20} cwd {}",
+                    h["id"].as_str().unwrap_or("?"),
+                    h["cwd"].as_str().unwrap_or("-")
+                )?;
+            }
+        }
+        Err(e) => writeln!(out, "  error {e}")?,
+    }
+
+    section(out, 2, "search: every event, whatever the model still sees")?;
+    writeln!(
+        out,
+        "Labels: current = on the model's surface; shadowed = compacted away, still in the log;\n\
+log-only = never a message (tool calls, turn markers). All three are searchable."
+    )?;
+    writeln!(out, "search_sessions \"parser\" (best hit per session):")?;
+    match services.search_sessions(json!({"query": "parser", "limit": 10})) {
+        Ok(page) => {
+            for item in page["items"].as_array().into_iter().flatten() {
+                let hit = &item["bestMatch"];
+                writeln!(
+                    out,
+                    "  {:<20} seq {:<3} {:<9} {}",
+                    hit["sessionId"].as_str().unwrap_or("?"),
+                    hit["seq"].to_string(),
+                    hit["surface"].as_str().unwrap_or("?"),
+                    clip(hit["snippet"].as_str().unwrap_or(""), 70)
+                )?;
+            }
+        }
+        Err(e) => writeln!(out, "  error {e}")?,
+    }
+    writeln!(
+        out,
+        "search_events \"parser\" inside {CI_SESSION} (compacted earlier):"
+    )?;
+    match services.search_events(json!({"sessionId": CI_SESSION, "query": "parser", "limit": 50})) {
+        Ok(page) => {
+            for hit in page["items"].as_array().into_iter().flatten() {
+                writeln!(
+                    out,
+                    "  seq {:<3} {:<9} {:<18} {}",
+                    hit["seq"].to_string(),
+                    hit["surface"].as_str().unwrap_or("?"),
+                    hit["type"].as_str().unwrap_or("?"),
+                    clip(hit["snippet"].as_str().unwrap_or(""), 60)
+                )?;
+            }
+        }
+        Err(e) => writeln!(out, "  error {e}")?,
+    }
+
+    section(out, 3, "a chat that cites two sessions")?;
+    let mut chat = match ChatSession::open(env, Some(TOUR_SESSION)) {
+        Ok(chat) => chat,
+        Err(e) => {
+            writeln!(
+                out,
+                "cannot start the chat: error {}: {}",
+                e.code(),
+                e.message()
+            )?;
+            return Ok(false);
+        }
+    };
+    let say =
+        |chat: &mut ChatSession<'_>, line: &str, out: &mut dyn Write| -> io::Result<Option<Turn>> {
+            writeln!(out, "you> {line}")?;
+            match chat.send(line) {
+                Ok(turn) => {
+                    for c in &turn.citations {
+                        writeln!(out, "{}", c.line())?;
+                    }
+                    writeln!(out, "assistant> {}", turn.reply)?;
+                    writeln!(
+                        out,
+                        "    {}",
+                        cache_line(&turn.cache, turn.request.messages)
+                    )?;
+                    Ok(Some(turn))
+                }
+                Err(e) => {
+                    writeln!(out, "error {}: {}", e.code(), e.message())?;
+                    Ok(None)
+                }
+            }
+        };
+    say(
+        &mut chat,
+        "I'm back on the parser. Which sessions can I cite?",
+        out,
+    )?;
+    writeln!(out, "candidates (what a mention picker offers):")?;
+    let mut mentions = Vec::new();
+    match services.candidates(TOUR_SESSION, "") {
+        Ok(list) => {
+            for c in &list {
+                writeln!(
+                    out,
+                    "  {:<30} {}",
+                    c["label"].as_str().unwrap_or("?"),
+                    c["mention"].as_str().unwrap_or("")
+                )?;
+            }
+            for id in [CI_SESSION, DOCS_SESSION] {
+                let found = list.iter().find(|c| c["sessionId"] == id);
+                mentions.push(
+                    found
+                        .and_then(|c| c["mention"].as_str().map(str::to_string))
+                        .unwrap_or_else(|| mention::format(id, None)),
+                );
+            }
+        }
+        Err(e) => {
+            writeln!(out, "  error {e}")?;
+            mentions = vec![
+                mention::format(CI_SESSION, None),
+                mention::format(DOCS_SESSION, None),
+            ];
+        }
+    }
+    let line = format!(
+        "What was the stack in {}, and does {} change the parser?",
+        mentions[0], mentions[1]
+    );
+    let Some(cited) = say(&mut chat, &line, out)? else {
+        return Ok(false);
+    };
+    writeln!(
+        out,
+        "    (the transcript shows the line as: {})",
+        cited.readable
+    )?;
+    if let Some(c) = &cited.contrast {
+        writeln!(
+            out,
+            "The host appended the context message and then the line, after all earlier history: the whole\n\
+previous request ({} bytes) is a prefix of this one ({} bytes), so a provider's prompt cache is kept.\n\
+Had the snapshot gone before the earlier history, only {} would have been shared; DSH's own order\n\
+(the line first, then the context) shares {} as well — only the suffix differs.",
+            cited.cache.previous_request_bytes,
+            cited.cache.request_bytes,
+            human_bytes(c.before_history.shared_prefix_bytes as u64),
+            human_bytes(c.dsh_order.shared_prefix_bytes as u64),
+        )?;
+    }
+    say(&mut chat, "Thanks, that's what I needed.", out)?;
+
+    section(out, 4, "one fact, three ledgers")?;
+    writeln!(out, "human transcript: you> {}", cited.readable)?;
+    for c in &cited.citations {
+        writeln!(out, "                  {}", c.line())?;
+    }
+    writeln!(
+        out,
+        "model request, its last two messages (what the model saw):"
+    )?;
+    let text = String::from_utf8_lossy(&cited.request.bytes).into_owned();
+    let lines: Vec<&str> = text.lines().collect();
+    for line in lines.iter().skip(lines.len().saturating_sub(2)) {
+        writeln!(out, "  {}", clip(line, 150))?;
+    }
+    match services.search_events(
+        json!({"sessionId": TOUR_SESSION, "query": "referenced sessions", "limit": 5}),
+    ) {
+        Ok(page) => {
+            let hits = page["items"].as_array().map_or(0, Vec::len);
+            writeln!(
+                out,
+                "search: the context message is itself searchable in {TOUR_SESSION} ({hits} hit(s) for \"referenced sessions\")"
+            )?;
+        }
+        Err(e) => writeln!(out, "search: error {e}")?,
+    }
+
+    section(out, 5, "replay: citations are snapshots, not live links")?;
+    let Some(target_log) = env.live.log_path(TOUR_SESSION) else {
+        writeln!(out, "the chat session is not persisted; nothing to replay")?;
+        return Ok(false);
+    };
+    match ChatSession::open_existing(env, CI_SESSION) {
+        Ok(mut source) => {
+            let grew = source.send("One more note: the regression test landed.");
+            let compacted = source.compact();
+            writeln!(
+                out,
+                "{CI_SESSION} grew ({}) and was compacted again ({}).",
+                if grew.is_ok() { "a new turn" } else { "failed" },
+                match &compacted {
+                    Ok(c) => format!("{} surface messages became {}", c.before, c.after),
+                    Err(e) => format!("error {}", e.code()),
+                }
+            )?;
+        }
+        Err(e) => writeln!(out, "could not continue {CI_SESSION}: error {}", e.code())?,
+    }
+    if let Ok(Some(docs)) = host_api::log::layout::SessionsRoot::new(root).find(DOCS_SESSION) {
+        std::fs::remove_file(&docs.path)?;
+        writeln!(out, "{DOCS_SESSION} was deleted ({}).", docs.path.display())?;
+    }
+    match rebuild_request(&target_log, SYSTEM_PROMPT, cited.request.through_seq) {
+        Ok(replayed) => {
+            let same = replayed.bytes == cited.request.bytes;
+            writeln!(
+                out,
+                "Rebuilt from {}'s log alone: {} bytes, fingerprint {} — {} the request sent ({}).",
+                TOUR_SESSION,
+                replayed.bytes.len(),
+                replayed.fingerprint(),
+                if same {
+                    "identical to"
+                } else {
+                    "DIFFERENT from"
+                },
+                cited.request.fingerprint()
+            )?;
+            if !same {
+                return Ok(false);
+            }
+        }
+        Err(e) => {
+            writeln!(out, "replay failed: {e}")?;
+            return Ok(false);
+        }
+    }
+    writeln!(
+        out,
+        "\nNext: `sample-host chat` for your own sessions (/help lists the commands)."
+    )?;
+    Ok(true)
 }

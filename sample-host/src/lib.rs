@@ -9,6 +9,7 @@
 //!
 //! This crate never links the plugin: the two meet only through `host_api::abi` at run time.
 
+pub mod chat;
 pub mod cli;
 pub mod commands;
 pub mod context;
@@ -21,6 +22,8 @@ pub mod logging;
 pub mod manager;
 pub mod paths;
 pub mod render;
+pub mod replay;
+pub mod request;
 pub mod watch;
 
 pub use context::Shared;

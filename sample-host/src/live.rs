@@ -213,6 +213,64 @@ impl LiveSessions {
         Some(model_messages(&published.fold, &published.events))
     }
 
+    /// Makes a session persisted at `path` live, to be continued by [`LiveSessions::append`]: its log is
+    /// read whole and folded, and later batches are appended to the same file. Refuses a log the writer
+    /// will not extend (torn tail, lenient header, changed while read) and one the fold rejects.
+    pub fn adopt(&self, path: &Path, options: WriteOptions) -> Result<SessionHeader, LiveError> {
+        use host_api::log::read::{read_log, ReadOptions};
+        let writer = LogWriter::open_append(path, options).map_err(|source| LiveError::Log {
+            id: path.display().to_string(),
+            source,
+        })?;
+        let id = writer.header().id.clone();
+        let log = read_log(
+            path,
+            &ReadOptions {
+                crash_closers: false,
+                ..ReadOptions::default()
+            },
+        )
+        .map_err(|source| LiveError::Log {
+            id: id.clone(),
+            source,
+        })?;
+        let stored = log.events.last().map_or(0, |e| e.seq + 1);
+        if stored != writer.next_seq() {
+            // The log changed between the writer's look and ours.
+            return Err(LiveError::Log {
+                id,
+                source: host_api::log::LogError::new(
+                    host_api::log::LogErrorCode::InvalidWrite,
+                    format!(
+                        "the log holds {stored} events but the writer expects {}: it changed while it was adopted",
+                        writer.next_seq()
+                    ),
+                ),
+            });
+        }
+        let fold = writer.validator().fold().clone();
+        let mut sessions = write(&self.sessions);
+        if sessions.contains_key(&id) {
+            return Err(LiveError::Exists(id));
+        }
+        let header = log.header;
+        let epoch = self.epochs.fetch_add(1, Ordering::Relaxed) + 1;
+        sessions.insert(
+            id,
+            Arc::new(LiveSession {
+                header: header.clone(),
+                epoch,
+                sink: Mutex::new(Sink::Log(Box::new(writer))),
+                published: RwLock::new(Published {
+                    json: log.events.iter().map(Event::to_json_line).collect(),
+                    events: log.events,
+                    fold,
+                }),
+            }),
+        );
+        Ok(header)
+    }
+
     /// Where a live session is persisted, if it is.
     pub fn log_path(&self, id: &str) -> Option<PathBuf> {
         let s = self.session(id)?;

@@ -1,0 +1,200 @@
+//! `/compact`: a real compaction of a live session (spec §2.3, §6.6).
+//!
+//! All but the newest few surface messages are replaced by one checkpoint `user/message` whose source
+//! is the compaction marker `{kind:"plugin", plugin:"compact", compactionId}`, with
+//! `surfaceOp: {op:"replace", start, end}` over the replaced surface range and `sourceEventSeqs` naming
+//! the start marker, the summary and every replaced node; the replaced events become `shadowed`. The
+//! summary is built deterministically from the replaced messages' text, so no model is involved.
+
+use host_api::log::Event;
+use host_api::surface::{derive_event_message, SurfaceFold};
+use host_api::text::content_text;
+use serde_json::{json, Value};
+
+/// Why a compaction was not made.
+#[derive(Debug, Clone, PartialEq, Eq, thiserror::Error)]
+pub enum CompactError {
+    #[error(
+        "nothing to compact: the surface holds {messages} messages and the newest {keep} are kept"
+    )]
+    TooShort { messages: usize, keep: usize },
+}
+
+/// The compaction events to append after `events` (folded into `fold`): `compaction/start`,
+/// `compaction/summary`, the checkpoint replacing the surface from its first node to the one before the
+/// newest `keep`, and `compaction/end`, as one batch.
+pub fn compaction_batch(
+    session_id: &str,
+    events: &[Event],
+    fold: &SurfaceFold,
+    keep: usize,
+    time: i64,
+) -> Result<Vec<Event>, CompactError> {
+    let nodes = fold.nodes();
+    if nodes.len() <= keep {
+        return Err(CompactError::TooShort {
+            messages: nodes.len(),
+            keep,
+        });
+    }
+    let replaced = &nodes[..nodes.len() - keep];
+    let (start, end) = (replaced[0], replaced[replaced.len() - 1]);
+    let first_seq = events.len() as u64;
+    let compaction_id = format!("{session_id}-compaction-{first_seq}");
+    let summary = summarise(events, replaced);
+
+    let start_event = Event::new(
+        "compaction/start",
+        first_seq,
+        time,
+        json!({"compactionId": compaction_id, "turn": null}),
+    );
+    let summary_event = Event::new(
+        "compaction/summary",
+        first_seq + 1,
+        time,
+        json!({"compactionId": compaction_id, "summary": [{"type": "text", "text": summary}],
+            "shadowedRange": {"start": start, "end": end}, "shadowedSeqs": replaced,
+            "shadowedTokenCount": summary.len() / 4, "provider": super::model::PROVIDER,
+            "model": super::model::MODEL}),
+    );
+    let text = format!(
+        "This conversation was compacted. Summary of the earlier part:\n<compacted-summary>\n{summary}\n</compacted-summary>"
+    );
+    let mut checkpoint = Event::new(
+        "user/message",
+        first_seq + 2,
+        time,
+        json!({"id": format!("{compaction_id}-checkpoint"), "role": "user",
+            "content": [{"type": "text", "text": text}],
+            "source": {"kind": "plugin", "plugin": "compact", "compactionId": compaction_id}}),
+    );
+    let mut sources = vec![first_seq, first_seq + 1];
+    sources.extend_from_slice(replaced);
+    checkpoint.source_event_seqs = Some(json!(sources));
+    checkpoint.surface_op = Some(json!({"op": "replace", "start": start, "end": end}));
+    let end_event = Event::new(
+        "compaction/end",
+        first_seq + 3,
+        time,
+        json!({"compactionId": compaction_id, "turn": null}),
+    );
+    Ok(vec![start_event, summary_event, checkpoint, end_event])
+}
+
+/// One line per replaced message: its role and the start of its text.
+fn summarise(events: &[Event], replaced: &[u64]) -> String {
+    let mut lines = vec![format!("{} earlier messages:", replaced.len())];
+    for &seq in replaced {
+        let Some(message) = usize::try_from(seq)
+            .ok()
+            .and_then(|i| events.get(i))
+            .and_then(derive_event_message)
+        else {
+            continue;
+        };
+        let role = message.get("role").and_then(Value::as_str).unwrap_or("?");
+        let text = message
+            .get("content")
+            .map(content_text)
+            .unwrap_or_default()
+            .replace('\n', " ");
+        let mut head: String = text.chars().take(100).collect();
+        if text.chars().count() > 100 {
+            head.push('…');
+        }
+        lines.push(format!("- {role} (seq {seq}): {head}"));
+    }
+    lines.join("\n")
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use host_api::surface::Label;
+
+    fn user(seq: u64, text: &str) -> Event {
+        Event::appended(
+            "user/message",
+            seq,
+            0,
+            json!({"id": format!("u{seq}"), "role": "user", "content": [{"type": "text", "text": text}], "source": {"kind": "user"}}),
+        )
+    }
+
+    fn log() -> Vec<Event> {
+        vec![
+            Event::new("turn/start", 0, 0, json!({"turn": 1})),
+            user(1, "first question"),
+            user(2, "second question"),
+            user(3, "third question"),
+        ]
+    }
+
+    #[test]
+    fn the_checkpoint_replaces_all_but_the_kept_messages_and_shadows_them() {
+        let events = log();
+        let fold = SurfaceFold::fold(&events).unwrap();
+        let batch = compaction_batch("s", &events, &fold, 1, 5).unwrap();
+        let kinds: Vec<&str> = batch.iter().map(|e| e.kind.as_str()).collect();
+        assert_eq!(
+            kinds,
+            [
+                "compaction/start",
+                "compaction/summary",
+                "user/message",
+                "compaction/end"
+            ]
+        );
+        let checkpoint = &batch[2];
+        assert_eq!(
+            checkpoint.surface_op,
+            Some(json!({"op": "replace", "start": 1, "end": 2}))
+        );
+        assert_eq!(checkpoint.source_event_seqs, Some(json!([4, 5, 1, 2])));
+        assert_eq!(checkpoint.data["source"]["plugin"], "compact");
+        let text = checkpoint.data["content"][0]["text"].as_str().unwrap();
+        assert!(text.contains("- user (seq 1): first question"));
+        assert!(!text.contains("third question"));
+
+        let mut all = events.clone();
+        all.extend(batch);
+        let fold = SurfaceFold::fold(&all).unwrap();
+        assert_eq!(fold.nodes(), &[6, 3]);
+        assert_eq!(fold.label(1), Some(Label::Shadowed));
+        assert_eq!(fold.label(2), Some(Label::Shadowed));
+        assert_eq!(fold.label(3), Some(Label::Current));
+    }
+
+    #[test]
+    fn a_second_compaction_replaces_the_first_checkpoint() {
+        let mut events = log();
+        let fold = SurfaceFold::fold(&events).unwrap();
+        events.extend(compaction_batch("s", &events, &fold, 1, 5).unwrap());
+        events.push(user(8, "fourth"));
+        let fold = SurfaceFold::fold(&events).unwrap();
+        let batch = compaction_batch("s", &events, &fold, 1, 6).unwrap();
+        // Surface order: checkpoint 6, then 3; the range runs from 6 to 3 although 6 > 3.
+        assert_eq!(
+            batch[2].surface_op,
+            Some(json!({"op": "replace", "start": 6, "end": 3}))
+        );
+        events.extend(batch);
+        let fold = SurfaceFold::fold(&events).unwrap();
+        assert_eq!(fold.label(6), Some(Label::Shadowed));
+        assert_eq!(fold.nodes(), &[11, 8]);
+    }
+
+    #[test]
+    fn too_short_a_surface_is_refused() {
+        let events = vec![user(0, "only")];
+        let fold = SurfaceFold::fold(&events).unwrap();
+        assert_eq!(
+            compaction_batch("s", &events, &fold, 2, 0),
+            Err(CompactError::TooShort {
+                messages: 1,
+                keep: 2
+            })
+        );
+    }
+}

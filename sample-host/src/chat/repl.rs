@@ -1,0 +1,526 @@
+//! The `chat` command: a line-editing REPL over one chat session, with slash commands.
+//!
+//! On a terminal, lines are read with rustyline (editing, and history kept in the user's data dir);
+//! otherwise lines are read from standard input as they come, so a chat can be scripted. Everything the
+//! user sees goes to one writer: the human view of each turn (a citation as one line, never its
+//! JSON), the stand-in model's reply and the cache figure. `/request` shows the model's view.
+
+use std::io::{self, BufRead, IsTerminal, Write};
+use std::path::PathBuf;
+
+use serde_json::{json, Value};
+
+use super::mention;
+use super::session::{ChatEnv, ChatError, ChatSession, Turn};
+use super::transcript::human_bytes;
+use crate::request::CacheFigure;
+
+/// Options of the `chat` command.
+#[derive(Debug, Clone, Default)]
+pub struct ChatOptions {
+    /// The session to continue (live or on disk) or to start under this id; a fresh id when absent.
+    pub session: Option<String>,
+}
+
+/// Where lines come from.
+pub trait LineSource {
+    /// The next line without its line ending, `None` at the end of input. `prefill` is text already on
+    /// the line (a mention `/cite` picked).
+    fn read_line(&mut self, prompt: &str, prefill: &str) -> io::Result<Option<String>>;
+    /// Whether the user sees their own line as they type it (a terminal); otherwise the chat echoes it.
+    fn shows_typing(&self) -> bool;
+}
+
+/// Lines from any reader (a pipe, a file, a test's script).
+pub struct ScriptedLines<R> {
+    reader: R,
+}
+
+impl<R: BufRead> ScriptedLines<R> {
+    pub fn new(reader: R) -> Self {
+        Self { reader }
+    }
+}
+
+impl<R: BufRead> LineSource for ScriptedLines<R> {
+    fn read_line(&mut self, _prompt: &str, prefill: &str) -> io::Result<Option<String>> {
+        let mut line = String::new();
+        if self.reader.read_line(&mut line)? == 0 {
+            return Ok(None);
+        }
+        let line = line.trim_end_matches(['\n', '\r']);
+        Ok(Some(format!("{prefill}{line}")))
+    }
+
+    fn shows_typing(&self) -> bool {
+        false
+    }
+}
+
+/// Lines from a terminal through rustyline, with a history file.
+pub struct TerminalLines {
+    editor: rustyline::DefaultEditor,
+    history: Option<PathBuf>,
+}
+
+impl TerminalLines {
+    /// An editor with the history at `history` (loaded if it exists; created when saved).
+    pub fn new(history: Option<PathBuf>) -> Result<Self, rustyline::error::ReadlineError> {
+        let mut editor = rustyline::DefaultEditor::new()?;
+        if let Some(path) = &history {
+            // A missing or unreadable history only means starting without one.
+            let _ = editor.load_history(path);
+        }
+        Ok(Self { editor, history })
+    }
+
+    /// Saves the history (best effort: a read-only data dir must not end the chat with an error).
+    pub fn save(&mut self) {
+        if let Some(path) = &self.history {
+            if let Some(dir) = path.parent() {
+                let _ = std::fs::create_dir_all(dir);
+            }
+            let _ = self.editor.save_history(path);
+        }
+    }
+}
+
+impl LineSource for TerminalLines {
+    fn read_line(&mut self, prompt: &str, prefill: &str) -> io::Result<Option<String>> {
+        use rustyline::error::ReadlineError;
+        loop {
+            match self.editor.readline_with_initial(prompt, (prefill, "")) {
+                Ok(line) => {
+                    if !line.trim().is_empty() {
+                        let _ = self.editor.add_history_entry(line.as_str());
+                    }
+                    return Ok(Some(line));
+                }
+                // Ctrl-C clears the line, as in a shell; Ctrl-D ends the chat.
+                Err(ReadlineError::Interrupted) => continue,
+                Err(ReadlineError::Eof) => return Ok(None),
+                Err(ReadlineError::Io(e)) => return Err(e),
+                Err(other) => return Err(io::Error::other(other.to_string())),
+            }
+        }
+    }
+
+    fn shows_typing(&self) -> bool {
+        true
+    }
+}
+
+/// Where the chat keeps its line history: beside the default sessions root, in the user's data dir.
+pub fn history_path() -> PathBuf {
+    let sessions = crate::paths::default_sessions_dir();
+    sessions
+        .parent()
+        .map_or(sessions.clone(), PathBuf::from)
+        .join("chat_history")
+}
+
+/// The `chat` command: a terminal REPL when standard input is a terminal, else lines from it.
+/// Returns the exit code.
+pub fn run(env: ChatEnv<'_>, options: &ChatOptions, out: &mut dyn Write) -> i32 {
+    if io::stdin().is_terminal() {
+        match TerminalLines::new(Some(history_path())) {
+            Ok(mut lines) => {
+                let code = run_with(env, options, &mut lines, out);
+                lines.save();
+                code
+            }
+            Err(e) => {
+                let _ = writeln!(out, "error: cannot start the line editor: {e}");
+                1
+            }
+        }
+    } else {
+        let stdin = io::stdin();
+        let mut lines = ScriptedLines::new(stdin.lock());
+        run_with(env, options, &mut lines, out)
+    }
+}
+
+const HELP: &str = "\
+Type a line to talk to the stand-in model. Cite another session inline with @[label](dsh-session:…).
+  /search QUERY        search every session (live and on disk); hits show current/shadowed/log-only
+  /find ID QUERY       search inside one session, every hit with its label
+  /cite QUERY          search, pick a hit by number, and start the next line with its mention
+  /candidates [QUERY]  sessions you can cite, with their mentions
+  /compact             replace all but the newest two messages with a summary checkpoint
+  /request             the last model request, byte for byte (the model's view)
+  /sessions            every session, live and on disk
+  /plugins             which plugin library serves, and refused ones
+  /help                this help
+  /quit                leave (Ctrl-D too)";
+
+/// The REPL over any line source. Returns the exit code: 0 when the input ends or on `/quit`, 1 when
+/// the session cannot be opened or the output fails.
+pub fn run_with(
+    env: ChatEnv<'_>,
+    options: &ChatOptions,
+    input: &mut dyn LineSource,
+    out: &mut dyn Write,
+) -> i32 {
+    let mut session = match ChatSession::open(env, options.session.as_deref()) {
+        Ok(s) => s,
+        Err(e) => {
+            let _ = writeln!(out, "error {}: {}", e.code(), e.message());
+            return 1;
+        }
+    };
+    match repl(&mut session, input, out) {
+        Ok(()) => 0,
+        Err(e) => {
+            // The output went away (a closed pipe); there is no one left to tell.
+            let _ = writeln!(io::stderr(), "chat ended: {e}");
+            1
+        }
+    }
+}
+
+fn repl(
+    session: &mut ChatSession<'_>,
+    input: &mut dyn LineSource,
+    out: &mut dyn Write,
+) -> io::Result<()> {
+    writeln!(
+        out,
+        "chat session {} ({} messages on its surface) — /help for commands",
+        session.id(),
+        session.last_request().messages
+    )?;
+    let mut pending = String::new();
+    loop {
+        let Some(line) = input.read_line("you> ", &pending)? else {
+            return Ok(());
+        };
+        pending.clear();
+        let line = line.trim();
+        if line.is_empty() {
+            continue;
+        }
+        if !input.shows_typing() {
+            writeln!(out, "you> {line}")?;
+        }
+        let (command, rest) = match line.strip_prefix('/') {
+            Some(cmd) => {
+                let (c, r) = cmd.split_once(char::is_whitespace).unwrap_or((cmd, ""));
+                (Some(c), r.trim())
+            }
+            None => (None, ""),
+        };
+        match command {
+            None => match session.send(line) {
+                Ok(turn) => show_turn(&turn, input.shows_typing(), out)?,
+                Err(e) => show_error(&e, out)?,
+            },
+            Some("quit" | "exit" | "q") => return Ok(()),
+            Some("help" | "h" | "?") => writeln!(out, "{HELP}")?,
+            Some("search") => {
+                search(session, rest, out)?;
+            }
+            Some("find") => find(session, rest, out)?,
+            Some("cite") => {
+                if let Some(mention) = cite(session, rest, input, out)? {
+                    if !input.shows_typing() {
+                        writeln!(out, "the next line starts with {mention}")?;
+                    }
+                    pending = format!("{mention} ");
+                }
+            }
+            Some("candidates") => candidates(session, rest, out)?,
+            Some("compact") => match session.compact() {
+                Ok(c) => writeln!(
+                    out,
+                    "compacted: {} messages on the surface became {} (checkpoint at seq {}); the replaced \
+events are now shadowed, still in the log and searchable",
+                    c.before,
+                    c.after,
+                    c.batch.get(2).map_or(0, |e| e.seq)
+                )?,
+                Err(e) => show_error(&e, out)?,
+            },
+            Some("request") => {
+                let request = session.last_request();
+                writeln!(
+                    out,
+                    "last model request: {} messages, {} bytes, fingerprint {}",
+                    request.messages,
+                    request.bytes.len(),
+                    request.fingerprint()
+                )?;
+                // Whole, unclipped: this is the one place that shows exactly what the model got.
+                out.write_all(&request.bytes)?;
+            }
+            Some("sessions") => match session.env().services.list_sessions() {
+                Ok(records) => {
+                    for r in records {
+                        let h = &r["header"];
+                        let source = match (r["live"].as_bool(), r["persisted"].as_bool()) {
+                            (Some(true), Some(true)) => "live+disk",
+                            (Some(true), _) => "live",
+                            _ => "disk",
+                        };
+                        writeln!(
+                            out,
+                            "  {}  {}  {}  {}",
+                            h["id"].as_str().unwrap_or("?"),
+                            h["createdAt"],
+                            source,
+                            h["cwd"].as_str().unwrap_or("-")
+                        )?;
+                    }
+                }
+                Err(e) => show_error(&ChatError::Plugin(e), out)?,
+            },
+            Some("plugins") => writeln!(out, "{}", session.env().services.plugins_status())?,
+            Some(other) => writeln!(out, "unknown command /{other} — /help lists them")?,
+        }
+    }
+}
+
+fn show_error(e: &ChatError, out: &mut dyn Write) -> io::Result<()> {
+    writeln!(out, "error {}: {}", e.code(), e.message())
+}
+
+/// The human view of a turn: citations as one line each, the reply, the cache figure.
+fn show_turn(turn: &Turn, terminal: bool, out: &mut dyn Write) -> io::Result<()> {
+    if !terminal && turn.readable.contains('@') && !turn.citations.is_empty() {
+        writeln!(out, "    (as the transcript shows it: {})", turn.readable)?;
+    }
+    for citation in &turn.citations {
+        writeln!(out, "{}", citation.line())?;
+    }
+    writeln!(out, "assistant> {}", turn.reply)?;
+    writeln!(
+        out,
+        "    {}",
+        cache_line(&turn.cache, turn.request.messages)
+    )?;
+    if let Some(c) = &turn.contrast {
+        writeln!(
+            out,
+            "    had the snapshot gone before the earlier history: {} shared; DSH's order (line, then \
+context): {} shared",
+            human_bytes(c.before_history.shared_prefix_bytes as u64),
+            human_bytes(c.dsh_order.shared_prefix_bytes as u64),
+        )?;
+    }
+    Ok(())
+}
+
+/// `request: 6 messages, 5.2 KiB; cache: 1.4 KiB of the previous 1.4 KiB shared (kept)`.
+pub fn cache_line(cache: &CacheFigure, messages: usize) -> String {
+    format!(
+        "request: {messages} messages, {}; sharedPrefixBytes {} of previousRequestBytes {} ({})",
+        human_bytes(cache.request_bytes as u64),
+        cache.shared_prefix_bytes,
+        cache.previous_request_bytes,
+        if cache.kept() {
+            "cache kept"
+        } else {
+            "cache rebuilt"
+        }
+    )
+}
+
+fn clip(s: &str, max: usize) -> String {
+    if s.chars().count() <= max {
+        return s.to_string();
+    }
+    let mut c: String = s.chars().take(max).collect();
+    c.push('…');
+    c
+}
+
+/// `/search QUERY`: numbered session hits. Returns them for `/cite`.
+fn search(session: &ChatSession<'_>, query: &str, out: &mut dyn Write) -> io::Result<Vec<Value>> {
+    if query.is_empty() {
+        writeln!(out, "usage: /search QUERY")?;
+        return Ok(Vec::new());
+    }
+    let page = match session
+        .env()
+        .services
+        .search_sessions(json!({"query": query, "limit": 10}))
+    {
+        Ok(page) => page,
+        Err(e) => {
+            show_error(&ChatError::Plugin(e), out)?;
+            return Ok(Vec::new());
+        }
+    };
+    let items: Vec<Value> = page["items"].as_array().cloned().unwrap_or_default();
+    if items.is_empty() {
+        writeln!(out, "no session matches {query:?}")?;
+    }
+    for (i, item) in items.iter().enumerate() {
+        let hit = &item["bestMatch"];
+        writeln!(
+            out,
+            "  {}. {}  seq {}  {}  {}  {}",
+            i + 1,
+            hit["sessionId"].as_str().unwrap_or("?"),
+            hit["seq"],
+            hit["surface"].as_str().unwrap_or("?"),
+            hit["type"].as_str().unwrap_or("?"),
+            clip(hit["snippet"].as_str().unwrap_or(""), 100)
+        )?;
+    }
+    if let Some(skipped) = page["skipped"].as_array().filter(|s| !s.is_empty()) {
+        writeln!(
+            out,
+            "  ({} sessions could not be read and were left out)",
+            skipped.len()
+        )?;
+    }
+    Ok(items)
+}
+
+/// `/find ID QUERY`: every hit inside one session, with its label.
+fn find(session: &ChatSession<'_>, rest: &str, out: &mut dyn Write) -> io::Result<()> {
+    let Some((id, query)) = rest.split_once(char::is_whitespace) else {
+        return writeln!(out, "usage: /find ID QUERY");
+    };
+    match session
+        .env()
+        .services
+        .search_events(json!({"sessionId": id, "query": query.trim(), "limit": 50}))
+    {
+        Ok(page) => {
+            let items = page["items"].as_array().cloned().unwrap_or_default();
+            if items.is_empty() {
+                writeln!(out, "no event of {id} matches {:?}", query.trim())?;
+            }
+            for hit in items {
+                writeln!(
+                    out,
+                    "  seq {:>3}  {:<9} {:<18} {}",
+                    hit["seq"].to_string(),
+                    hit["surface"].as_str().unwrap_or("?"),
+                    hit["type"].as_str().unwrap_or("?"),
+                    clip(hit["snippet"].as_str().unwrap_or(""), 100)
+                )?;
+            }
+            Ok(())
+        }
+        Err(e) => show_error(&ChatError::Plugin(e), out),
+    }
+}
+
+/// `/cite QUERY`: search, ask for a hit's number, return the mention of its session.
+fn cite(
+    session: &ChatSession<'_>,
+    query: &str,
+    input: &mut dyn LineSource,
+    out: &mut dyn Write,
+) -> io::Result<Option<String>> {
+    let hits = search(session, query, out)?;
+    if hits.is_empty() {
+        return Ok(None);
+    }
+    let Some(answer) = input.read_line("cite which hit? (number, empty to cancel) ", "")? else {
+        return Ok(None);
+    };
+    let answer = answer.trim();
+    if !input.shows_typing() {
+        writeln!(out, "cite which hit? {answer}")?;
+    }
+    if answer.is_empty() {
+        return Ok(None);
+    }
+    let Some(hit) = answer
+        .parse::<usize>()
+        .ok()
+        .and_then(|n| n.checked_sub(1))
+        .and_then(|i| hits.get(i))
+    else {
+        writeln!(out, "no hit numbered {answer:?}; nothing cited")?;
+        return Ok(None);
+    };
+    let id = hit["bestMatch"]["sessionId"]
+        .as_str()
+        .or_else(|| hit["header"]["id"].as_str())
+        .unwrap_or_default();
+    Ok(Some(mention_for(session, id)))
+}
+
+/// The mention of `id` with its candidate label (its title), or the bare id when it is no candidate.
+fn mention_for(session: &ChatSession<'_>, id: &str) -> String {
+    session
+        .env()
+        .services
+        .candidates(session.id(), id)
+        .ok()
+        .and_then(|list| {
+            list.into_iter()
+                .find(|c| c["sessionId"] == id)
+                .and_then(|c| c["mention"].as_str().map(str::to_string))
+        })
+        .unwrap_or_else(|| mention::format(id, None))
+}
+
+fn candidates(session: &ChatSession<'_>, query: &str, out: &mut dyn Write) -> io::Result<()> {
+    match session.env().services.candidates(session.id(), query) {
+        Ok(list) => {
+            if list.is_empty() {
+                writeln!(out, "no candidates")?;
+            }
+            for c in list {
+                writeln!(
+                    out,
+                    "  {}  ({}, {})\n      {}",
+                    c["label"].as_str().unwrap_or("?"),
+                    c["sessionId"].as_str().unwrap_or("?"),
+                    c["cwd"].as_str().unwrap_or("no cwd"),
+                    c["mention"].as_str().unwrap_or("")
+                )?;
+            }
+            Ok(())
+        }
+        Err(e) => show_error(&ChatError::Plugin(e), out),
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn scripted_lines_strip_endings_and_carry_the_prefill() {
+        let mut lines = ScriptedLines::new(&b"first\r\nsecond\nlast"[..]);
+        assert_eq!(lines.read_line("> ", "").unwrap().as_deref(), Some("first"));
+        assert_eq!(
+            lines
+                .read_line("> ", "@[x](dsh-session:Ingi) ")
+                .unwrap()
+                .as_deref(),
+            Some("@[x](dsh-session:Ingi) second")
+        );
+        assert_eq!(lines.read_line("> ", "").unwrap().as_deref(), Some("last"));
+        assert_eq!(lines.read_line("> ", "").unwrap(), None);
+        assert!(!lines.shows_typing());
+    }
+
+    #[test]
+    fn the_cache_line_names_both_figures() {
+        let line = cache_line(
+            &CacheFigure {
+                request_bytes: 2048,
+                previous_request_bytes: 1000,
+                shared_prefix_bytes: 1000,
+            },
+            3,
+        );
+        assert_eq!(
+            line,
+            "request: 3 messages, 2.0 KiB; sharedPrefixBytes 1000 of previousRequestBytes 1000 (cache kept)"
+        );
+    }
+
+    #[test]
+    fn the_history_lives_in_the_data_dir() {
+        assert!(history_path().ends_with("dsh-session-search/chat_history"));
+    }
+}
