@@ -1,1 +1,441 @@
+//! Search over a fake host and sessions roots on disk: every rule of spec §4 that is not a pure function
+//! (those are tested beside their code), the live overlay, incremental freshness, cursors, CJK, broken and
+//! conflicting sessions, the index file's guard and lock, and the real DSH fixtures.
 
+use std::path::{Path, PathBuf};
+use std::sync::Arc;
+
+use host_api::abi::wire::search::{
+    SessionEventSearchPage, SessionEventSearchRequest, SessionSearchPage, SessionSearchRequest,
+};
+use host_api::abi::{ErrorCode, PluginError};
+use serde_json::{json, Value};
+
+use super::Search;
+use crate::config::Config;
+use crate::corpus::testing::{
+    conversation, corpus_and_host, header, write_log, FakeState, LogBuilder,
+};
+use crate::corpus::Corpus;
+
+struct Env {
+    _dir: tempfile::TempDir,
+    root: PathBuf,
+    index: PathBuf,
+    state: Arc<FakeState>,
+    corpus: Corpus,
+    search: Search,
+}
+
+fn env_with(config: &str) -> Env {
+    let dir = tempfile::tempdir().unwrap();
+    let root = dir.path().join("sessions");
+    std::fs::create_dir_all(&root).unwrap();
+    let index = dir.path().join("cache/index.sqlite");
+    let (state, corpus, host) = corpus_and_host(Some(&root));
+    let search = Search::open(&Config::parse(config).unwrap(), &index, host).unwrap();
+    Env {
+        _dir: dir,
+        root,
+        index,
+        state,
+        corpus,
+        search,
+    }
+}
+
+fn env() -> Env {
+    env_with("")
+}
+
+fn never() -> bool {
+    false
+}
+
+impl Env {
+    fn sessions(&self, req: Value) -> Result<SessionSearchPage, PluginError> {
+        let req: SessionSearchRequest = serde_json::from_value(req).unwrap();
+        self.search.search_sessions(&self.corpus, req, &never)
+    }
+
+    fn events(&self, req: Value) -> Result<SessionEventSearchPage, PluginError> {
+        let req: SessionEventSearchRequest = serde_json::from_value(req).unwrap();
+        self.search.search_events(&self.corpus, req, &never)
+    }
+
+    /// Session ids of a cross-session search for `q`, in rank order.
+    fn ids(&self, q: &str) -> Vec<String> {
+        self.sessions(json!({"query": q}))
+            .unwrap()
+            .items
+            .into_iter()
+            .map(|h| h.header.id)
+            .collect()
+    }
+
+    /// (seq, surface) of a within-session search.
+    fn hits(&self, id: &str, q: &str) -> Vec<(u64, String)> {
+        self.events(json!({"sessionId": id, "query": q, "limit": 100}))
+            .unwrap()
+            .items
+            .into_iter()
+            .map(|h| (h.seq, h.surface))
+            .collect()
+    }
+
+    /// Writes a log and waits for the root's watch to see it (inotify reports asynchronously).
+    fn disk(&self, id: &str, created_at: i64, log: &LogBuilder) -> PathBuf {
+        let path = write_log(&self.root, &header(id, created_at), log);
+        settle();
+        path
+    }
+}
+
+/// Lets the watch deliver what the file system just reported.
+fn settle() {
+    std::thread::sleep(std::time::Duration::from_millis(60));
+}
+
+fn code<T: std::fmt::Debug>(r: Result<T, PluginError>) -> ErrorCode {
+    r.unwrap_err().code
+}
+
+#[test]
+fn finds_disk_sessions_with_provenance_and_snippets() {
+    let e = env();
+    e.disk(
+        "a",
+        10,
+        &conversation("why does cargo test fail", "because the linker is missing"),
+    );
+    e.disk("b", 20, &conversation("hello", "nothing relevant"));
+    let page = e.sessions(json!({"query": "Cargo   TEST"})).unwrap();
+    assert_eq!(page.items.len(), 1);
+    let hit = &page.items[0];
+    assert_eq!(hit.header.id, "a");
+    assert_eq!(hit.header.cwd.as_deref(), Some("/work/project"));
+    assert!(!hit.live && hit.persisted);
+    assert_eq!(hit.best_match.seq, 1);
+    assert_eq!(hit.best_match.kind, "user/message");
+    assert_eq!(hit.best_match.time, 1001);
+    assert_eq!(hit.best_match.surface, "current");
+    assert_eq!(hit.best_match.snippet, "why does cargo test fail");
+    assert!(page.next_cursor.is_none());
+    assert!(page.skipped.is_empty());
+    // Token semantics: no substrings; diacritics folded; punctuation-only query finds nothing.
+    assert!(e.ids("cargo tes").is_empty());
+    assert!(e.ids("!!!").is_empty());
+    e.disk("c", 30, &conversation("Café au lait", "ok"));
+    assert_eq!(e.ids("cafe"), ["c"]);
+    // FTS5 syntax is data.
+    e.disk("d", 40, &conversation("use a OR b NEAR(c) -x col:y", "ok"));
+    assert_eq!(e.ids("a OR b"), ["d"]);
+    assert_eq!(e.ids("col:y"), ["d"]);
+    assert!(e.ids("NEAR(c, b)").is_empty());
+}
+
+#[test]
+fn ranking_follows_spans_then_length_then_time_then_id() {
+    let e = env();
+    // Two spans beat one; among equal spans the shorter document wins; then the newer; then the id.
+    let mut two = LogBuilder::new();
+    two.user("error here and error there in a much longer document text");
+    e.disk("two", 1, &two);
+    let mut short = LogBuilder::new();
+    short.user("error short");
+    e.disk("short", 1, &short);
+    let mut long = LogBuilder::new();
+    long.user("error is longer");
+    e.disk("long", 1, &long);
+    let mut newer = LogBuilder::new();
+    newer.user("x");
+    newer.user("error is longer");
+    e.disk("newer", 1, &newer);
+    let mut same = LogBuilder::new();
+    same.user("error short");
+    e.disk("same", 1, &same);
+    assert_eq!(e.ids("error"), ["two", "same", "short", "newer", "long"]);
+    // Within a session: spans, then length, then newer.
+    let mut one = LogBuilder::new();
+    one.user("error error"); // 0: 2 spans
+    one.user("error"); // 1: 1 span, shortest
+    one.user("error again"); // 2
+    one.user("error again"); // 3: same length as 2, newer
+    e.disk("one", 1, &one);
+    let seqs: Vec<u64> = e.hits("one", "error").into_iter().map(|(s, _)| s).collect();
+    assert_eq!(seqs, [0, 1, 3, 2]);
+}
+
+#[test]
+fn live_sessions_shadow_their_disk_copy_and_reveal_it_when_gone() {
+    let e = env();
+    e.disk("s", 10, &conversation("disk copy says kumquat", "ok"));
+    assert_eq!(e.ids("kumquat"), ["s"]);
+    // Live wins: the live copy's events are searched, not the disk copy's.
+    let live = conversation("live copy says persimmon", "ok");
+    e.state.set_live(&header("s", 10), &live.events);
+    assert!(e.ids("kumquat").is_empty());
+    let page = e.sessions(json!({"query": "persimmon"})).unwrap();
+    assert_eq!(page.items.len(), 1);
+    assert!(page.items[0].live && page.items[0].persisted);
+    // A live-only session: persisted false.
+    e.state.set_live(
+        &header("only-live", 5),
+        &conversation("persimmon too", "ok").events,
+    );
+    let page = e.sessions(json!({"query": "persimmon", "sessionFilters": [{"kind": "availability", "values": ["live"]}]})).unwrap();
+    let flags: Vec<(String, bool, bool)> = page
+        .items
+        .iter()
+        .map(|h| (h.header.id.clone(), h.live, h.persisted))
+        .collect();
+    assert_eq!(
+        flags,
+        [
+            ("only-live".to_string(), true, false),
+            ("s".to_string(), true, true)
+        ]
+    );
+    let persisted = e.sessions(json!({"query": "persimmon", "sessionFilters": [{"kind": "availability", "values": ["persisted"]}]})).unwrap();
+    assert_eq!(persisted.items.len(), 1);
+    // Gone live: the disk copy is searchable again.
+    e.state.remove_live("s");
+    assert_eq!(e.ids("kumquat"), ["s"]);
+    assert!(e.ids("persimmon").iter().all(|id| id == "only-live"));
+}
+
+#[test]
+fn appended_events_are_searchable_and_a_later_compaction_shadows_hits() {
+    let e = env();
+    let mut log = LogBuilder::new();
+    log.turn_start(1);
+    log.user("first question about rhubarb");
+    log.assistant(1, "rhubarb answer");
+    log.turn_end(1);
+    e.state.set_live(&header("s", 1), &log.events);
+    // The shorter answer ranks first (equal spans).
+    assert_eq!(
+        e.hits("s", "rhubarb"),
+        [(2, "current".into()), (1, "current".into())]
+    );
+    // Appended events are searchable on the next call.
+    log.turn_start(2);
+    log.user("second question mentions gooseberry");
+    e.state.set_live(&header("s", 1), &log.events);
+    assert_eq!(e.hits("s", "gooseberry"), [(5, "current".into())]);
+    let calls_before = e.state.event_calls.lock().unwrap().len();
+    // A compaction appended later turns the rhubarb hits from current to shadowed.
+    log.checkpoint("summary of the rhubarb talk", 1, 2, vec![1, 2]);
+    e.state.set_live(&header("s", 1), &log.events);
+    let hits = e.hits("s", "rhubarb");
+    assert!(
+        hits.contains(&(1, "shadowed".into())) && hits.contains(&(2, "shadowed".into())),
+        "{hits:?}"
+    );
+    assert!(hits.contains(&(6, "current".into())), "{hits:?}");
+    // Only the new event was fetched from the host.
+    let calls = e.state.event_calls.lock().unwrap();
+    assert!(
+        calls[calls_before..].iter().all(|(_, from)| *from == 6),
+        "{calls:?}"
+    );
+    drop(calls);
+    // Surface filter narrows.
+    let page = e.events(json!({"sessionId": "s", "query": "rhubarb", "filters": [{"kind": "surface", "values": ["shadowed"]}]})).unwrap();
+    assert_eq!(page.items.iter().map(|h| h.seq).collect::<Vec<_>>(), [2, 1]);
+}
+
+#[test]
+fn disk_logs_that_grow_shrink_or_vanish_are_followed() {
+    let e = env();
+    let mut log = conversation("alpha words", "ok");
+    let path = e.disk("g", 1, &log);
+    assert_eq!(e.ids("alpha"), ["g"]);
+    log.turn_start(2);
+    log.user("beta words");
+    e.disk("g", 1, &log);
+    assert_eq!(e.ids("beta"), ["g"]);
+    assert_eq!(e.ids("alpha"), ["g"]);
+    // Rewritten shorter: whole re-read.
+    e.disk("g", 1, &conversation("gamma only", "ok"));
+    assert!(e.ids("beta").is_empty());
+    assert_eq!(e.ids("gamma"), ["g"]);
+    std::fs::remove_file(&path).unwrap();
+    settle();
+    assert!(e.ids("gamma").is_empty());
+}
+
+#[test]
+fn paging_returns_every_hit_exactly_once() {
+    let e = env();
+    for i in 0..23 {
+        let mut log = LogBuilder::new();
+        for j in 0..(i % 4 + 1) {
+            log.user(&format!("needle {} {}", "pad ".repeat(i), j));
+        }
+        e.disk(&format!("s{i:02}"), i as i64, &log);
+    }
+    let mut seen = Vec::new();
+    let mut cursor: Option<String> = None;
+    loop {
+        let mut req = json!({"query": "needle", "limit": 5});
+        if let Some(c) = &cursor {
+            req["cursor"] = json!(c);
+        }
+        let page = e.sessions(req).unwrap();
+        assert!(page.items.len() <= 5);
+        seen.extend(page.items.into_iter().map(|h| h.header.id));
+        match page.next_cursor {
+            Some(c) => cursor = Some(c),
+            None => break,
+        }
+    }
+    let mut sorted = seen.clone();
+    sorted.sort();
+    sorted.dedup();
+    assert_eq!(sorted.len(), 23);
+    assert_eq!(seen.len(), 23);
+    // Within one session too.
+    let mut log = LogBuilder::new();
+    for j in 0..17 {
+        log.user(&format!("needle {j}"));
+    }
+    e.disk("many", 1, &log);
+    let mut seqs = Vec::new();
+    let mut cursor: Option<String> = None;
+    loop {
+        let mut req = json!({"sessionId": "many", "query": "needle", "limit": 4});
+        if let Some(c) = &cursor {
+            req["cursor"] = json!(c);
+        }
+        let page = e.events(req).unwrap();
+        seqs.extend(page.items.iter().map(|h| h.seq));
+        match page.next_cursor {
+            Some(c) => cursor = Some(c),
+            None => break,
+        }
+    }
+    seqs.sort();
+    assert_eq!(seqs, (0..17).collect::<Vec<u64>>());
+}
+
+#[test]
+fn cursors_go_stale_with_the_corpus_and_refuse_tampering() {
+    let e = env();
+    for i in 0..4 {
+        e.disk(&format!("s{i}"), i, &conversation("needle", "ok"));
+    }
+    e.disk("t", 1, &conversation("needle needle", "needle"));
+    let first = e.sessions(json!({"query": "needle", "limit": 2})).unwrap();
+    let cursor = first.next_cursor.clone().unwrap();
+    // Same request continues; a different limit or query is INVALID_CURSOR.
+    e.sessions(json!({"query": "needle", "limit": 2, "cursor": cursor}))
+        .unwrap();
+    assert_eq!(
+        code(e.sessions(json!({"query": "needle", "limit": 3, "cursor": cursor}))),
+        ErrorCode::SessionQueryInvalidCursor
+    );
+    assert_eq!(
+        code(e.sessions(json!({"query": "other", "limit": 2, "cursor": cursor}))),
+        ErrorCode::SessionQueryInvalidCursor
+    );
+    assert_eq!(
+        code(e.sessions(json!({"query": "needle", "limit": 2, "cursor": "forged.cursor"}))),
+        ErrorCode::SessionQueryInvalidCursor
+    );
+    assert_eq!(
+        code(e.sessions(json!({"query": "needle", "limit": 2, "cursor": 7}))),
+        ErrorCode::SessionQueryInvalidCursor
+    );
+    let mut edited = cursor.clone().into_bytes();
+    edited[3] = if edited[3] == b'A' { b'B' } else { b'A' };
+    let edited = String::from_utf8(edited).unwrap();
+    assert_eq!(
+        code(e.sessions(json!({"query": "needle", "limit": 2, "cursor": edited}))),
+        ErrorCode::SessionQueryInvalidCursor
+    );
+    // Within-session cursor of "t".
+    let within = e
+        .events(json!({"sessionId": "t", "query": "needle", "limit": 1}))
+        .unwrap();
+    let within_cursor = within.next_cursor.unwrap();
+    // A cursor of one scope is not the other's.
+    assert_eq!(
+        code(e.events(json!({"sessionId": "t", "query": "needle", "limit": 2, "cursor": cursor}))),
+        ErrorCode::SessionQueryInvalidCursor
+    );
+    // Any change anywhere makes the cross-session cursor stale; the within-session one survives a change
+    // to another session.
+    e.state
+        .set_live(&header("other", 1), &conversation("unrelated", "ok").events);
+    assert_eq!(
+        code(e.sessions(json!({"query": "needle", "limit": 2, "cursor": cursor}))),
+        ErrorCode::SessionQueryStaleCursor
+    );
+    e.events(json!({"sessionId": "t", "query": "needle", "limit": 1, "cursor": within_cursor}))
+        .unwrap();
+    // A change to the session itself makes it stale.
+    e.disk("t", 1, &conversation("needle needle", "needle more"));
+    assert_eq!(
+        code(e.events(
+            json!({"sessionId": "t", "query": "needle", "limit": 1, "cursor": within_cursor})
+        )),
+        ErrorCode::SessionQueryStaleCursor
+    );
+}
+
+#[test]
+fn cjk_runs_are_found_inside_sentences_with_snippets() {
+    let e = env();
+    e.disk(
+        "zh",
+        1,
+        &conversation(
+            "昨天运行cargo测试失败了，原因是链接器缺失",
+            "请检查环境变量",
+        ),
+    );
+    e.disk(
+        "ja",
+        2,
+        &conversation("東京でテストが失敗しました", "ｶﾀｶﾅも検索できる"),
+    );
+    e.disk("ko", 3, &conversation("빌드가 실패했습니다 오늘", "ok"));
+    for (q, id) in [
+        ("测", "zh"),
+        ("测试", "zh"),
+        ("测试失败", "zh"),
+        ("链接器缺", "zh"),
+        ("环境", "zh"),
+        ("テスト", "ja"),
+        ("京で", "ja"),
+        ("ｶﾀｶﾅ", "ja"),
+        ("실패", "ko"),
+        ("패했습", "ko"),
+        ("cargo 测试失败", "zh"),
+        ("cargo测试", "zh"),
+    ] {
+        assert_eq!(e.ids(q), [id], "{q}");
+    }
+    assert!(e.ids("测败").is_empty(), "a run must be contiguous");
+    let page = e.sessions(json!({"query": "测试失败"})).unwrap();
+    assert_eq!(
+        page.items[0].best_match.snippet,
+        "昨天运行cargo测试失败了，原因是链接器缺失"
+    );
+    let e2 = env_with(r#"{"snippetChars": 6}"#);
+    e2.disk(
+        "zh",
+        1,
+        &conversation("前面有很多很多很多文字然后测试失败后面也有很多文字", "ok"),
+    );
+    let page = e2.sessions(json!({"query": "测试失败"})).unwrap();
+    let snippet = &page.items[0].best_match.snippet;
+    assert_eq!(snippet.chars().count(), 6, "{snippet}");
+    assert!(snippet.contains("测试"), "{snippet}");
+    assert!(!snippet.contains('\u{FDD2}'));
+    // The separator in the original text is sanitised to U+FFFD, so snippets never lose a character.
+    e.disk("sep", 4, &conversation("ab\u{FDD2}cd", "ok"));
+    let page = e.sessions(json!({"query": "ab"})).unwrap();
+    assert_eq!(page.items[0].best_match.snippet, "ab\u{FFFD}cd");
+}
