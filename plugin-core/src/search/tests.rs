@@ -439,3 +439,247 @@ fn cjk_runs_are_found_inside_sentences_with_snippets() {
     let page = e.sessions(json!({"query": "ab"})).unwrap();
     assert_eq!(page.items[0].best_match.snippet, "ab\u{FFFD}cd");
 }
+
+#[test]
+fn normalisation_order_and_error_codes() {
+    let e = env();
+    e.disk("a", 1, &conversation("needle", "ok"));
+    let bad_filter = json!([{"kind": "nope"}]);
+    // Session filters, then event filters, then cursor type, then query, then limit.
+    let r = e.sessions(json!({"query": 1, "limit": 0, "cursor": 1, "sessionFilters": bad_filter, "eventFilters": [{"kind": "text", "text": "x"}]}));
+    assert_eq!(code(r), ErrorCode::SessionQueryInvalidFilter);
+    let r = e.sessions(json!({"query": 1, "limit": 0, "cursor": 1, "eventFilters": [{"kind": "text", "text": "x"}]}));
+    let err = r.unwrap_err();
+    assert_eq!(err.code, ErrorCode::SessionQueryInvalidFilter);
+    assert!(
+        err.message.contains("do not accept text clauses"),
+        "{}",
+        err.message
+    );
+    assert_eq!(
+        code(e.sessions(json!({"query": 1, "limit": 0, "cursor": 1}))),
+        ErrorCode::SessionQueryInvalidCursor
+    );
+    assert_eq!(
+        code(e.sessions(json!({"query": 1, "limit": 0}))),
+        ErrorCode::SessionQueryInvalidQuery
+    );
+    assert_eq!(
+        code(e.sessions(json!({"limit": 0}))),
+        ErrorCode::SessionQueryInvalidQuery
+    );
+    assert_eq!(
+        code(e.sessions(json!({"query": "  ", "limit": 0}))),
+        ErrorCode::SessionQueryInvalidQuery
+    );
+    assert_eq!(
+        code(e.sessions(json!({"query": "a\u{0}"}))),
+        ErrorCode::SessionQueryInvalidQuery
+    );
+    assert_eq!(
+        code(e.sessions(json!({"query": "x", "limit": 0}))),
+        ErrorCode::SessionQueryInvalidLimit
+    );
+    assert_eq!(
+        code(e.sessions(json!({"query": "x", "limit": 101}))),
+        ErrorCode::SessionQueryInvalidLimit
+    );
+    assert_eq!(
+        code(e.sessions(json!({"query": "x", "limit": 2.5}))),
+        ErrorCode::SessionQueryInvalidLimit
+    );
+    // Events: a non-text session id is INVALID_FILTER, before filters.
+    assert_eq!(
+        code(e.events(json!({"sessionId": 3, "query": 1, "filters": bad_filter}))),
+        ErrorCode::SessionQueryInvalidFilter
+    );
+    assert_eq!(
+        code(e.events(json!({"query": "x"}))),
+        ErrorCode::SessionQueryInvalidFilter
+    );
+    assert_eq!(
+        code(e.events(json!({"sessionId": "a", "query": 1, "cursor": []}))),
+        ErrorCode::SessionQueryInvalidCursor
+    );
+    assert_eq!(
+        code(e.events(json!({"sessionId": "nope", "query": "x"}))),
+        ErrorCode::SessionQuerySessionNotFound
+    );
+    // The target lookup comes before cursor decoding; cursor decoding before the predicate budget.
+    assert_eq!(
+        code(e.events(json!({"sessionId": "nope", "query": "x", "cursor": "junk"}))),
+        ErrorCode::SessionQuerySessionNotFound
+    );
+    let many: Vec<Value> = (0..15)
+        .map(|_| json!({"kind": "type", "values": ["x"]}))
+        .collect();
+    assert_eq!(
+        code(e.sessions(json!({"query": "x", "eventFilters": many, "cursor": "junk"}))),
+        ErrorCode::SessionQueryInvalidCursor
+    );
+    assert_eq!(
+        code(e.sessions(json!({"query": "x", "eventFilters": many}))),
+        ErrorCode::SessionQueryInvalidFilter
+    );
+    let thirteen: Vec<Value> = (0..13)
+        .map(|_| json!({"kind": "type", "values": ["user/message"]}))
+        .collect();
+    assert_eq!(
+        e.events(json!({"sessionId": "a", "query": "needle", "filters": thirteen}))
+            .unwrap()
+            .items
+            .len(),
+        1
+    );
+    let fourteen: Vec<Value> = (0..14)
+        .map(|_| json!({"kind": "type", "values": ["user/message"]}))
+        .collect();
+    assert_eq!(
+        code(e.events(json!({"sessionId": "a", "query": "needle", "filters": fourteen}))),
+        ErrorCode::SessionQueryInvalidFilter
+    );
+    // A default limit applies when omitted.
+    let e3 = env_with(r#"{"defaultLimit": 2}"#);
+    for i in 0..3 {
+        e3.disk(&format!("s{i}"), i, &conversation("needle", "ok"));
+    }
+    let page = e3.sessions(json!({"query": "needle"})).unwrap();
+    assert_eq!(page.items.len(), 2);
+    assert!(page.next_cursor.is_some());
+}
+
+#[test]
+fn disabled_search_answers_search_disabled_before_anything() {
+    let e = env_with(r#"{"openAt": "never"}"#);
+    assert_eq!(
+        code(e.sessions(json!({"query": 1, "sessionFilters": 5}))),
+        ErrorCode::SessionQuerySearchDisabled
+    );
+    assert_eq!(
+        code(e.events(json!({"sessionId": 1}))),
+        ErrorCode::SessionQuerySearchDisabled
+    );
+    assert!(!e.index.exists(), "never opens the index");
+}
+
+#[test]
+fn first_search_opens_lazily_and_remembers_a_failure() {
+    let e = env_with(r#"{"openAt": "first-search"}"#);
+    assert!(!e.index.exists());
+    e.disk("a", 1, &conversation("needle", "ok"));
+    assert_eq!(e.ids("needle"), ["a"]);
+    assert!(e.index.exists());
+
+    let dir = tempfile::tempdir().unwrap();
+    let index = dir.path().join("foreign.sqlite");
+    rusqlite::Connection::open(&index)
+        .unwrap()
+        .execute_batch("CREATE TABLE mine (x)")
+        .unwrap();
+    let (_state, corpus, host) = corpus_and_host(None);
+    let config = Config::parse(r#"{"openAt": "first-search"}"#).unwrap();
+    let search = Search::open(&config, &index, host).unwrap();
+    let req = || serde_json::from_value::<SessionSearchRequest>(json!({"query": "x"})).unwrap();
+    let first = search.search_sessions(&corpus, req(), &never).unwrap_err();
+    assert_eq!(first.code, ErrorCode::SessionQueryIndexFailed);
+    std::fs::remove_file(&index).unwrap();
+    // Memoised: no retry even though the obstacle is gone.
+    assert_eq!(
+        search.search_sessions(&corpus, req(), &never).unwrap_err(),
+        first
+    );
+}
+
+#[test]
+fn every_filter_kind_narrows_as_specified() {
+    let e = env();
+    let mut root = LogBuilder::new();
+    root.user("needle in root");
+    root.assistant(1, "needle answer that is longer");
+    write_log(&e.root, &header("root", 100), &root);
+    let mut child_h = crate::corpus::testing::child_header("child", 200, "root");
+    child_h.cwd = None;
+    let mut child = LogBuilder::new();
+    child.user("needle in child");
+    write_log(&e.root, &child_h, &child);
+    settle();
+    let ids = |filters: Value| -> Vec<String> {
+        let mut ids: Vec<String> = e
+            .sessions(json!({"query": "needle", "sessionFilters": filters}))
+            .unwrap()
+            .items
+            .into_iter()
+            .map(|h| h.header.id)
+            .collect();
+        ids.sort();
+        ids
+    };
+    assert_eq!(ids(json!([])), ["child", "root"]);
+    assert_eq!(ids(json!([{"kind": "id", "values": ["root"]}])), ["root"]);
+    assert!(ids(json!([{"kind": "id", "values": []}])).is_empty());
+    assert_eq!(ids(json!([{"kind": "cwd", "values": [null]}])), ["child"]);
+    assert_eq!(
+        ids(json!([{"kind": "cwd", "values": ["/work/project", null]}])),
+        ["child", "root"]
+    );
+    assert_eq!(
+        ids(json!([{"kind": "cwd", "values": ["/work/project"]}])),
+        ["root"]
+    );
+    assert_eq!(ids(json!([{"kind": "parent", "values": [null]}])), ["root"]);
+    assert_eq!(
+        ids(json!([{"kind": "parent", "values": ["root"]}])),
+        ["child"]
+    );
+    assert_eq!(ids(json!([{"kind": "created-at", "from": 150}])), ["child"]);
+    assert_eq!(ids(json!([{"kind": "created-at", "to": 100.5}])), ["root"]);
+    assert_eq!(
+        ids(json!([{"kind": "created-at", "from": 100, "to": 200}])),
+        ["child", "root"]
+    );
+    assert_eq!(
+        ids(json!([{"kind": "availability", "values": ["live", "persisted"]}])),
+        ["child", "root"]
+    );
+    assert!(ids(json!([{"kind": "availability", "values": []}])).is_empty());
+    assert!(ids(json!([{"kind": "availability", "values": ["live"]}])).is_empty());
+    // AND of clauses.
+    assert!(ids(
+        json!([{"kind": "id", "values": ["root"]}, {"kind": "parent", "values": ["root"]}])
+    )
+    .is_empty());
+    let seqs = |filters: Value| -> Vec<u64> {
+        let mut seqs: Vec<u64> = e
+            .events(json!({"sessionId": "root", "query": "needle", "filters": filters}))
+            .unwrap()
+            .items
+            .into_iter()
+            .map(|h| h.seq)
+            .collect();
+        seqs.sort();
+        seqs
+    };
+    assert_eq!(seqs(json!([])), [0, 1]);
+    assert_eq!(seqs(json!([{"kind": "seq", "from": 0.5}])), [1]);
+    assert_eq!(seqs(json!([{"kind": "seq", "to": 0}])), [0]);
+    assert_eq!(
+        seqs(json!([{"kind": "time", "from": 1001, "to": 1001}])),
+        [1]
+    );
+    assert_eq!(
+        seqs(json!([{"kind": "type", "values": ["assistant/message"]}])),
+        [1]
+    );
+    assert!(seqs(json!([{"kind": "type", "values": []}])).is_empty());
+    assert_eq!(
+        seqs(json!([{"kind": "surface", "values": ["current"]}])),
+        [0, 1]
+    );
+    assert!(seqs(json!([{"kind": "surface", "values": ["log-only"]}])).is_empty());
+    // Event filters apply across sessions too: the best match obeys them.
+    let page = e
+        .sessions(json!({"query": "needle", "eventFilters": [{"kind": "type", "values": ["assistant/message"]}]}))
+        .unwrap();
+    assert_eq!(page.items.len(), 1);
+    assert_eq!(page.items[0].best_match.seq, 1);
+}
