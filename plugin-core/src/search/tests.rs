@@ -683,3 +683,261 @@ fn every_filter_kind_narrows_as_specified() {
     assert_eq!(page.items.len(), 1);
     assert_eq!(page.items[0].best_match.seq, 1);
 }
+
+#[test]
+fn broken_and_conflicting_sessions_are_skipped_and_reported() {
+    let e = env();
+    e.disk("good", 1, &conversation("needle", "ok"));
+    // A log whose seqs skip (committed damage before a later turn/end): unreadable.
+    let mut broken = conversation("needle broken", "ok");
+    broken.events[1].seq = 5;
+    let broken_path = e.disk("broken", 2, &broken);
+    // A disk copy whose header conflicts with the live session of the same id.
+    e.disk("pair", 3, &conversation("needle pair disk", "ok"));
+    let mut live_h = header("pair", 3);
+    live_h.cwd = Some("/elsewhere".into());
+    e.state
+        .set_live(&live_h, &conversation("needle pair live", "ok").events);
+    let page = e.sessions(json!({"query": "needle"})).unwrap();
+    assert_eq!(
+        page.items
+            .iter()
+            .map(|h| h.header.id.as_str())
+            .collect::<Vec<_>>(),
+        ["good"]
+    );
+    let broken_report = page
+        .skipped
+        .iter()
+        .find(|s| s.path.as_deref() == Some(broken_path.to_str().unwrap()))
+        .unwrap_or_else(|| panic!("{:?}", page.skipped));
+    assert!(broken_report.code.starts_with("LOG_"), "{broken_report:?}");
+    let conflict = page
+        .skipped
+        .iter()
+        .find(|s| s.id.as_deref() == Some("pair"))
+        .unwrap();
+    assert_eq!(conflict.code, "SESSION_QUERY_SOURCE_CONFLICT");
+    assert_eq!(
+        code(e.events(json!({"sessionId": "pair", "query": "needle"}))),
+        ErrorCode::SessionQuerySourceConflict
+    );
+    let diag = e.search.diagnostics(&e.corpus, &never).unwrap();
+    assert_eq!(diag.skipped, page.skipped);
+    assert_eq!(diag.indexed_sessions, 1);
+    assert_eq!(diag.indexed_events, 2);
+    assert!(diag.watching);
+    // Fixing the log brings it back; the report clears.
+    e.disk("broken", 2, &conversation("needle fixed", "ok"));
+    e.state.remove_live("pair");
+    let mut ids = e.ids("needle");
+    ids.sort();
+    assert_eq!(ids, ["broken", "good", "pair"]);
+    assert!(e
+        .sessions(json!({"query": "needle"}))
+        .unwrap()
+        .skipped
+        .is_empty());
+}
+
+#[test]
+fn a_live_session_with_invalid_events_is_skipped_not_fatal() {
+    let e = env();
+    e.disk("good", 1, &conversation("needle", "ok"));
+    e.state
+        .set_live(&header("bad", 2), &conversation("needle", "ok").events);
+    e.state.append_live_raw("bad", &["not json".to_string()]);
+    let page = e.sessions(json!({"query": "needle"})).unwrap();
+    assert_eq!(page.items.len(), 1);
+    let bad = page
+        .skipped
+        .iter()
+        .find(|s| s.id.as_deref() == Some("bad"))
+        .unwrap();
+    assert_eq!(bad.code, "SESSION_QUERY_CORRUPT_SESSION");
+}
+
+#[test]
+fn titles_come_from_the_index() {
+    let e = env();
+    let mut log = conversation("hello", "ok");
+    log.title("Fixing the linker", json!({"kind": "user"}));
+    e.disk("t", 1, &log);
+    let mut bad = conversation("hello", "ok");
+    bad.title("Weird", json!({"kind": "alien"}));
+    e.disk("bad", 2, &bad);
+    e.disk("none", 3, &conversation("hello", "ok"));
+    let titles = e.search.titles(&e.corpus, &never).unwrap();
+    assert_eq!(titles.len(), 3);
+    assert_eq!(titles["t"].text(), Some("Fixing the linker"));
+    assert_eq!(titles["t"].title.as_ref().unwrap()["eventSeq"], json!(4));
+    assert!(
+        titles["bad"].text().is_none() && titles["bad"].error.as_ref().unwrap().contains("alien")
+    );
+    assert!(titles["none"].title.is_none() && titles["none"].error.is_none());
+    // A live title appended later is picked up incrementally.
+    let mut live = conversation("hello", "ok");
+    e.state.set_live(&header("l", 4), &live.events);
+    assert!(e.search.titles(&e.corpus, &never).unwrap()["l"]
+        .title
+        .is_none());
+    live.title("Live title", json!({"kind": "fallback"}));
+    e.state.set_live(&header("l", 4), &live.events);
+    assert_eq!(
+        e.search.titles(&e.corpus, &never).unwrap()["l"].text(),
+        Some("Live title")
+    );
+}
+
+#[test]
+fn progress_and_cancellation() {
+    let e = env();
+    for i in 0..3 {
+        e.disk(&format!("s{i}"), i, &conversation("needle", "ok"));
+    }
+    let calls = std::sync::Mutex::new(Vec::new());
+    let cancel = || true;
+    let req =
+        || serde_json::from_value::<SessionSearchRequest>(json!({"query": "needle"})).unwrap();
+    let err = e
+        .search
+        .search_sessions(&e.corpus, req(), &cancel)
+        .unwrap_err();
+    assert_eq!(err.code, ErrorCode::SessionQueryAborted);
+    e.search
+        .refresh(&e.corpus, &never, &|done, total| {
+            calls.lock().unwrap().push((done, total))
+        })
+        .unwrap();
+    assert_eq!(
+        calls.into_inner().unwrap(),
+        [(0, 3), (1, 3), (2, 3), (3, 3)]
+    );
+    assert_eq!(e.ids("needle").len(), 3);
+}
+
+#[test]
+fn a_database_that_is_not_ours_is_refused_untouched() {
+    let dir = tempfile::tempdir().unwrap();
+    let (_state, _corpus, host) = corpus_and_host(None);
+    let cases: Vec<(&str, Box<dyn Fn(&Path)>)> = vec![
+        (
+            "foreign app",
+            Box::new(|p| {
+                rusqlite::Connection::open(p)
+                    .unwrap()
+                    .execute_batch(
+                        "PRAGMA application_id = 42; CREATE TABLE t (x); INSERT INTO t VALUES (1)",
+                    )
+                    .unwrap()
+            }),
+        ),
+        (
+            "plain tables",
+            Box::new(|p| {
+                rusqlite::Connection::open(p)
+                    .unwrap()
+                    .execute_batch("CREATE TABLE notes (x); INSERT INTO notes VALUES ('keep')")
+                    .unwrap()
+            }),
+        ),
+        (
+            "not sqlite",
+            Box::new(|p| {
+                std::fs::write(p, "just some text that is not a database at all").unwrap()
+            }),
+        ),
+    ];
+    for (name, make) in cases {
+        let path = dir
+            .path()
+            .join(format!("{}.sqlite", name.replace(' ', "-")));
+        make(&path);
+        let before = std::fs::read(&path).unwrap();
+        let err = Search::open(&Config::default(), &path, host.clone())
+            .err()
+            .unwrap();
+        assert_eq!(err.code, ErrorCode::SessionQueryIndexFailed, "{name}");
+        assert!(
+            err.message.contains(&path.display().to_string()),
+            "{name}: {}",
+            err.message
+        );
+        assert_eq!(
+            std::fs::read(&path).unwrap(),
+            before,
+            "{name}: bytes changed"
+        );
+        let mut wal = path.as_os_str().to_owned();
+        wal.push("-wal");
+        assert!(!Path::new(&wal).exists(), "{name}: no WAL was started");
+    }
+}
+
+#[test]
+fn index_files_are_private_and_an_older_schema_is_rebuilt() {
+    use std::os::unix::fs::PermissionsExt;
+    let e = env();
+    e.disk("a", 1, &conversation("needle", "ok"));
+    assert_eq!(e.ids("needle"), ["a"]);
+    let mode = |p: &Path| std::fs::metadata(p).unwrap().permissions().mode() & 0o777;
+    assert_eq!(mode(&e.index), 0o600);
+    assert_eq!(mode(e.index.parent().unwrap()), 0o700);
+    let Env {
+        search,
+        corpus,
+        index,
+        state,
+        root,
+        _dir,
+    } = e;
+    drop(search);
+    {
+        let conn = rusqlite::Connection::open(&index).unwrap();
+        conn.execute_batch("PRAGMA user_version = 1").unwrap();
+    }
+    let host = corpus_and_host(None).2;
+    let search = Search::open(&Config::default(), &index, host).unwrap();
+    let e = Env {
+        _dir,
+        root,
+        index,
+        state,
+        corpus,
+        search,
+    };
+    assert_eq!(e.ids("needle"), ["a"], "rebuilt and re-indexed");
+}
+
+#[test]
+fn cursors_survive_a_reopen_of_an_unchanged_index() {
+    let e = env();
+    for i in 0..3 {
+        e.disk(&format!("s{i}"), i, &conversation("needle", "ok"));
+    }
+    let first = e.sessions(json!({"query": "needle", "limit": 1})).unwrap();
+    let cursor = first.next_cursor.unwrap();
+    let Env {
+        search,
+        corpus,
+        index,
+        state,
+        root,
+        _dir,
+    } = e;
+    drop(search);
+    let host = corpus_and_host(None).2;
+    let search = Search::open(&Config::default(), &index, host).unwrap();
+    let e = Env {
+        _dir,
+        root,
+        index,
+        state,
+        corpus,
+        search,
+    };
+    let second = e
+        .sessions(json!({"query": "needle", "limit": 1, "cursor": cursor}))
+        .unwrap();
+    assert_ne!(second.items[0].header.id, first.items[0].header.id);
+}
