@@ -941,3 +941,183 @@ fn cursors_survive_a_reopen_of_an_unchanged_index() {
         .unwrap();
     assert_ne!(second.items[0].header.id, first.items[0].header.id);
 }
+
+/// When the test binary is re-run as a child process, what the child does (else nothing).
+const CHILD_ENV: &str = "DSH_SEARCH_TEST_CHILD";
+
+/// The child side of the two-process tests: `open INDEX` tries to open the index and prints the outcome;
+/// `refresh INDEX ROOT` indexes ROOT into INDEX (and is killed at some point by the parent).
+#[test]
+fn child_process_entry() {
+    let Ok(mode) = std::env::var(CHILD_ENV) else {
+        return;
+    };
+    let args: Vec<&str> = mode.split('\n').collect();
+    match args.as_slice() {
+        ["open", index] => {
+            let host = corpus_and_host(None).2;
+            match Search::open(&Config::default(), Path::new(index), host) {
+                Ok(_) => println!("CHILD-RESULT opened"),
+                Err(e) => println!("CHILD-RESULT {}: {}", e.code, e.message),
+            }
+        }
+        ["refresh", index, root] => {
+            let (_state, corpus, host) = corpus_and_host(Some(Path::new(root)));
+            let search = Search::open(&Config::default(), Path::new(index), host).unwrap();
+            search.refresh(&corpus, &never, &|_, _| {}).unwrap();
+            println!("CHILD-RESULT refreshed");
+        }
+        other => panic!("unknown child mode {other:?}"),
+    }
+}
+
+fn child(mode: &str) -> std::process::Command {
+    let mut cmd = std::process::Command::new(std::env::current_exe().unwrap());
+    cmd.args([
+        "--exact",
+        "search::tests::child_process_entry",
+        "--nocapture",
+        "--test-threads=1",
+    ])
+    .env(CHILD_ENV, mode)
+    .stdout(std::process::Stdio::piped())
+    .stderr(std::process::Stdio::null());
+    cmd
+}
+
+#[test]
+fn a_second_process_on_the_same_index_is_refused() {
+    let e = env();
+    e.disk("a", 1, &conversation("needle", "ok"));
+    assert_eq!(e.ids("needle"), ["a"]);
+    let out = child(&format!("open\n{}", e.index.display()))
+        .output()
+        .unwrap();
+    let stdout = String::from_utf8_lossy(&out.stdout);
+    let line = stdout
+        .lines()
+        .find_map(|l| l.find("CHILD-RESULT").map(|at| &l[at..]))
+        .unwrap_or_else(|| panic!("{stdout}"));
+    assert!(line.contains("SESSION_QUERY_INDEX_FAILED"), "{line}");
+    assert!(
+        line.contains(&format!(
+            "is in use by another process (pid {})",
+            std::process::id()
+        )),
+        "{line}"
+    );
+    // Once this process lets go, another may open it.
+    let Env { search, index, .. } = e;
+    drop(search);
+    let out = child(&format!("open\n{}", index.display()))
+        .output()
+        .unwrap();
+    assert!(String::from_utf8_lossy(&out.stdout).contains("CHILD-RESULT opened"));
+}
+
+/// Every hit of a few queries, as comparable data.
+fn answers(e: &Env) -> Vec<String> {
+    let mut out = Vec::new();
+    for q in ["needle", "alpha", "beta", "测试", "ok"] {
+        let page = e.sessions(json!({"query": q, "limit": 100})).unwrap();
+        for h in &page.items {
+            out.push(format!(
+                "{q} {} {} {} {}",
+                h.header.id, h.best_match.seq, h.best_match.surface, h.best_match.snippet
+            ));
+            let events = e
+                .events(json!({"sessionId": h.header.id, "query": q, "limit": 100}))
+                .unwrap();
+            for x in events.items {
+                out.push(format!(
+                    "  {} {} {} {}",
+                    x.seq, x.kind, x.surface, x.snippet
+                ));
+            }
+        }
+    }
+    out
+}
+
+/// A search over `root` with its index at `index` (opened now), in an [`Env`].
+fn env_over(root: &Path, index: &Path) -> Env {
+    let (state, corpus, host) = corpus_and_host(Some(root));
+    let search = Search::open(&Config::default(), index, host).unwrap();
+    Env {
+        _dir: tempfile::tempdir().unwrap(),
+        root: root.to_path_buf(),
+        index: index.to_path_buf(),
+        state,
+        corpus,
+        search,
+    }
+}
+
+#[test]
+fn a_process_killed_while_indexing_leaves_an_index_that_answers_like_a_fresh_build() {
+    let dir = tempfile::tempdir().unwrap();
+    let root = dir.path().join("sessions");
+    let index = dir.path().join("index.sqlite");
+    let write_corpus = |round: usize| {
+        for i in 0..30 {
+            let mut log = LogBuilder::new();
+            log.turn_start(1);
+            for j in 0..(20 + (i * 7 + round * 3) % 25) {
+                log.user(&format!(
+                    "needle {i} {j} alpha 测试 {}",
+                    "filler ".repeat(j % 5)
+                ));
+                log.assistant(1, &format!("beta answer {i} {j} round {round}"));
+            }
+            if (i + round) % 3 == 0 {
+                log.checkpoint("needle summary", 1, 4, vec![1, 2, 3, 4]);
+            }
+            log.turn_end(1);
+            let path = write_log(&root, &header(&format!("s{i:02}"), i as i64), &log);
+            if (i + round) % 11 == 0 {
+                std::fs::remove_file(path).unwrap();
+            }
+        }
+    };
+    let run_child = || {
+        child(&format!("refresh\n{}\n{}", index.display(), root.display()))
+            .spawn()
+            .unwrap()
+    };
+    // Round 0 runs to the end and times a whole build; later rounds kill the child at points spread
+    // over that time. Each round changes the corpus first, so the next child has updates, replacements
+    // and deletions to apply over whatever the last one left.
+    write_corpus(0);
+    let started = std::time::Instant::now();
+    let out = run_child().wait_with_output().unwrap();
+    assert!(String::from_utf8_lossy(&out.stdout).contains("CHILD-RESULT refreshed"));
+    let whole = started.elapsed();
+    let docs = || -> i64 {
+        let conn = rusqlite::Connection::open(&index).unwrap();
+        conn.query_row("SELECT count(*) FROM docs", [], |r| r.get(0))
+            .unwrap()
+    };
+    let mut partial = 0;
+    for (round, tenths) in [1u32, 9, 3, 6, 2, 8, 4, 7, 5].iter().enumerate() {
+        write_corpus(round + 1);
+        let before = docs();
+        let mut proc = run_child();
+        std::thread::sleep(whole * *tenths / 10);
+        let _ = proc.kill(); // SIGKILL: no destructor and no rollback code of ours runs
+        let out = proc.wait_with_output().unwrap();
+        if !String::from_utf8_lossy(&out.stdout).contains("CHILD-RESULT refreshed")
+            && docs() != before
+        {
+            partial += 1; // killed after some of its writes committed
+        }
+    }
+    assert!(
+        partial > 0,
+        "no child was killed part-way through its writes"
+    );
+    assert!(index.exists());
+    let survivor = answers(&env_over(&root, &index));
+    let fresh = answers(&env_over(&root, &dir.path().join("fresh.sqlite")));
+    assert!(fresh.len() > 100, "{}", fresh.len());
+    assert_eq!(survivor, fresh);
+}
