@@ -820,7 +820,8 @@ fn progress_and_cancellation() {
 fn a_database_that_is_not_ours_is_refused_untouched() {
     let dir = tempfile::tempdir().unwrap();
     let (_state, _corpus, host) = corpus_and_host(None);
-    let cases: Vec<(&str, Box<dyn Fn(&Path)>)> = vec![
+    type Make = Box<dyn Fn(&Path)>;
+    let cases: Vec<(&str, Make)> = vec![
         (
             "foreign app",
             Box::new(|p| {
@@ -1069,12 +1070,12 @@ fn a_process_killed_while_indexing_leaves_an_index_that_answers_like_a_fresh_bui
                 ));
                 log.assistant(1, &format!("beta answer {i} {j} round {round}"));
             }
-            if (i + round) % 3 == 0 {
+            if (i + round).is_multiple_of(3) {
                 log.checkpoint("needle summary", 1, 4, vec![1, 2, 3, 4]);
             }
             log.turn_end(1);
             let path = write_log(&root, &header(&format!("s{i:02}"), i as i64), &log);
-            if (i + round) % 11 == 0 {
+            if (i + round).is_multiple_of(11) {
                 std::fs::remove_file(path).unwrap();
             }
         }
@@ -1120,4 +1121,116 @@ fn a_process_killed_while_indexing_leaves_an_index_that_answers_like_a_fresh_bui
     let fresh = answers(&env_over(&root, &dir.path().join("fresh.sqlite")));
     assert!(fresh.len() > 100, "{}", fresh.len());
     assert_eq!(survivor, fresh);
+}
+
+/// Every real DSH log (each copied into a sessions root where its id is unique) is searchable by a word
+/// of its own text; the ones host-api cannot read are reported, with their path and code, and the rest of
+/// their root stays searchable.
+#[test]
+fn real_fixtures_are_searchable_and_the_broken_ones_reported() {
+    use host_api::log::layout::session_log_path;
+    use host_api::log::read::{read_header, read_log, ReadOptions};
+
+    let fixtures = Path::new(env!("CARGO_MANIFEST_DIR")).join("../../shared/fixtures/dsh-real");
+    let Ok(entries) = std::fs::read_dir(&fixtures) else {
+        eprintln!("SKIPPED: no fixtures at {}", fixtures.display());
+        return;
+    };
+    let mut files: Vec<PathBuf> = entries
+        .flatten()
+        .map(|e| e.path())
+        .filter(|p| p.to_string_lossy().contains(".jsonl"))
+        .collect();
+    files.sort();
+    // Roots where every id is unique: (dir, ids, copied (fixture, dest, header id)).
+    type Root = (
+        tempfile::TempDir,
+        Vec<String>,
+        Vec<(PathBuf, PathBuf, String)>,
+    );
+    let mut roots: Vec<Root> = Vec::new();
+    let mut unreadable_headers = 0;
+    for file in &files {
+        let Ok((header, _, compression)) = read_header(file, &ReadOptions::default()) else {
+            unreadable_headers += 1;
+            continue;
+        };
+        let slot = match roots
+            .iter()
+            .position(|(_, ids, _)| !ids.contains(&header.id))
+        {
+            Some(i) => i,
+            None => {
+                roots.push((tempfile::tempdir().unwrap(), Vec::new(), Vec::new()));
+                roots.len() - 1
+            }
+        };
+        let (dir, ids, copied) = &mut roots[slot];
+        let Ok(dest) = session_log_path(dir.path(), &header, compression) else {
+            continue; // an id the layout cannot place is the listing's problem, tested in host-api
+        };
+        std::fs::create_dir_all(dest.parent().unwrap()).unwrap();
+        std::fs::copy(file, &dest).unwrap();
+        ids.push(header.id.clone());
+        copied.push((file.clone(), dest, header.id.clone()));
+    }
+    let (mut searchable, mut reported) = (0, 0);
+    for (dir, _, copied) in &roots {
+        let e = env_over(dir.path(), &dir.path().join("index.sqlite"));
+        let diag = e.search.diagnostics(&e.corpus, &never).unwrap();
+        for (file, dest, id) in copied {
+            let name = file.file_name().unwrap().to_string_lossy();
+            let opts = ReadOptions {
+                strict_header: false,
+                expected_id: Some(id.clone()),
+                crash_closers: true,
+            };
+            let direct = read_log(dest, &opts).and_then(|log| {
+                host_api::surface::SurfaceFold::fold(log.events.iter())
+                    .map(|_| log)
+                    .map_err(host_api::log::LogError::from)
+            });
+            match direct {
+                Err(err) => {
+                    let dest_text = dest.display().to_string();
+                    assert!(
+                        diag.skipped
+                            .iter()
+                            .any(|s| s.path.as_deref() == Some(dest_text.as_str())
+                                && s.code == err.code.as_str()),
+                        "{name}: {:?} not in {:?}",
+                        err.code,
+                        diag.skipped
+                    );
+                    reported += 1;
+                }
+                Ok(log) => {
+                    // A word of the session's own text finds it.
+                    let word = log.events.iter().find_map(|ev| {
+                        let text = host_api::text::event_text(ev);
+                        text.split(|c: char| !c.is_alphanumeric())
+                            .find(|w| w.chars().count() >= 3)
+                            .map(String::from)
+                    });
+                    let page = e.events(json!({"sessionId": id, "query": "x"}));
+                    assert!(page.is_ok(), "{name}: {page:?}");
+                    if let Some(word) = word {
+                        let page = e
+                            .events(json!({"sessionId": id, "query": word, "limit": 100}))
+                            .unwrap();
+                        assert!(!page.items.is_empty(), "{name}: {word:?} not found");
+                        assert!(page.items.iter().all(|h| !h.snippet.is_empty()));
+                        let across = e
+                            .sessions(json!({"query": word, "sessionFilters": [{"kind": "id", "values": [id]}]}))
+                            .unwrap();
+                        assert_eq!(across.items.len(), 1, "{name}");
+                    }
+                    searchable += 1;
+                }
+            }
+        }
+    }
+    eprintln!("fixtures: {searchable} searchable, {reported} reported, {unreadable_headers} without a readable header");
+    assert!(searchable > 100, "{searchable}");
+    assert!(reported > 0);
 }
