@@ -220,14 +220,24 @@ fn insert_docs<'a>(
     docs: impl IntoIterator<Item = Doc<'a>>,
 ) -> rusqlite::Result<u64> {
     let mut doc_stmt = tx.prepare_cached(
-        "INSERT INTO docs (sid, seq, type, time, surface, len, text) VALUES (?1, ?2, ?3, ?4, ?5, ?6, ?7)",
+        "INSERT INTO docs (rowid, sid, seq, type, time, surface, len, text) VALUES (?1, ?2, ?3, ?4, ?5, ?6, ?7, ?8)",
     )?;
     let mut fts_stmt = tx.prepare_cached("INSERT INTO fts (rowid, text) VALUES (?1, ?2)")?;
     let mut n = 0;
     for doc in docs {
         let clean = cjk::sanitize(&doc.text);
         let len = host_api::text::codepoint_len(&clean) as i64;
+        let rowid = doc_rowid(sid, doc.seq).ok_or_else(|| {
+            rusqlite::Error::ToSqlConversionFailure(
+                format!(
+                    "event seq {} is too large to index (at most {SEQ_MASK})",
+                    doc.seq
+                )
+                .into(),
+            )
+        })?;
         doc_stmt.execute(params![
+            rowid,
             sid,
             doc.seq as i64,
             doc.kind,
@@ -236,11 +246,25 @@ fn insert_docs<'a>(
             len,
             pack_text(&clean)
         ])?;
-        let rowid = tx.last_insert_rowid();
         fts_stmt.execute(params![rowid, cjk::split(&clean).as_ref()])?;
         n += 1;
     }
     Ok(n)
+}
+
+/// Largest seq a document rowid can carry.
+pub const SEQ_MASK: u64 = (1 << 32) - 1;
+
+/// A document's rowid: its session's row id in the high bits and its seq in the low 32. A session's
+/// documents are then one rowid range, which FTS5 seeks into directly (a within-session search reads
+/// only that range of each doclist), and a match's session and seq need no lookup.
+pub fn doc_rowid(sid: i64, seq: u64) -> Option<i64> {
+    (seq <= SEQ_MASK && (0..=i64::from(i32::MAX)).contains(&sid)).then(|| (sid << 32) | seq as i64)
+}
+
+/// The rowid range of session row `sid`'s documents.
+pub fn rowid_range(sid: i64) -> (i64, i64) {
+    (sid << 32, (sid << 32) | SEQ_MASK as i64)
 }
 
 /// What identifies a row to replace: a live id, or a persisted log's path.

@@ -8,10 +8,11 @@
 //! A page therefore never mixes generations.
 //!
 //! Module map: [`request`] (normalisation, budgets, fingerprints), [`refresh`] (incremental indexing),
-//! [`sql`] (the statements), [`snippet`] (`makeSnippet`), [`cursor`] (MAC-protected cursors). The index
+//! [`sql`] (the statements), [`rank`] (session clauses and cross-session ranking), [`snippet`] (`makeSnippet`), [`cursor`] (MAC-protected cursors). The index
 //! file itself is `crate::index`.
 
 pub mod cursor;
+pub mod rank;
 pub mod refresh;
 pub mod request;
 pub mod snippet;
@@ -20,7 +21,7 @@ pub mod sql;
 #[cfg(test)]
 mod tests;
 
-use std::collections::BTreeMap;
+use std::collections::{BTreeMap, HashMap};
 use std::path::{Path, PathBuf};
 use std::sync::{Arc, Mutex, MutexGuard};
 
@@ -192,37 +193,55 @@ impl Search {
         if cancelled() {
             return Err(aborted());
         }
-        let sql = sql::sessions_query(&query.phrase, &sessions, &events, limit + 1, offset);
+        let candidates: HashMap<i64, &SessionRow> = engine
+            .rows
+            .values()
+            .filter(|r| r.visible && rank::session_passes(r, &sessions))
+            .map(|r| (r.sid, r))
+            .collect();
+        let sql = sql::matches_query(&query.phrase, &events);
         let conn = engine
             .index
             .connection()
             .ok_or_else(|| index_failed("index is closed"))?;
-        let mut rows = run(conn, &sql, |r| {
-            let hit = hit_columns(r)?;
-            let header = store::header_from_row(r, sql::HIT_COLUMNS)?;
-            let live: bool = r.get(sql::HIT_COLUMNS + 9)?;
-            let persisted: bool = r.get(sql::HIT_COLUMNS + 10)?;
-            Ok((hit, header, live, persisted))
+        let matches = run(conn, &sql, |r| {
+            Ok(rank::Match {
+                sid: r.get(0)?,
+                seq: r.get::<_, i64>(1)? as u64,
+                time: r.get(2)?,
+                len: r.get(3)?,
+                spans: r.get(4)?,
+            })
         })?;
-        let more = rows.len() as u64 > limit;
-        rows.truncate(limit as usize);
+        let ranked = rank::rank(matches, &candidates);
+        let start = usize::try_from(offset)
+            .unwrap_or(usize::MAX)
+            .min(ranked.len());
+        let page = &ranked[start..];
+        let more = page.len() as u64 > limit;
+        let page = &page[..page.len().min(limit as usize)];
+        let mut hits = Vec::with_capacity(page.len());
+        for (m, row) in page {
+            let rowid = store::doc_rowid(m.sid, m.seq).ok_or_else(|| {
+                index_failed(format!("document {}:{} has no rowid", m.sid, m.seq))
+            })?;
+            hits.push((doc_hit(conn, rowid)?, *row));
+        }
         let snippets = snippets(
             conn,
             &query.phrase,
-            rows.iter().map(|(h, ..)| h.rowid),
+            hits.iter().map(|(h, _)| h.rowid),
             self.limits.snippet_chars,
         )?;
-        let items = rows
+        let items = hits
             .into_iter()
             .zip(snippets)
-            .map(
-                |((hit, header, live, persisted), snippet)| SessionSearchHit {
-                    best_match: hit.into_hit(&header.id, snippet),
-                    header,
-                    live,
-                    persisted,
-                },
-            )
+            .map(|((hit, row), snippet)| SessionSearchHit {
+                best_match: hit.into_hit(&row.header.id, snippet),
+                header: row.header.clone(),
+                live: row.is_live,
+                persisted: row.is_persisted,
+            })
             .collect();
         Ok(SessionSearchPage {
             items,
@@ -434,6 +453,16 @@ impl HitRow {
             snippet,
         }
     }
+}
+
+/// The hit columns of document `rowid`.
+fn doc_hit(conn: &Connection, rowid: i64) -> Result<HitRow, PluginError> {
+    conn.query_row(
+        "SELECT rowid, seq, type, time, surface FROM docs WHERE rowid = ?1",
+        [rowid],
+        hit_columns,
+    )
+    .map_err(index_failed)
 }
 
 fn hit_columns(r: &rusqlite::Row<'_>) -> rusqlite::Result<HitRow> {

@@ -1234,3 +1234,73 @@ fn real_fixtures_are_searchable_and_the_broken_ones_reported() {
     assert!(searchable > 100, "{searchable}");
     assert!(reported > 0);
 }
+
+#[test]
+fn zz_perf_probe() {
+    if std::env::var_os("PERF_PROBE").is_none() {
+        return;
+    }
+    let dir = tempfile::tempdir().unwrap();
+    let root = dir.path().join("sessions");
+    let words = [
+        "alpha", "beta", "gamma", "delta", "error", "build", "cargo", "test", "linker", "missing",
+        "file", "path",
+    ];
+    let mut rare = 0u64;
+    let t = std::time::Instant::now();
+    for i in 0..400 {
+        let mut log = LogBuilder::new();
+        for j in 0..500u64 {
+            let mut text = String::new();
+            for k in 0..12u64 {
+                let h = (i as u64 * 7919 + j * 104729 + k * 1299709) % 1000;
+                text.push_str(words[(h % 12) as usize]);
+                text.push(' ');
+                if h == 7 {
+                    rare += 1;
+                    text.push_str("zyzzyva ");
+                }
+            }
+            log.user(&text);
+        }
+        write_log(&root, &header(&format!("s{i:04}"), i), &log);
+    }
+    eprintln!("wrote in {:?}, rare {rare}", t.elapsed());
+    let e = env_over(&root, &dir.path().join("i.sqlite"));
+    let t = std::time::Instant::now();
+    e.search.refresh(&e.corpus, &never, &|_, _| {}).unwrap();
+    eprintln!("indexed 200k docs in {:?}", t.elapsed());
+    {
+        let st = e.search.lock();
+        let super::State::Open(engine) = &*st else {
+            panic!()
+        };
+        let conn = engine.index.connection().unwrap();
+        for sql in [
+            "SELECT count(*) FROM fts WHERE fts MATCH '\"error\"'",
+            "SELECT dsh_spans(fts) AS x FROM fts WHERE fts MATCH '\"error\"'",
+            "SELECT fts.rowid AS x FROM fts WHERE fts MATCH '\"error\"'",
+            "SELECT d.len FROM fts CROSS JOIN docs d ON d.rowid = fts.rowid WHERE fts MATCH '\"error\"'",
+            "SELECT d.len + dsh_spans(fts) AS x FROM fts CROSS JOIN docs d ON d.rowid = fts.rowid WHERE fts MATCH '\"error\"'",
+        ] {
+            let t = std::time::Instant::now();
+            let mut stmt = conn.prepare(sql).unwrap();
+            let mut rows = stmt.query([]).unwrap();
+            let mut n = 0i64;
+            while let Some(r) = rows.next().unwrap() { n += r.get::<_, i64>(0).unwrap(); }
+            eprintln!("{n} in {:?}: {sql}", t.elapsed());
+        }
+    }
+    for q in ["error", "zyzzyva", "error build", "nothingmatches"] {
+        for _ in 0..2 {
+            let t = std::time::Instant::now();
+            let p = e.sessions(json!({"query": q, "limit": 20})).unwrap();
+            eprintln!("{q}: {} hits in {:?}", p.items.len(), t.elapsed());
+        }
+        let t = std::time::Instant::now();
+        let p = e
+            .events(json!({"sessionId": "s0001", "query": q, "limit": 20}))
+            .unwrap();
+        eprintln!("  within {q}: {} hits in {:?}", p.items.len(), t.elapsed());
+    }
+}
