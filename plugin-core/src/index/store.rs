@@ -259,7 +259,8 @@ pub const SEQ_MASK: u64 = (1 << 32) - 1;
 /// documents are then one rowid range, which FTS5 seeks into directly (a within-session search reads
 /// only that range of each doclist), and a match's session and seq need no lookup.
 pub fn doc_rowid(sid: i64, seq: u64) -> Option<i64> {
-    (seq <= SEQ_MASK && (0..=i64::from(i32::MAX)).contains(&sid)).then(|| (sid << 32) | seq as i64)
+    (seq <= SEQ_MASK && (0..=i64::from(i32::MAX)).contains(&sid))
+        .then_some((sid << 32) | seq as i64)
 }
 
 /// The rowid range of session row `sid`'s documents.

@@ -45,7 +45,7 @@ fn in_nullable(value: Option<&str>, values: &[Option<String>]) -> bool {
 /// Whether a visible row passes every session clause (an AND; list values OR-ed).
 pub fn session_passes(row: &SessionRow, filters: &[SessionResultFilter]) -> bool {
     filters.iter().all(|f| match f {
-        SessionResultFilter::Id { values } => values.iter().any(|v| *v == row.header.id),
+        SessionResultFilter::Id { values } => values.contains(&row.header.id),
         SessionResultFilter::Cwd { values } => in_nullable(row.header.cwd.as_deref(), values),
         SessionResultFilter::Parent { values } => {
             in_nullable(row.header.parent_session.as_deref(), values)
