@@ -12,7 +12,7 @@ use std::path::PathBuf;
 
 use host_api::abi::wire::search::HitHeader;
 use host_api::surface::Label;
-use rusqlite::{params, Connection, OptionalExtension, Transaction, TransactionBehavior};
+use rusqlite::{params, Connection, Transaction, TransactionBehavior};
 
 use super::cjk;
 
@@ -420,16 +420,6 @@ pub fn visible_doc_count(conn: &Connection) -> rusqlite::Result<u64> {
         |r| r.get::<_, i64>(0),
     )
     .map(|n| n as u64)
-}
-
-/// The stored text of document `rowid`.
-pub fn doc_text(conn: &Connection, rowid: i64) -> rusqlite::Result<Option<(Vec<u8>, i64)>> {
-    conn.query_row(
-        "SELECT text, len FROM docs WHERE rowid = ?1",
-        [rowid],
-        |r| Ok((r.get(0)?, r.get(1)?)),
-    )
-    .optional()
 }
 
 #[cfg(test)]

@@ -480,15 +480,16 @@ fn run<T>(
     sql: &sql::Sql,
     map: impl FnMut(&rusqlite::Row<'_>) -> rusqlite::Result<T>,
 ) -> Result<Vec<T>, PluginError> {
-    let mut stmt = conn.prepare(&sql.text).map_err(index_failed)?;
+    let mut stmt = conn.prepare_cached(&sql.text).map_err(index_failed)?;
     let rows = stmt
         .query_map(rusqlite::params_from_iter(sql.params.iter()), map)
         .map_err(index_failed)?;
     rows.collect::<Result<Vec<T>, _>>().map_err(index_failed)
 }
 
-/// Snippets for the page's documents, in order: each stored text is highlighted by FTS5 itself in a
-/// connection-local table, the CJK separators stripped, and cut by `makeSnippet`.
+/// Snippets for the page's documents, in order: the stored texts go (CJK split) into a
+/// connection-local FTS5 table with the index's tokenizer, FTS5's own `highlight()` marks them in one
+/// query, the CJK separators are stripped, and `makeSnippet` cuts them.
 fn snippets(
     conn: &Connection,
     phrase: &str,
@@ -501,31 +502,51 @@ fn snippets(
         cjk::TOKENIZE
     ))
     .map_err(index_failed)?;
-    let mut out = Vec::new();
-    for rowid in rowids {
-        let (stored, len) = store::doc_text(conn, rowid)
-            .map_err(index_failed)?
-            .ok_or_else(|| index_failed(format!("document {rowid} vanished")))?;
-        let text = store::unpack_text(&stored, len.max(0) as usize)
-            .map_err(|e| index_failed(format!("document {rowid} does not unpack: {e}")))?;
-        conn.execute(
-            "INSERT INTO temp.snip (rowid, text) VALUES (?1, ?2)",
-            rusqlite::params![rowid, cjk::split(&text).as_ref()],
-        )
-        .map_err(index_failed)?;
-        let marked: Option<String> = conn
-            .query_row(
-                "SELECT highlight(snip, 0, char(64976), char(64977)) FROM temp.snip WHERE snip MATCH ?1 AND rowid = ?2",
-                rusqlite::params![phrase, rowid],
-                |r| r.get(0),
+    let mut texts: Vec<(i64, String)> = Vec::new();
+    {
+        let mut read = conn
+            .prepare_cached("SELECT text, len FROM docs WHERE rowid = ?1")
+            .map_err(index_failed)?;
+        let mut insert = conn
+            .prepare_cached("INSERT INTO temp.snip (rowid, text) VALUES (?1, ?2)")
+            .map_err(index_failed)?;
+        for rowid in rowids {
+            let (stored, len): (Vec<u8>, i64) = read
+                .query_row([rowid], |r| Ok((r.get(0)?, r.get(1)?)))
+                .map_err(|e| index_failed(format!("document {rowid}: {e}")))?;
+            let text = store::unpack_text(&stored, len.max(0) as usize)
+                .map_err(|e| index_failed(format!("document {rowid} does not unpack: {e}")))?;
+            insert
+                .execute(rusqlite::params![rowid, cjk::split(&text).as_ref()])
+                .map_err(index_failed)?;
+            texts.push((rowid, text));
+        }
+    }
+    let mut marked: HashMap<i64, String> = HashMap::with_capacity(texts.len());
+    {
+        let mut stmt = conn
+            .prepare_cached(
+                "SELECT rowid, highlight(snip, 0, char(64976), char(64977)) FROM temp.snip WHERE snip MATCH ?1",
             )
-            .ok();
-        let marked = marked
-            .map(|m| cjk::unsplit(&m).into_owned())
-            .unwrap_or(text);
-        out.push(snippet::make_snippet(&marked, max_chars));
+            .map_err(index_failed)?;
+        let rows = stmt
+            .query_map([phrase], |r| {
+                Ok((r.get::<_, i64>(0)?, r.get::<_, String>(1)?))
+            })
+            .map_err(index_failed)?;
+        for row in rows {
+            let (rowid, text) = row.map_err(index_failed)?;
+            marked.insert(rowid, cjk::unsplit(&text).into_owned());
+        }
     }
     conn.execute_batch("DELETE FROM temp.snip")
         .map_err(index_failed)?;
-    Ok(out)
+    Ok(texts
+        .into_iter()
+        .map(|(rowid, text)| {
+            // Every hit matched the same phrase in the index; the plain text is a fallback only.
+            let marked = marked.remove(&rowid).unwrap_or(text);
+            snippet::make_snippet(&marked, max_chars)
+        })
+        .collect())
 }
