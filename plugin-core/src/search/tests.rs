@@ -1181,9 +1181,8 @@ fn real_fixtures_are_searchable_and_the_broken_ones_reported() {
         for (file, dest, id) in copied {
             let name = file.file_name().unwrap().to_string_lossy();
             let opts = ReadOptions {
-                strict_header: false,
                 expected_id: Some(id.clone()),
-                crash_closers: true,
+                ..ReadOptions::default()
             };
             let direct = read_log(dest, &opts).and_then(|log| {
                 host_api::surface::SurfaceFold::fold(log.events.iter())
