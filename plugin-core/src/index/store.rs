@@ -340,6 +340,9 @@ pub struct Extension<'a> {
     pub title: Option<Option<String>>,
     /// Older documents whose label changed (a replacement appended later shadowed them).
     pub relabel: &'a [(u64, Label)],
+    /// Documents from this seq on are dropped first: the crash closers a read had appended to a log
+    /// that has since grown (the real events take their seqs).
+    pub drop_from: Option<u64>,
 }
 
 /// Extends a row with documents of appended events, relabels older documents, and records the new
@@ -352,6 +355,18 @@ pub fn extend_session<'a>(
 ) -> rusqlite::Result<()> {
     let tx = begin(conn)?;
     let sid = ext.sid;
+    if let Some(from) = ext.drop_from {
+        let (lo, hi) = rowid_range(sid);
+        let lo = doc_rowid(sid, from).unwrap_or(lo);
+        tx.execute(
+            "DELETE FROM fts WHERE rowid BETWEEN ?1 AND ?2",
+            params![lo, hi],
+        )?;
+        tx.execute(
+            "DELETE FROM docs WHERE rowid BETWEEN ?1 AND ?2",
+            params![lo, hi],
+        )?;
+    }
     insert_docs(&tx, sid, docs)?;
     {
         let mut stmt =

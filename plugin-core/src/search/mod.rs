@@ -353,6 +353,8 @@ impl Search {
             generation: engine.generation,
             index_path: self.index_path.display().to_string(),
             watching: engine.is_watching(),
+            whole_reads: engine.reads.whole,
+            resumed_reads: engine.reads.resumed,
         })
     }
 
