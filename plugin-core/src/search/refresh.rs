@@ -195,6 +195,14 @@ impl Engine {
         })
     }
 
+    /// Whether a watch runs and has reported a change the next refresh will list (for tests that write
+    /// logs and must know the watch saw it).
+    #[cfg(test)]
+    pub fn change_pending(&self) -> Option<bool> {
+        let (_, watch) = self.watch.as_ref()?;
+        watch.is_watching().then(|| watch.is_dirty())
+    }
+
     pub fn is_watching(&self) -> bool {
         self.watch.as_ref().is_some_and(|(_, w)| w.is_watching())
     }

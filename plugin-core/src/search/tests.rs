@@ -86,14 +86,25 @@ impl Env {
     /// Writes a log and waits for the root's watch to see it (inotify reports asynchronously).
     fn disk(&self, id: &str, created_at: i64, log: &LogBuilder) -> PathBuf {
         let path = write_log(&self.root, &header(id, created_at), log);
-        settle();
+        self.settle();
         path
     }
-}
 
-/// Lets the watch deliver what the file system just reported.
-fn settle() {
-    std::thread::sleep(std::time::Duration::from_millis(60));
+    /// Waits until the root's watch has reported what the file system just did (inotify reports
+    /// asynchronously); returns at once when no watch runs yet (the first search lists anyway).
+    fn settle(&self) {
+        let deadline = std::time::Instant::now() + std::time::Duration::from_secs(5);
+        while std::time::Instant::now() < deadline {
+            let pending = match &*self.search.lock() {
+                super::State::Open(engine) => engine.change_pending(),
+                _ => None,
+            };
+            if pending != Some(false) {
+                return;
+            }
+            std::thread::sleep(std::time::Duration::from_millis(2));
+        }
+    }
 }
 
 fn code<T: std::fmt::Debug>(r: Result<T, PluginError>) -> ErrorCode {
@@ -261,7 +272,7 @@ fn disk_logs_that_grow_shrink_or_vanish_are_followed() {
     assert!(e.ids("beta").is_empty());
     assert_eq!(e.ids("gamma"), ["g"]);
     std::fs::remove_file(&path).unwrap();
-    settle();
+    e.settle();
     assert!(e.ids("gamma").is_empty());
 }
 
@@ -297,7 +308,7 @@ fn a_grown_log_is_read_from_its_checkpoint_and_its_crash_closers_replaced() {
         .unwrap()
         .write_all(&text.as_bytes()[before.len()..])
         .unwrap();
-    settle();
+    e.settle();
     assert_eq!(e.ids("damson"), ["g"]);
     let diag = e.search.diagnostics(&e.corpus, &never).unwrap();
     assert_eq!((diag.whole_reads, diag.resumed_reads), (1, 1), "{diag:?}");
@@ -669,7 +680,7 @@ fn every_filter_kind_narrows_as_specified() {
     let mut child = LogBuilder::new();
     child.user("needle in child");
     write_log(&e.root, &child_h, &child);
-    settle();
+    e.settle();
     let ids = |filters: Value| -> Vec<String> {
         let mut ids: Vec<String> = e
             .sessions(json!({"query": "needle", "sessionFilters": filters}))
