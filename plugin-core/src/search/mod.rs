@@ -204,16 +204,7 @@ impl Search {
             .index
             .connection()
             .ok_or_else(|| index_failed("index is closed"))?;
-        let matches = run(conn, &sql, |r| {
-            Ok(rank::Match {
-                sid: r.get(0)?,
-                seq: r.get::<_, i64>(1)? as u64,
-                time: r.get(2)?,
-                len: r.get(3)?,
-                spans: r.get(4)?,
-            })
-        })?;
-        let ranked = rank::rank(matches, &candidates);
+        let ranked = scan(conn, &sql, &candidates, cancelled)?;
         let start = usize::try_from(offset)
             .unwrap_or(usize::MAX)
             .min(ranked.len());
@@ -455,6 +446,36 @@ impl HitRow {
             snippet,
         }
     }
+}
+
+/// Runs the cross-session scan, keeping each candidate session's best match as rows stream by; checks
+/// for cancellation every few thousand rows.
+fn scan<'a>(
+    conn: &Connection,
+    sql: &sql::Sql,
+    candidates: &'a HashMap<i64, &'a SessionRow>,
+    cancelled: &dyn Fn() -> bool,
+) -> Result<Vec<(rank::Match, &'a SessionRow)>, PluginError> {
+    let mut stmt = conn.prepare_cached(&sql.text).map_err(index_failed)?;
+    let mut rows = stmt
+        .query(rusqlite::params_from_iter(sql.params.iter()))
+        .map_err(index_failed)?;
+    let mut best = rank::Best::new(candidates);
+    let mut seen = 0u64;
+    while let Some(r) = rows.next().map_err(index_failed)? {
+        seen += 1;
+        if seen.is_multiple_of(4096) && cancelled() {
+            return Err(aborted());
+        }
+        best.offer(rank::Match {
+            sid: r.get(0).map_err(index_failed)?,
+            seq: r.get::<_, i64>(1).map_err(index_failed)? as u64,
+            time: r.get(2).map_err(index_failed)?,
+            len: r.get(3).map_err(index_failed)?,
+            spans: r.get(4).map_err(index_failed)?,
+        });
+    }
+    Ok(best.ranked())
 }
 
 /// The hit columns of document `rowid`.

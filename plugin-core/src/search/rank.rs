@@ -59,18 +59,28 @@ pub fn session_passes(row: &SessionRow, filters: &[SessionResultFilter]) -> bool
     })
 }
 
-/// The best match of each session in `sessions`, ranked; `sessions` maps row id to the row (only rows
-/// that are visible and pass the session clauses).
-pub fn rank<'a>(
-    matches: impl IntoIterator<Item = Match>,
-    sessions: &HashMap<i64, &'a SessionRow>,
-) -> Vec<(Match, &'a SessionRow)> {
-    let mut best: HashMap<i64, Match> = HashMap::new();
-    for m in matches {
-        if !sessions.contains_key(&m.sid) {
-            continue;
+/// The best match of each candidate session so far: matches are offered one at a time as the FTS5 scan
+/// yields them, so memory holds one match per session, never one per matching document.
+pub struct Best<'a> {
+    sessions: &'a HashMap<i64, &'a SessionRow>,
+    best: HashMap<i64, Match>,
+}
+
+impl<'a> Best<'a> {
+    /// `sessions` maps row id to the row, for the rows that are visible and pass the session clauses.
+    pub fn new(sessions: &'a HashMap<i64, &'a SessionRow>) -> Self {
+        Self {
+            sessions,
+            best: HashMap::new(),
         }
-        best.entry(m.sid)
+    }
+
+    pub fn offer(&mut self, m: Match) {
+        if !self.sessions.contains_key(&m.sid) {
+            return;
+        }
+        self.best
+            .entry(m.sid)
             .and_modify(|b| {
                 if within(&m, b) == Ordering::Less {
                     *b = m;
@@ -78,19 +88,25 @@ pub fn rank<'a>(
             })
             .or_insert(m);
     }
-    let mut ranked: Vec<(Match, &SessionRow)> = best
-        .into_values()
-        .filter_map(|m| sessions.get(&m.sid).map(|row| (m, *row)))
-        .collect();
-    ranked.sort_by(|(a, ra), (b, rb)| {
-        b.spans
-            .cmp(&a.spans)
-            .then(a.len.cmp(&b.len))
-            .then(b.time.cmp(&a.time))
-            .then(ra.header.id.as_bytes().cmp(rb.header.id.as_bytes()))
-            .then(b.seq.cmp(&a.seq))
-    });
-    ranked
+
+    /// Each session's best match with its row, in the documented order.
+    pub fn ranked(self) -> Vec<(Match, &'a SessionRow)> {
+        let sessions = self.sessions;
+        let mut ranked: Vec<(Match, &SessionRow)> = self
+            .best
+            .into_values()
+            .filter_map(|m| sessions.get(&m.sid).map(|row| (m, *row)))
+            .collect();
+        ranked.sort_by(|(a, ra), (b, rb)| {
+            b.spans
+                .cmp(&a.spans)
+                .then(a.len.cmp(&b.len))
+                .then(b.time.cmp(&a.time))
+                .then(ra.header.id.as_bytes().cmp(rb.header.id.as_bytes()))
+                .then(b.seq.cmp(&a.seq))
+        });
+        ranked
+    }
 }
 
 #[cfg(test)]
@@ -131,24 +147,24 @@ mod tests {
 
     #[test]
     fn best_per_session_then_documented_order() {
-        let (a, b, c, d) = (row(1, "b"), row(2, "a"), row(3, "c"), row(4, "hidden"));
+        let (a, b, c) = (row(1, "b"), row(2, "a"), row(3, "c"));
         let sessions: HashMap<i64, &SessionRow> = [(1, &a), (2, &b), (3, &c)].into_iter().collect();
-        let ranked = rank(
-            [
-                m(1, 0, 5, 10, 1),
-                m(1, 1, 5, 8, 1),  // shorter: session 1's best
-                m(2, 3, 5, 8, 1),  // ties with session 1's best except the id: "a" < "b"
-                m(3, 0, 1, 50, 2), // more spans beats everything
-                m(4, 0, 1, 1, 9),  // not a candidate session
-            ],
-            &sessions,
-        );
+        let mut best = Best::new(&sessions);
+        for m in [
+            m(1, 0, 5, 10, 1),
+            m(1, 1, 5, 8, 1),  // shorter: session 1's best
+            m(2, 3, 5, 8, 1),  // ties with session 1's best except the id: "a" < "b"
+            m(3, 0, 1, 50, 2), // more spans beats everything
+            m(4, 0, 1, 1, 9),  // not a candidate session
+        ] {
+            best.offer(m);
+        }
+        let ranked = best.ranked();
         let order: Vec<(&str, u64)> = ranked
             .iter()
             .map(|(m, r)| (r.header.id.as_str(), m.seq))
             .collect();
         assert_eq!(order, [("c", 0), ("a", 3), ("b", 1)]);
-        let _ = d;
     }
 
     #[test]
