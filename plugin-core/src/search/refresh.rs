@@ -5,8 +5,10 @@
 //!   only grew gets its new events' documents (fetched from the host from the last indexed seq), and a
 //!   replacement among them relabels the older documents it shadowed with an UPDATE; anything else (a
 //!   new epoch, a new header) re-reads the session whole;
-//! - logs on disk are listed only when the root's watch reported something (or no watch runs), and each
-//!   is compared by its revision (device, inode, size, mtime, ctime); a changed log is read again
+//! - logs on disk are looked at only when the root's watch reported something: just the transcripts it
+//!   named (their header and the layout's lookup for that id), or the whole root when it named a folder
+//!   or too much, or when no watch runs; each is compared by its revision (device, inode, size, mtime,
+//!   ctime); a log that grew is read from its checkpoint, any other change whole
 //!   ([`read_changed_log`]), an unchanged broken log is not retried, and a log that left the listing
 //!   leaves the index.
 //!
@@ -24,14 +26,16 @@ use std::sync::Arc;
 use host_api::abi::wire::search::{HitHeader, Skipped};
 use host_api::abi::{ErrorCode, LiveSession, PluginError};
 use host_api::log::checkpoint::{ReadCheckpoint, Resumed};
-use host_api::log::layout::ListedSession;
-use host_api::log::read::{read_log_with_checkpoint, LogReader, ReadOptions, SessionLog};
-use host_api::log::{Event, LogError, LogErrorCode, SessionHeader};
+use host_api::log::layout::{ListedSession, SessionsRoot};
+use host_api::log::read::{
+    read_header, read_log_with_checkpoint, LogReader, ReadOptions, SessionLog,
+};
+use host_api::log::{Compression, Event, LogError, LogErrorCode, SessionHeader};
 use host_api::surface::{Label, SurfaceFold};
 
 use crate::corpus::{Corpus, LoadedSession, SessionData};
 use crate::index::store::{self, Doc, Replacement, RowKey, SessionRow, Source, Visibility};
-use crate::index::watch::RootWatch;
+use crate::index::watch::{Pending, RootWatch};
 use crate::index::Index;
 use crate::reads::title_of;
 
@@ -51,6 +55,8 @@ fn live_epoch(_session: &LiveSession) -> u64 {
 pub struct ReadCounts {
     pub whole: u64,
     pub resumed: u64,
+    /// Full listings of the sessions root (each opens every log's header).
+    pub listings: u64,
 }
 
 /// Where a grown log resumes: the fold of its stored events (crash closers excluded) and the checkpoint
@@ -252,9 +258,18 @@ impl Engine {
             self.watch = Some((root.clone(), RootWatch::new(root.as_deref())));
             self.listing = None;
         }
-        let dirty = self.watch.as_ref().is_some_and(|(_, w)| w.take_dirty());
-        if dirty || self.listing.is_none() {
+        let pending = self
+            .watch
+            .as_ref()
+            .map_or(Pending::Everything, |(_, w)| w.take());
+        let patched = match (&pending, &root) {
+            (Pending::Nothing, _) => self.listing.is_some(),
+            (Pending::Paths(paths), Some(root)) => self.patch_listing(corpus, root, paths),
+            _ => false,
+        };
+        if !patched {
             self.listing = Some(corpus.list_persisted()?);
+            self.reads.listings += 1;
         }
         let listing = self.listing.clone().unwrap_or_default();
         let live: Vec<LiveSession> = corpus.host().live_sessions().into_iter().collect();
@@ -361,6 +376,58 @@ impl Engine {
         skipped.dedup_by(|a, b| a.path.is_some() && a.path == b.path && a.code == b.code);
         self.skipped = skipped;
         Ok(())
+    }
+
+    /// Updates the cached listing for the transcripts the watch named, without listing the root: each
+    /// one that exists is looked up by its header's id (the layout's own rules for that id), each one
+    /// gone is dropped. `false` (list everything) for anything else: a folder, a path the corpus reports
+    /// a problem for, a lookup that fails or finds the session elsewhere.
+    fn patch_listing(&mut self, corpus: &Corpus, root: &Path, paths: &[PathBuf]) -> bool {
+        let Some(listing) = self.listing.as_mut() else {
+            return false;
+        };
+        let problems: HashSet<String> = corpus
+            .known_problems()
+            .iter()
+            .map(|p| p.path.to_string())
+            .collect();
+        let sessions_root = SessionsRoot::new(root);
+        let transcripts = [
+            Compression::None.transcript_name(),
+            Compression::Zstd.transcript_name(),
+        ];
+        for path in paths {
+            if problems.contains(&path.display().to_string()) {
+                return false;
+            }
+            let is_transcript = path
+                .file_name()
+                .is_some_and(|n| transcripts.iter().any(|t| n == *t));
+            let meta = std::fs::symlink_metadata(path);
+            if !is_transcript {
+                // A writer's temporary file comes and goes; a folder changes what lists.
+                match meta {
+                    Ok(m) if m.is_file() => continue,
+                    _ => return false,
+                }
+            }
+            if meta.is_err() {
+                listing.retain(|l| l.path != *path);
+                continue;
+            }
+            let Ok((header, _, _)) = read_header(path, &ReadOptions::default()) else {
+                return false;
+            };
+            match sessions_root.find(&header.id) {
+                Ok(Some(found)) if found.path == *path => {
+                    listing.retain(|l| l.path != *path);
+                    listing.push(found);
+                }
+                _ => return false,
+            }
+        }
+        listing.sort_by(|a, b| a.path.cmp(&b.path));
+        true
     }
 
     /// Indexes one new or changed log; `Ok(true)` when the index was written. A log that only grew

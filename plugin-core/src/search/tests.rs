@@ -90,6 +90,13 @@ impl Env {
         path
     }
 
+    fn counts(&self) -> super::refresh::ReadCounts {
+        match &*self.search.lock() {
+            super::State::Open(engine) => engine.reads,
+            _ => Default::default(),
+        }
+    }
+
     /// Waits until the root's watch has reported what the file system just did (inotify reports
     /// asynchronously); returns at once when no watch runs yet (the first search lists anyway).
     fn settle(&self) {
@@ -308,8 +315,14 @@ fn a_grown_log_is_read_from_its_checkpoint_and_its_crash_closers_replaced() {
         .unwrap()
         .write_all(&text.as_bytes()[before.len()..])
         .unwrap();
+    let listings = e.counts().listings;
     e.settle();
     assert_eq!(e.ids("damson"), ["g"]);
+    assert_eq!(
+        e.counts().listings,
+        listings,
+        "an append is looked up by path, not by listing the root"
+    );
     let diag = e.search.diagnostics(&e.corpus, &never).unwrap();
     assert_eq!((diag.whole_reads, diag.resumed_reads), (1, 1), "{diag:?}");
     // Labels: the compaction appended later shadows the plum hits.
