@@ -68,8 +68,9 @@ struct ResumeState {
     used: u64,
 }
 
-/// Most logs whose resume state is kept (a fold holds a few bytes per event).
-const RESUME_STATES: usize = 64;
+/// Most folded events over all kept resume states (a fold holds a few bytes per event), and most states.
+const RESUME_EVENTS: u64 = 2_000_000;
+const RESUME_STATES: usize = 20_000;
 
 /// Why a resumed read could not be written.
 enum Failure {
@@ -96,6 +97,8 @@ pub(super) struct Engine {
     resume: HashMap<PathBuf, ResumeState>,
     /// A counter ordering `resume` entries by last use.
     clock: u64,
+    /// Folded events over all `resume` entries.
+    resume_events: u64,
     /// How many logs were read whole and how many resumed from a checkpoint.
     pub reads: ReadCounts,
     /// Live sessions that failed, by id, with the stamp that failed and the report.
@@ -195,6 +198,7 @@ impl Engine {
             failed: HashMap::new(),
             resume: HashMap::new(),
             clock: 0,
+            resume_events: 0,
             reads: ReadCounts::default(),
             live_failed: HashMap::new(),
             skipped: Vec::new(),
@@ -271,8 +275,12 @@ impl Engine {
             self.listing = Some(corpus.list_persisted()?);
             self.reads.listings += 1;
         }
-        let listing = self.listing.clone().unwrap_or_default();
         let live: Vec<LiveSession> = corpus.host().live_sessions().into_iter().collect();
+        if patched && pending == Pending::Nothing && self.live_unchanged(&live) {
+            // Nothing on disk was reported and every live session is as indexed: nothing to compare.
+            return Ok(());
+        }
+        let listing = self.listing.clone().unwrap_or_default();
         let live_ids: HashSet<String> = live.iter().map(|s| s.header.id.to_string()).collect();
 
         // What changed.
@@ -378,6 +386,29 @@ impl Engine {
         Ok(())
     }
 
+    /// Whether every live session is exactly as the index (or the record of its failure) has it, and no
+    /// other session is live: O(live sessions), no I/O.
+    fn live_unchanged(&self, live: &[LiveSession]) -> bool {
+        let live_rows = self
+            .rows
+            .keys()
+            .filter(|k| matches!(k, RowKey::Live(_)))
+            .count();
+        if live_rows + self.live_failed.len() != live.len() {
+            return false;
+        }
+        live.iter().all(|s| {
+            let id = s.header.id.as_str();
+            let stamp = format!("{}:{}", live_epoch(s), s.event_count);
+            match self.rows.get(&RowKey::Live(id.to_string())) {
+                Some(row) => {
+                    row.stamp == stamp && row.header == hit_header(&SessionHeader::from(&s.header))
+                }
+                None => self.live_failed.get(id).is_some_and(|(st, _)| *st == stamp),
+            }
+        })
+    }
+
     /// Updates the cached listing for the transcripts the watch named, without listing the root: each
     /// one that exists is looked up by its header's id (the layout's own rules for that id), each one
     /// gone is dropped. `false` (list everything) for anything else: a folder, a path the corpus reports
@@ -442,7 +473,7 @@ impl Engine {
             expected_id: Some(listed.header.id.clone()),
             ..ReadOptions::default()
         };
-        if let (Some(row), Some(state)) = (&old, self.resume.remove(&listed.path)) {
+        if let (Some(row), Some(state)) = (&old, self.take_resume(&listed.path)) {
             let resumed = match LogReader::resume(&listed.path, &state.checkpoint, &opts) {
                 Ok(Resumed::Continue(reader)) => Some(reader.into_log_with_checkpoint()),
                 Ok(Resumed::ReRead(_)) => None,
@@ -570,9 +601,11 @@ impl Engine {
         Ok(())
     }
 
-    /// Keeps where `path` resumes, forgetting the least recently used entries past the bound.
+    /// Keeps where `path` resumes, forgetting the least recently used entries past the bounds.
     fn remember_resume(&mut self, path: &Path, fold: SurfaceFold, checkpoint: ReadCheckpoint) {
+        self.take_resume(path);
         self.clock += 1;
+        self.resume_events += fold.folded();
         self.resume.insert(
             path.to_path_buf(),
             ResumeState {
@@ -581,7 +614,7 @@ impl Engine {
                 used: self.clock,
             },
         );
-        while self.resume.len() > RESUME_STATES {
+        while self.resume.len() > RESUME_STATES || self.resume_events > RESUME_EVENTS {
             let Some(oldest) = self
                 .resume
                 .iter()
@@ -590,8 +623,14 @@ impl Engine {
             else {
                 break;
             };
-            self.resume.remove(&oldest);
+            self.take_resume(&oldest);
         }
+    }
+
+    fn take_resume(&mut self, path: &Path) -> Option<ResumeState> {
+        let state = self.resume.remove(path)?;
+        self.resume_events = self.resume_events.saturating_sub(state.fold.folded());
+        Some(state)
     }
 
     /// Records a log that cannot be indexed (reported in `skipped` until its file changes) and drops
@@ -611,7 +650,7 @@ impl Engine {
             reason: log_error_text(e),
         };
         self.failed.insert(listed.path.clone(), (stamp, report));
-        self.resume.remove(&listed.path);
+        self.take_resume(&listed.path);
         if let Some(sid) = old_sid {
             store::delete_session(self.conn()?, sid, generation).map_err(index_failed)?;
             self.rows.remove(&RowKey::Persisted(listed.path.clone()));
