@@ -1328,3 +1328,25 @@ fn real_fixtures_are_searchable_and_the_broken_ones_reported() {
     assert!(searchable > 100, "{searchable}");
     assert!(reported > 0);
 }
+
+#[test]
+fn without_a_watch_every_search_looks_again() {
+    // The root does not exist yet, so no watch can be set up: each search lists the root instead.
+    let dir = tempfile::tempdir().unwrap();
+    let root = dir.path().join("later");
+    let (state, corpus, host) = corpus_and_host(Some(&root));
+    let search = Search::open(&Config::default(), &dir.path().join("i.sqlite"), host).unwrap();
+    let e = Env {
+        _dir: dir,
+        root: root.clone(),
+        index: PathBuf::new(),
+        state,
+        corpus,
+        search,
+    };
+    assert!(e.ids("needle").is_empty());
+    assert!(!e.search.diagnostics(&e.corpus, &never).unwrap().watching);
+    write_log(&root, &header("a", 1), &conversation("needle", "ok"));
+    assert_eq!(e.ids("needle"), ["a"], "found with no watch and no wait");
+    assert!(e.counts().listings >= 2);
+}
