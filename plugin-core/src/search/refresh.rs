@@ -258,7 +258,11 @@ impl Engine {
             return Err(aborted());
         }
         let root = corpus.sessions_root().map(Path::to_path_buf);
-        if self.watch.as_ref().is_none_or(|(r, _)| *r != root) {
+        // A root that did not exist (so could not be watched) is watched once it does.
+        let rewatch = |(r, w): &(Option<PathBuf>, RootWatch)| {
+            *r != root || (!w.is_watching() && root.as_deref().is_some_and(Path::is_dir))
+        };
+        if self.watch.as_ref().is_none_or(rewatch) {
             self.watch = Some((root.clone(), RootWatch::new(root.as_deref())));
             self.listing = None;
         }

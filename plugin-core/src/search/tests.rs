@@ -1349,4 +1349,6 @@ fn without_a_watch_every_search_looks_again() {
     write_log(&root, &header("a", 1), &conversation("needle", "ok"));
     assert_eq!(e.ids("needle"), ["a"], "found with no watch and no wait");
     assert!(e.counts().listings >= 2);
+    // Once the root exists it is watched.
+    assert!(e.search.diagnostics(&e.corpus, &never).unwrap().watching);
 }
