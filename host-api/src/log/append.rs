@@ -8,7 +8,9 @@
 //! the same order, keyed to the state of the log it guards (its header id, the next seq, the fold so far).
 //! Two deliberate differences from reading:
 //! - a legacy shape (§1.8) is refused, not upgraded: readers upgrade old logs, writers write current ones;
-//! - seq and time keep the writer's own code, [`LogErrorCode::InvalidWrite`], as they always had.
+//! - for an [`Event`] handed to the writer, seq and time keep the writer's own code,
+//!   [`LogErrorCode::InvalidWrite`], as they always had (an event given as JSON text to
+//!   [`AppendValidator::check_json`] meets the envelope rule first, [`LogErrorCode::InvalidEnvelope`]).
 //!
 //! A batch is all-or-nothing: [`AppendValidator::check_batch`] leaves the validator untouched and hands
 //! back a [`CheckedBatch`]; [`AppendValidator::commit`] applies it once the bytes are durable, so a batch

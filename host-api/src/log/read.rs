@@ -11,9 +11,9 @@
 //! after the last stored event: crash closers (repair), when asked for
 //! ```
 //!
-//! Memory stays bounded by the line cap ([`ReadOptions::max_line_bytes`], [`MAX_LINE_BYTES`] by default)
-//! plus, for zstd, one compressed frame and one decoding step ([`zstd_frames::DECODE_STEP`]) of its
-//! plaintext, plus one message id per message event for the legacy upgrades. Only regular files are opened
+//! Memory stays bounded by the line cap ([`ReadOptions::max_line_bytes`], [`MAX_LINE_BYTES`] by default:
+//! at most cap + 1 bytes of one line are ever held) plus, for zstd, one compressed frame and one decoding
+//! step ([`zstd_frames::DECODE_STEP`]) of its plaintext, plus one message id per message event for the legacy upgrades. Only regular files are opened
 //! ([`super::bounds`]), a line past the cap is [`LogErrorCode::LineTooLong`] as soon as it passes it, and
 //! after a scanner issue lines that cannot hold a `turn/end` are counted without parsing, so hostile input
 //! costs time proportional to the bytes actually read. Events are yielded before the end of the file is known;
@@ -456,8 +456,8 @@ impl LogReader {
     }
 
     /// Zstd logs: the plaintext bytes decoded so far, the header's included (0 for raw logs). A reader
-    /// never decodes more than a line cap and one [`zstd_frames::DECODE_STEP`] past the last line it
-    /// scanned, so this shows where a read of a frame that expands without bound stopped.
+    /// never decodes more than cap + 1 bytes past the end of the last line it scanned, so this shows
+    /// where a read of a frame that expands without bound stopped.
     pub fn decompressed_bytes(&self) -> u64 {
         match &self.input {
             Input::Raw { .. } => 0,
@@ -1024,8 +1024,9 @@ fn read_zstd_header(
     // nothing: one extra byte is enough to refuse the frame, so nothing past it is decoded.
     loop {
         let searched = plain.len();
+        let room = cap.saturating_add(1).saturating_sub(plain.len());
         let step = decoder
-            .step(&frame, &mut in_pos, &mut plain)
+            .step(&frame, &mut in_pos, &mut plain, room)
             .map_err(failed)?;
         if let Some(lf) = memchr::memchr(b'\n', plain.get(searched..).unwrap_or_default()) {
             if searched + lf + 1 != plain.len() {
@@ -1097,7 +1098,7 @@ fn finish_header_frame(
             }
             Step::Stalled => return Err(zstd_frames::DecodeFailure("frame is truncated".into())),
         }
-        last = decoder.step(frame, in_pos, &mut extra)?;
+        last = decoder.step(frame, in_pos, &mut extra, 1)?;
         if !extra.is_empty() {
             return Ok(false);
         }
@@ -1150,7 +1151,8 @@ fn advance_zstd(
             z.searched -= z.pos.min(z.searched);
             z.pos = 0;
             let before = z.plain.len();
-            let step = z.decoder.step(&d.frame, &mut d.in_pos, &mut z.plain);
+            let room = z.cap.saturating_add(1).saturating_sub(partial);
+            let step = z.decoder.step(&d.frame, &mut d.in_pos, &mut z.plain, room);
             z.decoded = z
                 .decoded
                 .saturating_add(z.plain.len().saturating_sub(before) as u64);

@@ -176,13 +176,15 @@ impl FrameDecoder {
         Ok(())
     }
 
-    /// Decodes from `frame[*in_pos..]` and appends at most [`DECODE_STEP`] plaintext bytes to `out`,
-    /// advancing `in_pos`. Call [`FrameDecoder::begin`] before the first step of each frame.
+    /// Decodes from `frame[*in_pos..]` and appends at most `limit` (at least 1, at most [`DECODE_STEP`])
+    /// plaintext bytes to `out`, advancing `in_pos`. Call [`FrameDecoder::begin`] before the first step
+    /// of each frame. A reader passes what is left of its line cap, so it never holds more of one line.
     pub fn step(
         &mut self,
         frame: &[u8],
         in_pos: &mut usize,
         out: &mut Vec<u8>,
+        limit: usize,
     ) -> Result<Step, DecodeFailure> {
         if self.decoder.is_none() {
             self.begin()?;
@@ -195,7 +197,8 @@ impl FrameDecoder {
         }
         let rest = frame.get(*in_pos..).unwrap_or_default();
         let mut input = InBuffer::around(rest);
-        let mut output = OutBuffer::around(&mut self.scratch[..]);
+        let room = limit.clamp(1, DECODE_STEP);
+        let mut output = OutBuffer::around(self.scratch.get_mut(..room).unwrap_or_default());
         let hint = decoder
             .run(&mut input, &mut output)
             .map_err(|e| DecodeFailure(e.to_string()))?;
@@ -221,7 +224,7 @@ impl FrameDecoder {
         self.begin()?;
         let mut pos = 0;
         loop {
-            match self.step(frame, &mut pos, out)? {
+            match self.step(frame, &mut pos, out, DECODE_STEP)? {
                 Step::Progress => {}
                 Step::Finished if pos == frame.len() => return Ok(()),
                 Step::Finished => {
@@ -244,7 +247,7 @@ impl FrameDecoder {
             return;
         }
         let mut pos = 0;
-        while let Ok(Step::Progress) = self.step(torn, &mut pos, out) {}
+        while let Ok(Step::Progress) = self.step(torn, &mut pos, out, DECODE_STEP) {}
     }
 }
 
