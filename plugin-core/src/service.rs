@@ -3,13 +3,14 @@
 //! response.
 
 use std::panic::{catch_unwind, AssertUnwindSafe};
-use std::sync::{Arc, Mutex};
+use std::sync::Arc;
 
 use abi_stable::{
     sabi_trait::TD_Opaque,
     std_types::{RResult, RStr, RString},
 };
 use host_api::abi::wire::reference::{CandidatesRequest, PrepareRequest};
+use host_api::abi::wire::search::{SessionEventSearchRequest, SessionSearchRequest};
 use host_api::abi::{
     query::SessionQuery_TO, reference::SessionReferenceResolver_TO, root::PluginInstance_TO,
     CallRef, EmptyRequest, ErrorCode, FilterEventsRequest, FilterSessionsRequest, HostContextBox,
@@ -23,9 +24,9 @@ use crate::cancel::{call_stopped, Cancel};
 use crate::config::Config;
 use crate::contain::{contain, panic_message};
 use crate::corpus::Corpus;
-use crate::index::Index;
 use crate::reads::Reads;
-use crate::reference::{self, ExactTitles, Limits};
+use crate::reference::{self, ExactTitles, Limits, TitleSource};
+use crate::search::Search;
 
 /// A fault a test fixture library can build into its instances. Not reachable from config.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
@@ -40,8 +41,8 @@ pub struct Service {
     limits: Limits,
     fault: Option<Fault>,
     panic_on_drop: bool,
-    // Held only to keep the database open for the instance's lifetime; search will use it.
-    _index: Mutex<Option<Index>>,
+    /// The search index; `None` when the config names no index path.
+    search: Option<Search>,
 }
 
 impl Service {
@@ -67,7 +68,7 @@ impl Service {
                 .map(|s| s.to_string().into())
         });
         let index = match &config.index_path {
-            Some(path) => Some(Index::open(path, host.clone())?),
+            Some(path) => Some(Search::open(&config, path, host.clone())?),
             None => None,
         };
         let corpus = Corpus::new(host, sessions_root);
@@ -76,7 +77,7 @@ impl Service {
             reads: Reads::new(corpus, config.read_window_max),
             fault,
             panic_on_drop,
-            _index: Mutex::new(index),
+            search: index,
         })
     }
 
@@ -120,12 +121,67 @@ impl Service {
     }
 }
 
-/// Names the feature a method of the contract gives that this build does not offer yet.
-fn not_implemented(what: &str) -> PluginError {
-    PluginError::new(
-        ErrorCode::PluginNotImplemented,
-        format!("{what} is not available in this plugin build"),
-    )
+impl Service {
+    /// The search index, or `SEARCH_DISABLED` when the instance has none.
+    fn search(&self) -> Result<&Search, PluginError> {
+        self.search.as_ref().ok_or_else(|| {
+            PluginError::new(
+                ErrorCode::SessionQuerySearchDisabled,
+                "search is disabled: the plugin was configured without an index path",
+            )
+        })
+    }
+
+    /// Brings the index up to date, telling the host how far it got (the host draws a bar when it
+    /// takes long), then runs `body`.
+    fn searching<T>(
+        &self,
+        cancel: Cancel<'_>,
+        body: impl FnOnce(&Search, &dyn Fn() -> bool) -> Result<T, PluginError>,
+    ) -> Result<T, PluginError> {
+        let search = self.search()?;
+        let corpus = self.reads.corpus();
+        let cancelled = || cancel.is_cancelled();
+        let progress = |done: u64, total: u64| {
+            corpus
+                .host()
+                .report_progress(RStr::from_str("indexing sessions"), done, total)
+        };
+        // Failures here are not final: `body` refreshes again (a no-op when this one succeeded) and
+        // reports a disabled index, a failed open or a cancellation with its own code, in the spec's order.
+        let _ = search.refresh(corpus, &cancelled, &progress);
+        body(search, &cancelled)
+    }
+}
+
+/// Citation candidates' labels from the search index's titles, so listing candidates never re-reads
+/// every log; the exact reads answer when the instance has no index.
+struct IndexTitles<'a>(&'a Service);
+
+impl TitleSource for IndexTitles<'_> {
+    fn titles(
+        &self,
+        ids: &[&str],
+        cancelled: &dyn Fn() -> bool,
+    ) -> Result<Vec<Option<String>>, PluginError> {
+        let service = self.0;
+        let indexed = match &service.search {
+            Some(search) => search.titles(service.reads.corpus(), cancelled),
+            None => return ExactTitles(&service.reads).titles(ids, cancelled),
+        };
+        match indexed {
+            Ok(titles) => Ok(ids
+                .iter()
+                .map(|id| titles.get(*id).and_then(|t| t.text().map(str::to_string)))
+                .collect()),
+            // Cancelled: the whole listing stops. Any other index failure: fall back to the exact reads.
+            Err(_) if cancelled() => Err(PluginError::new(
+                ErrorCode::SessionReferenceCancelled,
+                "listing citation candidates was cancelled",
+            )),
+            Err(_) => ExactTitles(&service.reads).titles(ids, cancelled),
+        }
+    }
 }
 
 impl Drop for Service {
@@ -319,25 +375,31 @@ impl SessionQuery for QueryService {
         call: CallRef<'_>,
         request: RStr<'_>,
     ) -> RResult<RString, PluginError> {
-        self.0.serve(
+        let service = &*self.0;
+        service.serve(
             "search_sessions",
             call,
             request,
-            BAD,
-            |_, _: serde_json::Value, _| -> Result<(), _> {
-                Err(not_implemented("search_sessions (full-text search)"))
+            ErrorCode::SessionQueryInvalidQuery,
+            |r, q: SessionSearchRequest, c| {
+                service.searching(c, |search, cancelled| {
+                    search.search_sessions(r.corpus(), q, cancelled)
+                })
             },
         )
     }
 
     fn search_events(&self, call: CallRef<'_>, request: RStr<'_>) -> RResult<RString, PluginError> {
-        self.0.serve(
+        let service = &*self.0;
+        service.serve(
             "search_events",
             call,
             request,
-            BAD,
-            |_, _: serde_json::Value, _| -> Result<(), _> {
-                Err(not_implemented("search_events (full-text search)"))
+            ErrorCode::SessionQueryInvalidQuery,
+            |r, q: SessionEventSearchRequest, c| {
+                service.searching(c, |search, cancelled| {
+                    search.search_events(r.corpus(), q, cancelled)
+                })
             },
         )
     }
@@ -350,13 +412,16 @@ impl SessionQuery for QueryService {
     }
 
     fn diagnostics(&self, call: CallRef<'_>, request: RStr<'_>) -> RResult<RString, PluginError> {
-        self.0.serve(
+        let service = &*self.0;
+        service.serve(
             "diagnostics",
             call,
             request,
             BAD,
-            |_, _: EmptyRequest, _| -> Result<(), _> {
-                Err(not_implemented("diagnostics (the search index's report)"))
+            |r, _: EmptyRequest, c| {
+                service.searching(c, |search, cancelled| {
+                    search.diagnostics(r.corpus(), cancelled)
+                })
             },
         )
     }
@@ -368,14 +433,17 @@ impl SessionReferenceResolver for ResolverService {
         call: CallRef<'_>,
         request: RStr<'_>,
     ) -> RResult<RString, PluginError> {
-        let limits = &self.0.limits;
-        self.0.serve(
+        let service = &*self.0;
+        let limits = &service.limits;
+        service.serve(
             "list_candidates",
             call,
             request,
             ErrorCode::SessionReferenceInvalidReference,
             |r, q: CandidatesRequest, c| {
-                reference::list_candidates(r, &ExactTitles(r), &q, limits, &|| c.is_cancelled())
+                reference::list_candidates(r, &IndexTitles(service), &q, limits, &|| {
+                    c.is_cancelled()
+                })
             },
         )
     }

@@ -38,6 +38,19 @@ impl FakeState {
         ));
     }
 
+    /// Grows a live session to `events` (which must extend what it holds): a pure append, so the
+    /// session keeps its epoch.
+    pub(crate) fn grow_live(&self, id: &str, events: &[Event]) {
+        let mut sessions = self.sessions.lock().unwrap();
+        if let Some((_, held, _)) = sessions.iter_mut().find(|(h, _, _)| h.id.as_str() == id) {
+            let more: Vec<String> = events[held.len()..]
+                .iter()
+                .map(Event::to_json_line)
+                .collect();
+            held.extend(more);
+        }
+    }
+
     /// Appends raw envelope texts to a live session.
     pub(crate) fn append_live_raw(&self, id: &str, texts: &[String]) {
         let mut sessions = self.sessions.lock().unwrap();
@@ -123,6 +136,19 @@ pub(crate) fn corpus(root: Option<&Path>) -> (Arc<FakeState>, Corpus) {
         state,
         Corpus::new(Arc::new(host), root.map(Path::to_path_buf)),
     )
+}
+
+/// Like [`corpus`], also returning the host the corpus was built over (a search needs it too).
+pub(crate) fn corpus_and_host(
+    root: Option<&Path>,
+) -> (Arc<FakeState>, Corpus, Arc<HostContextBox>) {
+    let state = Arc::new(FakeState::default());
+    let host: Arc<HostContextBox> = Arc::new(HostContext_TO::from_value(
+        FakeHost(state.clone()),
+        TD_Opaque,
+    ));
+    let corpus = Corpus::new(host.clone(), root.map(Path::to_path_buf));
+    (state, corpus, host)
 }
 
 pub(crate) fn header(id: &str, created_at: i64) -> SessionHeader {
