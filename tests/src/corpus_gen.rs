@@ -212,7 +212,8 @@ pub fn generate(dir: &Path, params: CorpusParams) -> Result<CorpusInfo, CorpusEr
     let average = params.target_bytes / params.sessions;
     for index in 0..params.sessions {
         let terms = plan.for_session(index);
-        let (info, docs) = SessionGen::new(params.seed, index, average, terms).write(&root)?;
+        let (info, docs) =
+            SessionGen::new(params.seed, index, average, terms).write(&root, None)?;
         for (term, seq) in docs {
             planted
                 .entry(term)
@@ -239,6 +240,30 @@ pub fn generate(dir: &Path, params: CorpusParams) -> Result<CorpusInfo, CorpusEr
         rare_terms,
     };
     write_marker(dir, &info)?;
+    Ok(info)
+}
+
+/// The cwd of scratch sessions, so a benchmark can find and remove them: they live in the project
+/// directory [`SCRATCH_PROJECT_DIR`] of the sessions root, which no generated session uses.
+pub const SCRATCH_CWD: &str = "/bench-scratch";
+/// The project directory (spec §1.1) of [`SCRATCH_CWD`].
+pub const SCRATCH_PROJECT_DIR: &str = "--bench-scratch--";
+
+/// Writes one more realistic session of about `plain_bytes` into `root`, raw and closed (no open turn),
+/// under [`SCRATCH_CWD`]: a log a benchmark may append to and delete without touching the corpus the
+/// marker describes. `salt` (taken mod 1000) picks which session: same salt, same log.
+pub fn write_scratch_session(
+    root: &Path,
+    seed: u64,
+    salt: u64,
+    plain_bytes: u64,
+) -> Result<SessionInfo, CorpusError> {
+    // Stream numbers from the top of the range never meet a corpus session's index, and these ones
+    // (3 mod 4, 15 mod 100) are neither zstd nor live in `SessionGen::new`.
+    let index = u64::MAX - 400 - (salt % 1000) * 400;
+    let mut session = SessionGen::new(seed, index, plain_bytes, Vec::new());
+    session.budget = plain_bytes;
+    let (info, _) = session.write(root, Some(SCRATCH_CWD))?;
     Ok(info)
 }
 
@@ -1030,8 +1055,13 @@ impl SessionGen {
         }
     }
 
-    fn write(mut self, root: &Path) -> Result<(SessionInfo, Vec<(String, u64)>), CorpusError> {
-        let cwd = (!self.rng.chance(5)).then(|| self.rng.pick(PROJECTS).to_string());
+    fn write(
+        mut self,
+        root: &Path,
+        cwd: Option<&str>,
+    ) -> Result<(SessionInfo, Vec<(String, u64)>), CorpusError> {
+        let picked = (!self.rng.chance(5)).then(|| self.rng.pick(PROJECTS));
+        let cwd = cwd.or(picked).map(str::to_string);
         let header = SessionHeader::new(self.id.clone(), self.time, cwd);
         let opts = WriteOptions {
             compression: if self.zstd {
@@ -1574,6 +1604,22 @@ mod tests {
         let other = ensure_corpus(dir.path(), CorpusParams { seed: 2, ..params }).unwrap();
         assert_ne!(other.sessions[0].id, first.sessions[0].id);
         assert!(!log.exists(), "the old corpus is gone");
+    }
+
+    #[test]
+    fn a_scratch_session_is_raw_closed_and_in_its_own_project_dir() {
+        let dir = tempfile::tempdir().unwrap();
+        let info = write_scratch_session(dir.path(), 3, 0, 30_000).unwrap();
+        assert!(!info.zstd && !info.live);
+        assert!(
+            info.path.starts_with(SCRATCH_PROJECT_DIR),
+            "{}",
+            info.path.display()
+        );
+        assert!(info.plain_bytes >= 30_000);
+        let log = read_log(&dir.path().join(&info.path), &ReadOptions::default()).unwrap();
+        assert_eq!(log.events.len() as u64, info.events);
+        assert_eq!(log.header.cwd.as_deref(), Some(SCRATCH_CWD));
     }
 
     #[test]
