@@ -17,6 +17,46 @@ pub struct Config {
     /// `readEvent`'s largest `before`/`after` (spec §4.9 `readWindowMax`).
     #[serde(default = "default_read_window_max")]
     pub read_window_max: u64,
+    /// Search page size when a request names none (spec §4.9 `defaultLimit`).
+    #[serde(default = "default_default_limit")]
+    pub default_limit: u64,
+    /// Largest search page a request may ask for (spec §4.9 `maxLimit`).
+    #[serde(default = "default_max_limit")]
+    pub max_limit: u64,
+    /// Snippet length in code points (spec §4.5 `snippetChars`).
+    #[serde(default = "default_snippet_chars")]
+    pub snippet_chars: u64,
+    /// When the search index opens (spec §4.9 `openAt`).
+    #[serde(default)]
+    pub open_at: OpenAt,
+}
+
+/// When the search index is opened (spec §4.9).
+#[derive(Debug, Clone, Copy, Default, PartialEq, Eq, Deserialize)]
+#[serde(rename_all = "kebab-case")]
+pub enum OpenAt {
+    /// While the instance is built; a failure fails the build.
+    #[default]
+    Startup,
+    /// On the first search; a failure is remembered and every later search reports it.
+    FirstSearch,
+    /// Never: both searches answer `SESSION_QUERY_SEARCH_DISABLED`; exact reads keep working.
+    Never,
+}
+
+/// The largest limit a JS caller could express and add one to (spec §4.2: `2^53 − 2`).
+pub const LIMIT_CEILING: u64 = (1 << 53) - 2;
+
+fn default_default_limit() -> u64 {
+    20
+}
+
+fn default_max_limit() -> u64 {
+    100
+}
+
+fn default_snippet_chars() -> u64 {
+    240
 }
 
 fn default_read_window_max() -> u64 {
@@ -29,6 +69,10 @@ impl Default for Config {
             index_path: None,
             sessions_root: None,
             read_window_max: default_read_window_max(),
+            default_limit: default_default_limit(),
+            max_limit: default_max_limit(),
+            snippet_chars: default_snippet_chars(),
+            open_at: OpenAt::default(),
         }
     }
 }
@@ -53,7 +97,34 @@ impl Config {
                 ));
             }
         }
+        config.check_search_limits()?;
         Ok(config)
+    }
+
+    /// The search keys' ranges (spec §4.9): both limits in `1..=2^53−2`, `defaultLimit ≤ maxLimit`,
+    /// `snippetChars ≥ 1`.
+    fn check_search_limits(&self) -> Result<(), PluginError> {
+        let invalid = |what: String| PluginError::new(ErrorCode::SessionQueryInvalidConfig, what);
+        for (name, value) in [
+            ("defaultLimit", self.default_limit),
+            ("maxLimit", self.max_limit),
+        ] {
+            if !(1..=LIMIT_CEILING).contains(&value) {
+                return Err(invalid(format!(
+                    "{name} is {value}; it must be an integer from 1 to {LIMIT_CEILING}"
+                )));
+            }
+        }
+        if self.default_limit > self.max_limit {
+            return Err(invalid(format!(
+                "defaultLimit ({}) is larger than maxLimit ({})",
+                self.default_limit, self.max_limit
+            )));
+        }
+        if self.snippet_chars == 0 {
+            return Err(invalid("snippetChars is 0; it must be at least 1".into()));
+        }
+        Ok(())
     }
 }
 
@@ -77,5 +148,39 @@ mod tests {
             Config::parse(r#"{"indexPath":""}"#).unwrap_err().code,
             ErrorCode::SessionQueryInvalidConfig
         );
+    }
+
+    #[test]
+    fn search_keys_have_spec_defaults_and_ranges() {
+        let c = Config::default();
+        assert_eq!(
+            (c.default_limit, c.max_limit, c.snippet_chars),
+            (20, 100, 240)
+        );
+        assert_eq!(c.open_at, OpenAt::Startup);
+        let c = Config::parse(
+            r#"{"defaultLimit":5,"maxLimit":5,"snippetChars":1,"openAt":"first-search"}"#,
+        )
+        .unwrap();
+        assert_eq!((c.default_limit, c.max_limit, c.snippet_chars), (5, 5, 1));
+        assert_eq!(c.open_at, OpenAt::FirstSearch);
+        assert_eq!(
+            Config::parse(r#"{"openAt":"never"}"#).unwrap().open_at,
+            OpenAt::Never
+        );
+        for bad in [
+            r#"{"defaultLimit":0}"#,
+            r#"{"maxLimit":0}"#,
+            r#"{"maxLimit":9007199254740992}"#,
+            r#"{"defaultLimit":30,"maxLimit":20}"#,
+            r#"{"snippetChars":0}"#,
+            r#"{"snippetChars":1.5}"#,
+            r#"{"openAt":"later"}"#,
+        ] {
+            let err = Config::parse(bad).unwrap_err();
+            assert_eq!(err.code, ErrorCode::SessionQueryInvalidConfig, "{bad}");
+        }
+        let err = Config::parse(r#"{"defaultLimit":30,"maxLimit":20}"#).unwrap_err();
+        assert!(err.message.contains("defaultLimit (30)"), "{}", err.message);
     }
 }

@@ -447,6 +447,12 @@ impl Corpus {
         self.recorded_problems()
     }
 
+    /// The problems recorded so far (the last listing's and failed log reads) without listing again:
+    /// the search index reports them after its own listing, which already refreshed them.
+    pub fn known_problems(&self) -> Vec<CorpusProblem> {
+        self.recorded_problems()
+    }
+
     fn recorded_problems(&self) -> Vec<CorpusProblem> {
         let state = lock(&self.problems);
         let mut out: Vec<CorpusProblem> = state.listing.clone().unwrap_or_default();

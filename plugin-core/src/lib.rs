@@ -7,7 +7,8 @@
 //!   [`contain`] so no panic reaches the host;
 //! - [`corpus`] merges the host's live sessions with the logs under the sessions root (live wins);
 //! - [`reads`] answers the exact reads of spec §5 over that corpus, labelling with `host_api::surface`;
-//! - [`index`] owns the derived SQLite file.
+//! - [`search`] answers `search_sessions` / `search_events` over [`index`], the derived SQLite file it
+//!   keeps fresh.
 //!
 //! Invariants: events are labelled only by `host_api::surface`; this crate never writes a session log;
 //! anything shared with the host (logs, cancellation) goes through `HostContext`, never globals, because
@@ -19,6 +20,7 @@ pub mod corpus;
 pub mod export;
 pub mod index;
 pub mod reads;
+pub mod search;
 pub mod service;
 
 /// What [`export_plugin!`] expands to refers to; not for other use.

@@ -18,6 +18,7 @@ pub mod reference;
 #[allow(non_camel_case_types)]
 pub mod root;
 pub mod types;
+pub mod wire;
 
 pub use error::{ErrorCode, PluginError};
 pub use host::{HostContext, HostContextBox, LiveSession, LogLevel};

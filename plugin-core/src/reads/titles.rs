@@ -60,7 +60,7 @@ pub(super) fn read_title_snapshots(
 }
 
 /// The session's title (spec §7.1); `None` when it has no title event.
-pub(super) fn title_of(session: &LoadedSession) -> Result<Option<Title>, PluginError> {
+pub(crate) fn title_of(session: &LoadedSession) -> Result<Option<Title>, PluginError> {
     let Some(event) = session
         .data
         .events()

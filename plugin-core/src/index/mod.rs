@@ -4,6 +4,20 @@
 //! one process on one file break SQLite's POSIX locks. The host guarantees the old generation is dropped
 //! before the new one is built; this module makes both moments visible in the host's log
 //! ("index opened at …" / "index closed at …") so that order can be checked.
+//!
+//! Opening, in order: create the folder (`0700`) and the file (`0600`, SQLite's sidecars inherit it) when
+//! missing; take the owner lock ([`lock`]: a second process on the same index gets
+//! `SESSION_QUERY_INDEX_FAILED` "index … is in use by another process (pid N)"); guard the schema
+//! ([`schema`]: a database that belongs to something else is refused before anything is written to it);
+//! only then switch to WAL and create or rebuild our tables. Live sessions' rows belong to the host
+//! process that lent them, so they are dropped on open and re-observed by the next search.
+
+pub mod cjk;
+pub mod lock;
+pub mod schema;
+pub mod spans;
+pub mod store;
+pub mod watch;
 
 use std::fs::{DirBuilder, OpenOptions};
 use std::os::unix::fs::{DirBuilderExt, OpenOptionsExt};
@@ -14,14 +28,16 @@ use abi_stable::std_types::RStr;
 use host_api::abi::{ErrorCode, HostContextBox, LogLevel, PluginError};
 use rusqlite::Connection;
 
-/// `PRAGMA application_id` of our index files ("DSHQ").
-pub const APPLICATION_ID: i32 = 0x4453_4851;
+pub use lock::OwnerLock;
+pub use schema::APPLICATION_ID;
 
 /// An open index database.
 pub struct Index {
     conn: Option<Connection>,
     path: PathBuf,
     host: Arc<HostContextBox>,
+    // Released after the connection closes (fields drop in order, and `Drop` takes `conn` first).
+    _lock: OwnerLock,
 }
 
 fn index_failed(path: &Path, what: impl std::fmt::Display) -> PluginError {
@@ -32,7 +48,7 @@ fn index_failed(path: &Path, what: impl std::fmt::Display) -> PluginError {
 }
 
 impl Index {
-    /// Opens (creating if missing: directories `0700`, file `0600`) and guards the index at `path`.
+    /// Opens (creating if missing: directories `0700`, file `0600`), locks and guards the index at `path`.
     pub fn open(path: &Path, host: Arc<HostContextBox>) -> Result<Self, PluginError> {
         if let Some(dir) = path.parent().filter(|d| !d.as_os_str().is_empty()) {
             DirBuilder::new()
@@ -41,6 +57,8 @@ impl Index {
                 .create(dir)
                 .map_err(|e| index_failed(path, e))?;
         }
+        let lock = OwnerLock::acquire(path)
+            .map_err(|e| PluginError::new(ErrorCode::SessionQueryIndexFailed, e.to_string()))?;
         // Create the file ourselves so it gets 0600; SQLite's sidecars inherit its mode.
         match OpenOptions::new()
             .write(true)
@@ -52,8 +70,23 @@ impl Index {
             Err(e) if e.kind() == std::io::ErrorKind::AlreadyExists => {}
             Err(e) => return Err(index_failed(path, e)),
         }
-        let conn = Connection::open(path).map_err(|e| index_failed(path, e))?;
-        guard(&conn).map_err(|e| index_failed(path, e))?;
+        let mut conn = Connection::open(path).map_err(|e| index_failed(path, e))?;
+        let verdict = schema::guard(&conn).map_err(|e| index_failed(path, e))?;
+        conn.execute_batch("PRAGMA journal_mode = WAL; PRAGMA synchronous = NORMAL;")
+            .map_err(|e| index_failed(path, e))?;
+        schema::apply(&mut conn, verdict).map_err(|e| index_failed(path, e))?;
+        if let schema::Verdict::Rebuild(old) = verdict {
+            host.log(
+                LogLevel::Info,
+                RStr::from_str(&format!(
+                    "index at {} had schema version {old}; rebuilt as version {}",
+                    path.display(),
+                    schema::SCHEMA_VERSION
+                )),
+            );
+        }
+        store::drop_live_rows(&mut conn).map_err(|e| index_failed(path, e))?;
+        spans::register(&conn).map_err(|e| index_failed(path, e))?;
         host.log(
             LogLevel::Info,
             RStr::from_str(&format!("index opened at {}", path.display())),
@@ -62,6 +95,7 @@ impl Index {
             conn: Some(conn),
             path: path.to_path_buf(),
             host,
+            _lock: lock,
         })
     }
 
@@ -73,6 +107,11 @@ impl Index {
     /// The open connection.
     pub fn connection(&self) -> Option<&Connection> {
         self.conn.as_ref()
+    }
+
+    /// The open connection, for writes.
+    pub fn connection_mut(&mut self) -> Option<&mut Connection> {
+        self.conn.as_mut()
     }
 }
 
@@ -88,29 +127,5 @@ impl Drop for Index {
             };
             self.host.log(LogLevel::Info, RStr::from_str(&outcome));
         }
-    }
-}
-
-/// Refuses a database that belongs to someone else; claims an empty one.
-fn guard(conn: &Connection) -> Result<(), String> {
-    let app_id: i32 = conn
-        .query_row("PRAGMA application_id", [], |r| r.get(0))
-        .map_err(|e| e.to_string())?;
-    let tables: i64 = conn
-        .query_row(
-            "SELECT count(*) FROM sqlite_master WHERE type = 'table' AND name NOT LIKE 'sqlite_%'",
-            [],
-            |r| r.get(0),
-        )
-        .map_err(|e| e.to_string())?;
-    match app_id {
-        APPLICATION_ID => Ok(()),
-        0 if tables == 0 => conn
-            .execute_batch(&format!("PRAGMA application_id = {APPLICATION_ID}"))
-            .map_err(|e| e.to_string()),
-        0 => Err("not an empty or recognized derived index".into()),
-        other => Err(format!(
-            "the database belongs to another application (application_id {other:#x})"
-        )),
     }
 }

@@ -1,0 +1,197 @@
+//! Search records as they cross the plugin boundary: JSON documents in the spec's own shapes (§4.1, §4.6),
+//! camelCase, unknown fields ignored.
+//!
+//! Requests keep the fields the spec validates as raw JSON values, so that a wrongly-typed value becomes
+//! the spec's own error (`SESSION_QUERY_INVALID_QUERY`, `…_INVALID_FILTER`, `…_INVALID_LIMIT`,
+//! `…_INVALID_CURSOR`) when the plugin normalises the request, never a generic parse error of the whole
+//! document. JSON has no `undefined`: an absent field and `null` both mean "omitted" for `limit`,
+//! `cursor` and the filter lists. The typed filter unions are what a validated request holds, and what a
+//! host may serialise into a request.
+//!
+//! Fields a later version may add to a response are `#[serde(default)]`, so an older reader keeps reading.
+
+use serde::{Deserialize, Serialize};
+use serde_json::Value;
+
+/// `SessionSearchRequest` (spec §4.1).
+#[derive(Debug, Clone, Default, PartialEq, Serialize, Deserialize)]
+#[serde(rename_all = "camelCase")]
+pub struct SessionSearchRequest {
+    /// Must be a string; anything else is `INVALID_QUERY`.
+    #[serde(default)]
+    pub query: Value,
+    /// `SessionResultFilter[]`.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub session_filters: Option<Value>,
+    /// `SessionEventMetadataFilter[]`.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub event_filters: Option<Value>,
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub limit: Option<Value>,
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub cursor: Option<Value>,
+}
+
+/// `SessionEventSearchRequest` (spec §4.1).
+#[derive(Debug, Clone, Default, PartialEq, Serialize, Deserialize)]
+#[serde(rename_all = "camelCase")]
+pub struct SessionEventSearchRequest {
+    /// Must be a string; anything else is `INVALID_FILTER` (spec §4.2 step 0.5).
+    #[serde(default)]
+    pub session_id: Value,
+    #[serde(default)]
+    pub query: Value,
+    /// `SessionEventMetadataFilter[]`.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub filters: Option<Value>,
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub limit: Option<Value>,
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub cursor: Option<Value>,
+}
+
+/// An inclusive numeric range; a bound that is absent (or `null` once validated away) is open.
+#[derive(Debug, Clone, Default, PartialEq, Serialize, Deserialize)]
+pub struct Range {
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub from: Option<f64>,
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub to: Option<f64>,
+}
+
+/// `SessionResultFilter` (spec §4.1): tests a candidate session's header and availability.
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+#[serde(tag = "kind", rename_all = "kebab-case")]
+pub enum SessionResultFilter {
+    Id {
+        values: Vec<String>,
+    },
+    /// `None` matches a session without cwd.
+    Cwd {
+        values: Vec<Option<String>>,
+    },
+    CreatedAt(Range),
+    /// `None` matches a root session.
+    Parent {
+        values: Vec<Option<String>>,
+    },
+    /// Values are `live` and `persisted`.
+    Availability {
+        values: Vec<String>,
+    },
+}
+
+/// `SessionEventMetadataFilter` (spec §4.1): tests one indexed document.
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+#[serde(tag = "kind", rename_all = "kebab-case")]
+pub enum SessionEventMetadataFilter {
+    Seq(Range),
+    Time(Range),
+    Type {
+        values: Vec<String>,
+    },
+    /// Values are `current`, `shadowed` and `log-only`.
+    Surface {
+        values: Vec<String>,
+    },
+}
+
+/// A session header as search hits carry it (spec §4.6): rebuilt from the index, `origin` never present,
+/// absent fields omitted.
+#[derive(Debug, Clone, Default, PartialEq, Eq, Serialize, Deserialize)]
+#[serde(rename_all = "camelCase")]
+pub struct HitHeader {
+    pub version: i64,
+    pub id: String,
+    pub created_at: i64,
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub cwd: Option<String>,
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub parent_session: Option<String>,
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub seed_length: Option<u64>,
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub delegation_depth: Option<u64>,
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub agent_preset: Option<String>,
+}
+
+/// `SessionEventSearchHit` (spec §4.6): one matching event with its provenance and snippet.
+#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
+#[serde(rename_all = "camelCase")]
+pub struct SessionEventSearchHit {
+    pub session_id: String,
+    pub seq: u64,
+    #[serde(rename = "type")]
+    pub kind: String,
+    pub time: i64,
+    /// `current`, `shadowed` or `log-only`.
+    pub surface: String,
+    pub snippet: String,
+}
+
+/// `SessionSearchHit` (spec §4.6): one session and its best-matching event.
+#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
+#[serde(rename_all = "camelCase")]
+pub struct SessionSearchHit {
+    pub header: HitHeader,
+    pub live: bool,
+    pub persisted: bool,
+    pub best_match: SessionEventSearchHit,
+}
+
+/// A session or log left out of search (DESIGN.md deviation 2): unreadable, or its live and persisted
+/// headers conflict. `code` is the log codec's code (e.g. `LOG_SEQ_GAP`) or a `SESSION_QUERY_*` code.
+#[derive(Debug, Clone, PartialEq, Eq, PartialOrd, Ord, Serialize, Deserialize)]
+#[serde(rename_all = "camelCase")]
+pub struct Skipped {
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub id: Option<String>,
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub path: Option<String>,
+    pub code: String,
+    pub reason: String,
+}
+
+/// `SessionSearchPage<SessionSearchHit>` plus what was left out of the corpus.
+#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
+#[serde(rename_all = "camelCase")]
+pub struct SessionSearchPage {
+    pub items: Vec<SessionSearchHit>,
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub next_cursor: Option<String>,
+    #[serde(default)]
+    pub skipped: Vec<Skipped>,
+}
+
+/// `SessionEventSearchPage` plus what was left out of the corpus.
+#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
+#[serde(rename_all = "camelCase")]
+pub struct SessionEventSearchPage {
+    pub session: HitHeader,
+    pub items: Vec<SessionEventSearchHit>,
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub next_cursor: Option<String>,
+    #[serde(default)]
+    pub skipped: Vec<Skipped>,
+}
+
+/// The index's own report: what is indexed and what was left out.
+#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
+#[serde(rename_all = "camelCase")]
+pub struct Diagnostics {
+    pub skipped: Vec<Skipped>,
+    /// Sessions searchable now (a live session and its disk copy count once).
+    pub indexed_sessions: u64,
+    /// Documents (events with text) searchable now.
+    #[serde(default)]
+    pub indexed_events: u64,
+    /// The cross-session generation cursors are bound to.
+    #[serde(default)]
+    pub generation: u64,
+    #[serde(default)]
+    pub index_path: String,
+    /// Whether a file-system watch keeps the index fresh (else every search re-checks the sessions root).
+    #[serde(default)]
+    pub watching: bool,
+}

@@ -1,0 +1,434 @@
+//! Reading and writing the index's rows: sessions, their documents and the generation.
+//!
+//! Every write is one `BEGIN IMMEDIATE … COMMIT` transaction that also records the generation it belongs
+//! to, so a process killed at any point leaves the index as it was before or after that one step; the
+//! next search re-observes its sources and repairs the rest. A session's documents are written, replaced,
+//! extended or relabelled as a unit with its row and stamp, so a row's stamp always describes exactly the
+//! documents stored for it.
+
+use std::borrow::Cow;
+use std::os::unix::ffi::{OsStrExt, OsStringExt};
+use std::path::PathBuf;
+
+use host_api::abi::wire::search::HitHeader;
+use host_api::surface::Label;
+use rusqlite::{params, Connection, OptionalExtension, Transaction, TransactionBehavior};
+
+use super::cjk;
+
+/// Where an indexed session came from.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Hash, PartialOrd, Ord)]
+pub enum Source {
+    Live,
+    Persisted,
+}
+
+impl Source {
+    pub fn as_str(self) -> &'static str {
+        match self {
+            Self::Live => "live",
+            Self::Persisted => "persisted",
+        }
+    }
+}
+
+/// One `sessions` row.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct SessionRow {
+    pub sid: i64,
+    pub source: Source,
+    pub header: HitHeader,
+    /// The log's path (persisted rows).
+    pub path: Option<PathBuf>,
+    /// What the source looked like when indexed: a revision or `epoch:count`.
+    pub stamp: String,
+    pub event_count: u64,
+    /// The folded title as JSON (spec §7.1 shape), when the session has one.
+    pub title: Option<String>,
+    pub generation: u64,
+    pub visible: bool,
+    pub is_live: bool,
+    pub is_persisted: bool,
+}
+
+/// A document to write: one event with non-empty text.
+#[derive(Debug, Clone)]
+pub struct Doc<'a> {
+    pub seq: u64,
+    pub kind: &'a str,
+    pub time: i64,
+    pub label: Label,
+    /// The extracted text, before sanitising.
+    pub text: Cow<'a, str>,
+}
+
+/// A row's visibility flags.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub struct Visibility {
+    pub visible: bool,
+    pub is_live: bool,
+    pub is_persisted: bool,
+}
+
+pub fn label_code(label: Label) -> i64 {
+    match label {
+        Label::Current => 0,
+        Label::Shadowed => 1,
+        Label::LogOnly => 2,
+    }
+}
+
+pub fn label_of(code: i64) -> Label {
+    match code {
+        0 => Label::Current,
+        1 => Label::Shadowed,
+        _ => Label::LogOnly,
+    }
+}
+
+/// Texts shorter than this are stored as they are; compression would not pay for its header.
+const COMPRESS_FROM: usize = 200;
+
+/// The stored form of a document text: a tag byte (0 plain, 1 zstd) and the bytes.
+pub fn pack_text(text: &str) -> Vec<u8> {
+    if text.len() >= COMPRESS_FROM {
+        if let Ok(packed) = zstd::bulk::compress(text.as_bytes(), 1) {
+            if packed.len() + 1 < text.len() {
+                let mut out = Vec::with_capacity(packed.len() + 1);
+                out.push(1);
+                out.extend_from_slice(&packed);
+                return out;
+            }
+        }
+    }
+    let mut out = Vec::with_capacity(text.len() + 1);
+    out.push(0);
+    out.extend_from_slice(text.as_bytes());
+    out
+}
+
+/// Undoes [`pack_text`]. A stored text that does not unpack is an index failure, not a panic.
+pub fn unpack_text(stored: &[u8], len_hint: usize) -> Result<String, String> {
+    match stored.split_first() {
+        Some((0, rest)) => String::from_utf8(rest.to_vec()).map_err(|e| e.to_string()),
+        Some((1, rest)) => {
+            // `len_hint` is code points; UTF-8 needs at most 4 bytes each.
+            let bytes = zstd::bulk::decompress(rest, len_hint.saturating_mul(4).max(64))
+                .map_err(|e| e.to_string())?;
+            String::from_utf8(bytes).map_err(|e| e.to_string())
+        }
+        _ => Err("unknown stored text format".into()),
+    }
+}
+
+fn begin(conn: &mut Connection) -> rusqlite::Result<Transaction<'_>> {
+    conn.transaction_with_behavior(TransactionBehavior::Immediate)
+}
+
+fn set_generation(tx: &Transaction<'_>, generation: u64) -> rusqlite::Result<()> {
+    tx.execute("UPDATE state SET generation = ?1", [generation as i64])?;
+    Ok(())
+}
+
+/// The stored cross-session generation and the cursor secret.
+pub fn state(conn: &Connection) -> rusqlite::Result<(u64, Vec<u8>)> {
+    conn.query_row("SELECT generation, secret FROM state", [], |r| {
+        Ok((r.get::<_, i64>(0)? as u64, r.get(1)?))
+    })
+}
+
+/// Drops every live row (they belong to the host process that lent them); a new generation if any.
+pub fn drop_live_rows(conn: &mut Connection) -> rusqlite::Result<()> {
+    let live: Vec<i64> = {
+        let mut stmt = conn.prepare("SELECT sid FROM sessions WHERE source = 'live'")?;
+        let rows = stmt.query_map([], |r| r.get(0))?;
+        rows.collect::<Result<_, _>>()?
+    };
+    if live.is_empty() {
+        return Ok(());
+    }
+    let (generation, _) = state(conn)?;
+    let tx = begin(conn)?;
+    for sid in live {
+        delete_docs(&tx, sid)?;
+        tx.execute("DELETE FROM sessions WHERE sid = ?1", [sid])?;
+    }
+    set_generation(&tx, generation + 1)?;
+    tx.commit()
+}
+
+/// Every session row.
+pub fn load_rows(conn: &Connection) -> rusqlite::Result<Vec<SessionRow>> {
+    let mut stmt = conn.prepare(
+        "SELECT sid, source, id, path, version, created_at, cwd, parent_session, seed_length,
+                delegation_depth, agent_preset, stamp, event_count, title, generation, visible,
+                is_live, is_persisted
+         FROM sessions",
+    )?;
+    let rows = stmt.query_map([], |r| {
+        let source: String = r.get(1)?;
+        let path: Option<Vec<u8>> = r.get(3)?;
+        Ok(SessionRow {
+            sid: r.get(0)?,
+            source: if source == "live" {
+                Source::Live
+            } else {
+                Source::Persisted
+            },
+            header: header_from_row(r, 2)?,
+            path: path.map(|p| PathBuf::from(std::ffi::OsString::from_vec(p))),
+            stamp: r.get(11)?,
+            event_count: r.get::<_, i64>(12)? as u64,
+            title: r.get(13)?,
+            generation: r.get::<_, i64>(14)? as u64,
+            visible: r.get(15)?,
+            is_live: r.get(16)?,
+            is_persisted: r.get(17)?,
+        })
+    })?;
+    rows.collect()
+}
+
+/// The header from nine consecutive columns starting at `first` (id, version, created_at, cwd,
+/// parent_session, seed_length, delegation_depth, agent_preset … in the order `load_rows` selects).
+pub fn header_from_row(r: &rusqlite::Row<'_>, first: usize) -> rusqlite::Result<HitHeader> {
+    // Column order: id, path (skipped), version, created_at, cwd, parent, seed, depth, preset.
+    Ok(HitHeader {
+        id: r.get(first)?,
+        version: r.get(first + 2)?,
+        created_at: r.get(first + 3)?,
+        cwd: r.get(first + 4)?,
+        parent_session: r.get(first + 5)?,
+        seed_length: r.get::<_, Option<i64>>(first + 6)?.map(|n| n as u64),
+        delegation_depth: r.get::<_, Option<i64>>(first + 7)?.map(|n| n as u64),
+        agent_preset: r.get(first + 8)?,
+    })
+}
+
+fn delete_docs(tx: &Transaction<'_>, sid: i64) -> rusqlite::Result<()> {
+    tx.execute(
+        "DELETE FROM fts WHERE rowid IN (SELECT rowid FROM docs WHERE sid = ?1)",
+        [sid],
+    )?;
+    tx.execute("DELETE FROM docs WHERE sid = ?1", [sid])?;
+    Ok(())
+}
+
+fn insert_docs<'a>(
+    tx: &Transaction<'_>,
+    sid: i64,
+    docs: impl IntoIterator<Item = Doc<'a>>,
+) -> rusqlite::Result<u64> {
+    let mut doc_stmt = tx.prepare_cached(
+        "INSERT INTO docs (sid, seq, type, time, surface, len, text) VALUES (?1, ?2, ?3, ?4, ?5, ?6, ?7)",
+    )?;
+    let mut fts_stmt = tx.prepare_cached("INSERT INTO fts (rowid, text) VALUES (?1, ?2)")?;
+    let mut n = 0;
+    for doc in docs {
+        let clean = cjk::sanitize(&doc.text);
+        let len = host_api::text::codepoint_len(&clean) as i64;
+        doc_stmt.execute(params![
+            sid,
+            doc.seq as i64,
+            doc.kind,
+            doc.time,
+            label_code(doc.label),
+            len,
+            pack_text(&clean)
+        ])?;
+        let rowid = tx.last_insert_rowid();
+        fts_stmt.execute(params![rowid, cjk::split(&clean).as_ref()])?;
+        n += 1;
+    }
+    Ok(n)
+}
+
+/// What identifies a row to replace: a live id, or a persisted log's path.
+#[derive(Debug, Clone, PartialEq, Eq, Hash)]
+pub enum RowKey {
+    Live(String),
+    Persisted(PathBuf),
+}
+
+/// A whole session to (re)write.
+pub struct Replacement<'a> {
+    pub key: &'a RowKey,
+    pub header: &'a HitHeader,
+    pub stamp: &'a str,
+    pub event_count: u64,
+    pub title: Option<String>,
+}
+
+/// Replaces (or creates) the row for `new.key` and all its documents, in one transaction. Returns the
+/// new row id.
+pub fn replace_session<'a>(
+    conn: &mut Connection,
+    old_sid: Option<i64>,
+    new: &Replacement<'_>,
+    docs: impl IntoIterator<Item = Doc<'a>>,
+    generation: u64,
+) -> rusqlite::Result<i64> {
+    let tx = begin(conn)?;
+    if let Some(sid) = old_sid {
+        delete_docs(&tx, sid)?;
+        tx.execute("DELETE FROM sessions WHERE sid = ?1", [sid])?;
+    }
+    let (source, path) = match new.key {
+        RowKey::Live(_) => ("live", None),
+        RowKey::Persisted(p) => ("persisted", Some(p.as_os_str().as_bytes().to_vec())),
+    };
+    let h = new.header;
+    tx.execute(
+        "INSERT INTO sessions (source, id, path, version, created_at, cwd, parent_session, seed_length,
+             delegation_depth, agent_preset, stamp, event_count, title, generation)
+         VALUES (?1, ?2, ?3, ?4, ?5, ?6, ?7, ?8, ?9, ?10, ?11, ?12, ?13, ?14)",
+        params![
+            source,
+            h.id,
+            path,
+            h.version,
+            h.created_at,
+            h.cwd,
+            h.parent_session,
+            h.seed_length.map(|n| n as i64),
+            h.delegation_depth.map(|n| n as i64),
+            h.agent_preset,
+            new.stamp,
+            new.event_count as i64,
+            new.title,
+            generation as i64
+        ],
+    )?;
+    let sid = tx.last_insert_rowid();
+    insert_docs(&tx, sid, docs)?;
+    set_generation(&tx, generation)?;
+    tx.commit()?;
+    Ok(sid)
+}
+
+/// Extends row `sid` with documents of appended events, relabels older documents whose label changed
+/// (a replacement appended later shadows them), and records the new stamp, in one transaction.
+pub fn extend_session<'a>(
+    conn: &mut Connection,
+    sid: i64,
+    stamp: &str,
+    event_count: u64,
+    title: Option<Option<String>>,
+    docs: impl IntoIterator<Item = Doc<'a>>,
+    relabel: &[(u64, Label)],
+    generation: u64,
+) -> rusqlite::Result<()> {
+    let tx = begin(conn)?;
+    insert_docs(&tx, sid, docs)?;
+    {
+        let mut stmt =
+            tx.prepare_cached("UPDATE docs SET surface = ?3 WHERE sid = ?1 AND seq = ?2")?;
+        for (seq, label) in relabel {
+            stmt.execute(params![sid, *seq as i64, label_code(*label)])?;
+        }
+    }
+    tx.execute(
+        "UPDATE sessions SET stamp = ?2, event_count = ?3, generation = ?4 WHERE sid = ?1",
+        params![sid, stamp, event_count as i64, generation as i64],
+    )?;
+    if let Some(title) = title {
+        tx.execute(
+            "UPDATE sessions SET title = ?2 WHERE sid = ?1",
+            params![sid, title],
+        )?;
+    }
+    set_generation(&tx, generation)?;
+    tx.commit()
+}
+
+/// The stored labels of row `sid`'s documents with seq below `below`.
+pub fn labels(conn: &Connection, sid: i64, below: u64) -> rusqlite::Result<Vec<(u64, Label)>> {
+    let mut stmt =
+        conn.prepare_cached("SELECT seq, surface FROM docs WHERE sid = ?1 AND seq < ?2")?;
+    let rows = stmt.query_map(params![sid, below as i64], |r| {
+        Ok((r.get::<_, i64>(0)? as u64, label_of(r.get(1)?)))
+    })?;
+    rows.collect()
+}
+
+/// Deletes row `sid` and its documents.
+pub fn delete_session(conn: &mut Connection, sid: i64, generation: u64) -> rusqlite::Result<()> {
+    let tx = begin(conn)?;
+    delete_docs(&tx, sid)?;
+    tx.execute("DELETE FROM sessions WHERE sid = ?1", [sid])?;
+    set_generation(&tx, generation)?;
+    tx.commit()
+}
+
+/// Sets rows' visibility flags, in one transaction.
+pub fn set_visibility(
+    conn: &mut Connection,
+    updates: &[(i64, Visibility)],
+    generation: u64,
+) -> rusqlite::Result<()> {
+    let tx = begin(conn)?;
+    {
+        let mut stmt = tx.prepare_cached(
+            "UPDATE sessions SET visible = ?2, is_live = ?3, is_persisted = ?4 WHERE sid = ?1",
+        )?;
+        for (sid, v) in updates {
+            stmt.execute(params![sid, v.visible, v.is_live, v.is_persisted])?;
+        }
+    }
+    set_generation(&tx, generation)?;
+    tx.commit()
+}
+
+/// The number of documents of visible rows.
+pub fn visible_doc_count(conn: &Connection) -> rusqlite::Result<u64> {
+    conn.query_row(
+        "SELECT count(*) FROM docs JOIN sessions USING (sid) WHERE visible",
+        [],
+        |r| r.get::<_, i64>(0),
+    )
+    .map(|n| n as u64)
+}
+
+/// The stored text of document `rowid`.
+pub fn doc_text(conn: &Connection, rowid: i64) -> rusqlite::Result<Option<(Vec<u8>, i64)>> {
+    conn.query_row(
+        "SELECT text, len FROM docs WHERE rowid = ?1",
+        [rowid],
+        |r| Ok((r.get(0)?, r.get(1)?)),
+    )
+    .optional()
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn texts_round_trip_plain_and_compressed() {
+        for text in [
+            "",
+            "short",
+            &"long repeated text ".repeat(50),
+            &"测试".repeat(200),
+        ] {
+            let packed = pack_text(text);
+            let len = text.chars().count();
+            assert_eq!(unpack_text(&packed, len).unwrap(), text);
+        }
+        assert_eq!(
+            pack_text(&"x".repeat(1000))[0],
+            1,
+            "long text is compressed"
+        );
+        assert!(unpack_text(&[9, 1, 2], 3).is_err());
+        assert!(unpack_text(&[], 0).is_err());
+        assert!(unpack_text(&[1, 0xFF, 0xFE], 3).is_err());
+    }
+
+    #[test]
+    fn labels_round_trip_through_codes() {
+        for label in Label::ALL {
+            assert_eq!(label_of(label_code(label)), label);
+        }
+    }
+}

@@ -1,0 +1,501 @@
+//! Session search (spec §4, DESIGN.md "Data flow: a search"): `search_sessions` across sessions,
+//! `search_events` inside one, `diagnostics` and the indexed `titles`, as plain Rust entry points the
+//! service wires to the ABI.
+//!
+//! Every call is serialised on one lock and runs: normalise the request (spec §4.2, first failure wins)
+//! → bring the index up to date ([`refresh`]) → decode the cursor → check the predicate budgets → one
+//! FTS5 query → snippets for the page's hits only → a page with an opaque cursor and the `skipped` report.
+//! A page therefore never mixes generations.
+//!
+//! Module map: [`request`] (normalisation, budgets, fingerprints), [`refresh`] (incremental indexing),
+//! [`sql`] (the statements), [`snippet`] (`makeSnippet`), [`cursor`] (MAC-protected cursors). The index
+//! file itself is `crate::index`.
+
+pub mod cursor;
+pub mod refresh;
+pub mod request;
+pub mod snippet;
+pub mod sql;
+
+#[cfg(test)]
+mod tests;
+
+use std::collections::BTreeMap;
+use std::path::{Path, PathBuf};
+use std::sync::{Arc, Mutex, MutexGuard};
+
+use host_api::abi::wire::search::{
+    Diagnostics, HitHeader, SessionEventSearchHit, SessionEventSearchPage,
+    SessionEventSearchRequest, SessionSearchHit, SessionSearchPage, SessionSearchRequest,
+};
+use host_api::abi::{ErrorCode, HostContextBox, PluginError};
+use rusqlite::Connection;
+
+use crate::config::{Config, OpenAt, LIMIT_CEILING};
+use crate::corpus::Corpus;
+use crate::index::store::{self, label_of, RowKey, SessionRow, Source};
+use crate::index::{cjk, Index};
+use refresh::{aborted, Engine};
+
+/// The search config keys (spec §4.9).
+#[derive(Debug, Clone, Copy)]
+struct Limits {
+    default_limit: u64,
+    max_limit: u64,
+    snippet_chars: usize,
+}
+
+enum State {
+    /// `openAt: never`.
+    Disabled,
+    /// `openAt: first-search`, not yet opened.
+    Pending,
+    Open(Box<Engine>),
+    /// A failed open, remembered (spec §4.9: the readiness promise is memoised).
+    Failed(PluginError),
+}
+
+/// One session's title as the index holds it (spec §7.1).
+#[derive(Debug, Clone, PartialEq)]
+pub struct IndexedTitle {
+    pub header: HitHeader,
+    pub live: bool,
+    /// `{title, messageSeqs, source, eventSeq, updatedAt}`; `None` without a title event.
+    pub title: Option<serde_json::Value>,
+    /// Why the title event could not be folded (the candidate label then falls back to the id).
+    pub error: Option<String>,
+}
+
+impl IndexedTitle {
+    /// The title text, when there is a valid one.
+    pub fn text(&self) -> Option<&str> {
+        self.title.as_ref()?.get("title")?.as_str()
+    }
+}
+
+/// The session search of one plugin instance.
+pub struct Search {
+    limits: Limits,
+    index_path: PathBuf,
+    host: Arc<HostContextBox>,
+    state: Mutex<State>,
+}
+
+fn no_progress(_: u64, _: u64) {}
+
+fn index_failed(what: impl std::fmt::Display) -> PluginError {
+    PluginError::new(
+        ErrorCode::SessionQueryIndexFailed,
+        format!("session search index failed: {what}"),
+    )
+}
+
+impl Search {
+    /// Opens the index at `index_path` now (`openAt: startup`), on first search (`first-search`) or never.
+    pub fn open(
+        config: &Config,
+        index_path: &Path,
+        host: Arc<HostContextBox>,
+    ) -> Result<Self, PluginError> {
+        let limits = Limits {
+            default_limit: config.default_limit,
+            max_limit: config.max_limit.min(LIMIT_CEILING),
+            snippet_chars: usize::try_from(config.snippet_chars).unwrap_or(usize::MAX),
+        };
+        let state = match config.open_at {
+            OpenAt::Never => State::Disabled,
+            OpenAt::FirstSearch => State::Pending,
+            OpenAt::Startup => State::Open(Box::new(Engine::new(Index::open(
+                index_path,
+                host.clone(),
+            )?)?)),
+        };
+        Ok(Self {
+            limits,
+            index_path: index_path.to_path_buf(),
+            host,
+            state: Mutex::new(state),
+        })
+    }
+
+    fn lock(&self) -> MutexGuard<'_, State> {
+        // A panic inside a search is contained by the service; the engine's state is re-derived from the
+        // database by the next refresh, so a poisoned lock is taken over.
+        self.state.lock().unwrap_or_else(|p| p.into_inner())
+    }
+
+    /// The open engine, opening it first for `first-search`; `SEARCH_DISABLED` for `never`.
+    fn engine<'a>(&self, state: &'a mut State) -> Result<&'a mut Engine, PluginError> {
+        if let State::Pending = state {
+            *state = match Index::open(&self.index_path, self.host.clone()).and_then(Engine::new) {
+                Ok(engine) => State::Open(Box::new(engine)),
+                Err(e) => State::Failed(e),
+            };
+        }
+        match state {
+            State::Open(engine) => Ok(engine),
+            State::Failed(e) => Err(e.clone()),
+            State::Disabled => Err(disabled()),
+            State::Pending => Err(index_failed("index is not open")),
+        }
+    }
+
+    fn check_enabled(&self, state: &State) -> Result<(), PluginError> {
+        match state {
+            State::Disabled => Err(disabled()),
+            _ => Ok(()),
+        }
+    }
+
+    /// Brings the index up to date, reporting `progress(done, total)` over the sessions to (re)index.
+    /// Every search does this itself; a host calls it to draw a progress bar (e.g. the first build).
+    pub fn refresh(
+        &self,
+        corpus: &Corpus,
+        cancelled: &dyn Fn() -> bool,
+        progress: &dyn Fn(u64, u64),
+    ) -> Result<(), PluginError> {
+        let mut state = self.lock();
+        self.engine(&mut state)?
+            .refresh(corpus, cancelled, progress)
+    }
+
+    /// `searchSessions` (spec §4): the best-matching event of each matching session, ranked.
+    pub fn search_sessions(
+        &self,
+        corpus: &Corpus,
+        req: SessionSearchRequest,
+        cancelled: &dyn Fn() -> bool,
+    ) -> Result<SessionSearchPage, PluginError> {
+        let mut state = self.lock();
+        self.check_enabled(&state)?;
+        let sessions = request::session_filters(req.session_filters.as_ref())?;
+        let events = request::event_filters(req.event_filters.as_ref(), "eventFilters")?;
+        let cursor = request::cursor(req.cursor.as_ref())?;
+        let query = request::query(&req.query)?;
+        let limit = request::limit(
+            req.limit.as_ref(),
+            self.limits.default_limit,
+            self.limits.max_limit,
+        )?;
+        let engine = self.engine(&mut state)?;
+        engine.refresh(corpus, cancelled, &no_progress)?;
+        let fingerprint = request::fingerprint("sessions", None, &query, &sessions, &events, limit);
+        let generation = engine.generation.to_string();
+        let offset = match &cursor {
+            Some(c) => engine
+                .cursors
+                .decode(c, "sessions", &fingerprint, &generation)?,
+            None => 0,
+        };
+        request::check_sessions_budget(&sessions, &events)?;
+        if cancelled() {
+            return Err(aborted());
+        }
+        let sql = sql::sessions_query(&query.phrase, &sessions, &events, limit + 1, offset);
+        let conn = engine
+            .index
+            .connection()
+            .ok_or_else(|| index_failed("index is closed"))?;
+        let mut rows = run(conn, &sql, |r| {
+            let hit = hit_columns(r)?;
+            let header = store::header_from_row(r, sql::HIT_COLUMNS)?;
+            let live: bool = r.get(sql::HIT_COLUMNS + 9)?;
+            let persisted: bool = r.get(sql::HIT_COLUMNS + 10)?;
+            Ok((hit, header, live, persisted))
+        })?;
+        let more = rows.len() as u64 > limit;
+        rows.truncate(limit as usize);
+        let snippets = snippets(
+            conn,
+            &query.phrase,
+            rows.iter().map(|(h, ..)| h.rowid),
+            self.limits.snippet_chars,
+        )?;
+        let items = rows
+            .into_iter()
+            .zip(snippets)
+            .map(
+                |((hit, header, live, persisted), snippet)| SessionSearchHit {
+                    best_match: hit.into_hit(&header.id, snippet),
+                    header,
+                    live,
+                    persisted,
+                },
+            )
+            .collect();
+        Ok(SessionSearchPage {
+            items,
+            next_cursor: more.then(|| {
+                engine
+                    .cursors
+                    .encode("sessions", &fingerprint, &generation, offset + limit)
+            }),
+            skipped: engine.skipped.clone(),
+        })
+    }
+
+    /// `searchEvents` (spec §4): matching events of one session, ranked.
+    pub fn search_events(
+        &self,
+        corpus: &Corpus,
+        req: SessionEventSearchRequest,
+        cancelled: &dyn Fn() -> bool,
+    ) -> Result<SessionEventSearchPage, PluginError> {
+        let mut state = self.lock();
+        self.check_enabled(&state)?;
+        let serde_json::Value::String(session_id) = &req.session_id else {
+            return Err(PluginError::new(
+                ErrorCode::SessionQueryInvalidFilter,
+                "session id must be text",
+            ));
+        };
+        let events = request::event_filters(req.filters.as_ref(), "filters")?;
+        let cursor = request::cursor(req.cursor.as_ref())?;
+        let query = request::query(&req.query)?;
+        let limit = request::limit(
+            req.limit.as_ref(),
+            self.limits.default_limit,
+            self.limits.max_limit,
+        )?;
+        let engine = self.engine(&mut state)?;
+        engine.refresh(corpus, cancelled, &no_progress)?;
+        let target = target(engine, session_id)?;
+        let fingerprint =
+            request::fingerprint("events", Some(session_id), &query, &[], &events, limit);
+        let generation = format!("{}:{}", target.source.as_str(), target.generation);
+        let offset = match &cursor {
+            Some(c) => engine
+                .cursors
+                .decode(c, "events", &fingerprint, &generation)?,
+            None => 0,
+        };
+        request::check_events_budget(&events)?;
+        if cancelled() {
+            return Err(aborted());
+        }
+        let sql = sql::events_query(&query.phrase, target.sid, &events, limit + 1, offset);
+        let conn = engine
+            .index
+            .connection()
+            .ok_or_else(|| index_failed("index is closed"))?;
+        let mut rows = run(conn, &sql, hit_columns)?;
+        let more = rows.len() as u64 > limit;
+        rows.truncate(limit as usize);
+        let snippets = snippets(
+            conn,
+            &query.phrase,
+            rows.iter().map(|h| h.rowid),
+            self.limits.snippet_chars,
+        )?;
+        let items = rows
+            .into_iter()
+            .zip(snippets)
+            .map(|(hit, snippet)| hit.into_hit(session_id, snippet))
+            .collect();
+        Ok(SessionEventSearchPage {
+            session: target.header.clone(),
+            items,
+            next_cursor: more.then(|| {
+                engine
+                    .cursors
+                    .encode("events", &fingerprint, &generation, offset + limit)
+            }),
+            skipped: engine.skipped.clone(),
+        })
+    }
+
+    /// What is indexed and what was left out, after bringing the index up to date.
+    pub fn diagnostics(
+        &self,
+        corpus: &Corpus,
+        cancelled: &dyn Fn() -> bool,
+    ) -> Result<Diagnostics, PluginError> {
+        let mut state = self.lock();
+        let engine = self.engine(&mut state)?;
+        engine.refresh(corpus, cancelled, &no_progress)?;
+        let conn = engine
+            .index
+            .connection()
+            .ok_or_else(|| index_failed("index is closed"))?;
+        let indexed_events = store::visible_doc_count(conn).map_err(index_failed)?;
+        let mut ids: Vec<&str> = engine
+            .rows
+            .values()
+            .filter(|r| r.visible)
+            .map(|r| r.header.id.as_str())
+            .collect();
+        ids.sort_unstable();
+        ids.dedup();
+        Ok(Diagnostics {
+            skipped: engine.skipped.clone(),
+            indexed_sessions: ids.len() as u64,
+            indexed_events,
+            generation: engine.generation,
+            index_path: self.index_path.display().to_string(),
+            watching: engine.is_watching(),
+        })
+    }
+
+    /// Every searchable session's title as indexed (spec §7.1), by session id: read from the index,
+    /// never from the logs (citation candidates list every session).
+    pub fn titles(
+        &self,
+        corpus: &Corpus,
+        cancelled: &dyn Fn() -> bool,
+    ) -> Result<BTreeMap<String, IndexedTitle>, PluginError> {
+        let mut state = self.lock();
+        let engine = self.engine(&mut state)?;
+        engine.refresh(corpus, cancelled, &no_progress)?;
+        Ok(engine
+            .rows
+            .values()
+            .filter(|r| r.visible)
+            .map(|r| (r.header.id.clone(), indexed_title(r)))
+            .collect())
+    }
+}
+
+fn indexed_title(row: &SessionRow) -> IndexedTitle {
+    let parsed: Option<serde_json::Value> = row
+        .title
+        .as_deref()
+        .and_then(|t| serde_json::from_str(t).ok());
+    let error = parsed
+        .as_ref()
+        .and_then(|v| v.get("error"))
+        .and_then(|e| e.as_str())
+        .map(String::from);
+    IndexedTitle {
+        header: row.header.clone(),
+        live: row.source == Source::Live,
+        title: if error.is_some() { None } else { parsed },
+        error,
+    }
+}
+
+fn disabled() -> PluginError {
+    PluginError::new(
+        ErrorCode::SessionQuerySearchDisabled,
+        "session search is disabled (openAt: never)",
+    )
+}
+
+/// The row `searchEvents` searches: the live row when the session is live, else its visible disk row.
+fn target<'a>(engine: &'a Engine, id: &str) -> Result<&'a SessionRow, PluginError> {
+    if let Some(row) = engine
+        .rows
+        .get(&RowKey::Live(id.to_string()))
+        .filter(|r| r.visible)
+    {
+        return Ok(row);
+    }
+    if let Some(row) = engine
+        .rows
+        .values()
+        .find(|r| r.visible && r.source == Source::Persisted && r.header.id == id)
+    {
+        return Ok(row);
+    }
+    if let Some(s) = engine.skipped.iter().find(|s| s.id.as_deref() == Some(id)) {
+        let code = if s.code == ErrorCode::SessionQuerySourceConflict.as_str() {
+            ErrorCode::SessionQuerySourceConflict
+        } else {
+            ErrorCode::SessionQueryPersistenceFailed
+        };
+        return Err(PluginError::new(
+            code,
+            format!("session {id:?} is left out of search: {}", s.reason),
+        ));
+    }
+    Err(PluginError::new(
+        ErrorCode::SessionQuerySessionNotFound,
+        format!("session {id:?} not found: it is neither live nor in the sessions root"),
+    ))
+}
+
+/// The hit columns of one result row.
+struct HitRow {
+    rowid: i64,
+    seq: u64,
+    kind: String,
+    time: i64,
+    surface: i64,
+}
+
+impl HitRow {
+    fn into_hit(self, session_id: &str, snippet: String) -> SessionEventSearchHit {
+        SessionEventSearchHit {
+            session_id: session_id.to_string(),
+            seq: self.seq,
+            kind: self.kind,
+            time: self.time,
+            surface: label_of(self.surface).as_str().to_string(),
+            snippet,
+        }
+    }
+}
+
+fn hit_columns(r: &rusqlite::Row<'_>) -> rusqlite::Result<HitRow> {
+    Ok(HitRow {
+        rowid: r.get(0)?,
+        seq: r.get::<_, i64>(1)? as u64,
+        kind: r.get(2)?,
+        time: r.get(3)?,
+        surface: r.get(4)?,
+    })
+}
+
+fn run<T>(
+    conn: &Connection,
+    sql: &sql::Sql,
+    map: impl FnMut(&rusqlite::Row<'_>) -> rusqlite::Result<T>,
+) -> Result<Vec<T>, PluginError> {
+    let mut stmt = conn.prepare(&sql.text).map_err(index_failed)?;
+    let rows = stmt
+        .query_map(rusqlite::params_from_iter(sql.params.iter()), map)
+        .map_err(index_failed)?;
+    rows.collect::<Result<Vec<T>, _>>().map_err(index_failed)
+}
+
+/// Snippets for the page's documents, in order: each stored text is highlighted by FTS5 itself in a
+/// connection-local table, the CJK separators stripped, and cut by `makeSnippet`.
+fn snippets(
+    conn: &Connection,
+    phrase: &str,
+    rowids: impl Iterator<Item = i64>,
+    max_chars: usize,
+) -> Result<Vec<String>, PluginError> {
+    conn.execute_batch(
+        "CREATE VIRTUAL TABLE IF NOT EXISTS temp.snip USING fts5 (text, tokenize = 'unicode61');
+         DELETE FROM temp.snip;",
+    )
+    .map_err(index_failed)?;
+    let mut out = Vec::new();
+    for rowid in rowids {
+        let (stored, len) = store::doc_text(conn, rowid)
+            .map_err(index_failed)?
+            .ok_or_else(|| index_failed(format!("document {rowid} vanished")))?;
+        let text = store::unpack_text(&stored, len.max(0) as usize)
+            .map_err(|e| index_failed(format!("document {rowid} does not unpack: {e}")))?;
+        conn.execute(
+            "INSERT INTO temp.snip (rowid, text) VALUES (?1, ?2)",
+            rusqlite::params![rowid, cjk::split(&text).as_ref()],
+        )
+        .map_err(index_failed)?;
+        let marked: Option<String> = conn
+            .query_row(
+                "SELECT highlight(snip, 0, char(64976), char(64977)) FROM temp.snip WHERE snip MATCH ?1 AND rowid = ?2",
+                rusqlite::params![phrase, rowid],
+                |r| r.get(0),
+            )
+            .ok();
+        let marked = marked
+            .map(|m| cjk::unsplit(&m).into_owned())
+            .unwrap_or(text);
+        out.push(snippet::make_snippet(&marked, max_chars));
+    }
+    conn.execute_batch("DELETE FROM temp.snip")
+        .map_err(index_failed)?;
+    Ok(out)
+}

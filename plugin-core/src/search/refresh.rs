@@ -1,0 +1,579 @@
+//! Bringing the index up to date before a search (DESIGN.md "Data flow: a search", deviation 6).
+//!
+//! Only what changed is read:
+//! - live sessions are compared by (id, epoch, event count) with what the index holds; a session that
+//!   only grew gets its new events' documents (fetched from the host from the last indexed seq), and a
+//!   replacement among them relabels the older documents it shadowed with an UPDATE; anything else (a
+//!   new epoch, a new header) re-reads the session whole;
+//! - logs on disk are listed only when the root's watch reported something (or no watch runs), and each
+//!   is compared by its revision (device, inode, size, mtime, ctime); a changed log is read again
+//!   ([`read_changed_log`]), an unchanged broken log is not retried, and a log that left the listing
+//!   leaves the index.
+//!
+//! Each session's change is its own transaction (`index::store`), so a process killed at any point leaves
+//! rows whose stamps describe exactly their documents; the next refresh re-observes every source and
+//! repairs the rest before any search answers. All writes of one refresh carry the same new generation.
+//!
+//! Broken logs, broken live sessions and live/disk pairs whose headers conflict are left out and reported
+//! as [`Skipped`] (DESIGN.md deviation 2); the rest stays searchable.
+
+use std::collections::{HashMap, HashSet};
+use std::path::{Path, PathBuf};
+use std::sync::Arc;
+
+use host_api::abi::wire::search::{HitHeader, Skipped};
+use host_api::abi::{ErrorCode, LiveSession, PluginError};
+use host_api::log::layout::ListedSession;
+use host_api::log::{Event, SessionHeader};
+use host_api::surface::{Label, SurfaceFold};
+
+use crate::corpus::{Corpus, LoadedSession, SessionData};
+use crate::index::store::{self, Doc, Replacement, RowKey, SessionRow, Source, Visibility};
+use crate::index::watch::RootWatch;
+use crate::index::Index;
+use crate::reads::title_of;
+
+use super::cursor::Cursors;
+
+/// The epoch of a live session: it changes on anything other than a pure append.
+///
+/// The host does not report one yet, so every live session is in epoch 0 and only its event count and
+/// header are compared; a live session rewritten to the same length with the same header would go
+/// unnoticed until the host reports epochs. The one line to change when `LiveSession` gains `epoch`.
+fn live_epoch(_session: &LiveSession) -> u64 {
+    0
+}
+
+/// The open index and what the search knows about it in memory.
+pub(super) struct Engine {
+    pub index: Index,
+    /// Every row of `sessions`, mirrored.
+    pub rows: HashMap<RowKey, SessionRow>,
+    /// The cross-session generation: the one every row written by the last refresh carries.
+    pub generation: u64,
+    pub cursors: Cursors,
+    watch: Option<(Option<PathBuf>, RootWatch)>,
+    listing: Option<Vec<ListedSession>>,
+    /// Logs that failed to read, by path, with the stamp that failed (not retried until it changes).
+    failed: HashMap<PathBuf, String>,
+    /// Live sessions that failed, by id, with the stamp that failed and the report.
+    live_failed: HashMap<String, (String, Skipped)>,
+    pub skipped: Vec<Skipped>,
+}
+
+fn index_failed(what: impl std::fmt::Display) -> PluginError {
+    PluginError::new(
+        ErrorCode::SessionQueryIndexFailed,
+        format!("session search index update failed: {what}"),
+    )
+}
+
+pub(super) fn aborted() -> PluginError {
+    PluginError::new(ErrorCode::SessionQueryAborted, "session-search aborted")
+}
+
+/// The header columns a hit carries (spec §4.6: no `origin`).
+pub(super) fn hit_header(h: &SessionHeader) -> HitHeader {
+    HitHeader {
+        version: h.version,
+        id: h.id.clone(),
+        created_at: h.created_at,
+        cwd: h.cwd.clone(),
+        parent_session: h.parent_session.clone(),
+        seed_length: h.seed_length,
+        delegation_depth: h.delegation_depth,
+        agent_preset: h.agent_preset.clone(),
+    }
+}
+
+/// The documents of `events` (spec §3), labelled by `fold`.
+fn docs<'a>(events: &'a [Arc<Event>], fold: &'a SurfaceFold) -> impl Iterator<Item = Doc<'a>> + 'a {
+    events.iter().filter_map(move |e| {
+        let text = host_api::text::event_text(e);
+        (!text.is_empty()).then(|| Doc {
+            seq: e.seq,
+            kind: &e.kind,
+            time: e.time,
+            label: fold.label(e.seq).unwrap_or(Label::LogOnly),
+            text: text.into(),
+        })
+    })
+}
+
+/// The session's folded title (spec §7.1) as stored: `{title, messageSeqs, source, eventSeq, updatedAt}`
+/// or `{error}` when the title event breaks the title contract.
+fn title_json(session: &LoadedSession) -> Option<String> {
+    match title_of(session) {
+        Ok(None) => None,
+        Ok(Some(t)) => {
+            let source: serde_json::Value =
+                serde_json::from_str(t.source.as_str()).unwrap_or(serde_json::Value::Null);
+            Some(
+                serde_json::json!({
+                    "title": t.title.as_str(),
+                    "messageSeqs": t.message_seqs.as_slice(),
+                    "source": source,
+                    "eventSeq": t.event_seq,
+                    "updatedAt": t.updated_at,
+                })
+                .to_string(),
+            )
+        }
+        Err(e) => Some(serde_json::json!({"error": e.message.as_str()}).to_string()),
+    }
+}
+
+fn skipped_of(p: &host_api::abi::CorpusProblem) -> Skipped {
+    Skipped {
+        id: p.session_id.clone().into_option().map(|s| s.into_string()),
+        path: Some(p.path.to_string()),
+        code: p.code.to_string(),
+        reason: p.message.to_string(),
+    }
+}
+
+impl Engine {
+    pub fn new(index: Index) -> Result<Self, PluginError> {
+        let conn = index
+            .connection()
+            .ok_or_else(|| index_failed("index is closed"))?;
+        let (generation, secret) = store::state(conn).map_err(index_failed)?;
+        let rows = store::load_rows(conn)
+            .map_err(index_failed)?
+            .into_iter()
+            .map(|row| (key_of(&row), row))
+            .collect();
+        Ok(Self {
+            index,
+            rows,
+            generation,
+            cursors: Cursors::new(&secret),
+            watch: None,
+            listing: None,
+            failed: HashMap::new(),
+            live_failed: HashMap::new(),
+            skipped: Vec::new(),
+        })
+    }
+
+    pub fn is_watching(&self) -> bool {
+        self.watch.as_ref().is_some_and(|(_, w)| w.is_watching())
+    }
+
+    fn conn(&mut self) -> Result<&mut rusqlite::Connection, PluginError> {
+        self.index
+            .connection_mut()
+            .ok_or_else(|| index_failed("index is closed"))
+    }
+
+    /// Brings the index up to date with `corpus`. On failure the in-memory mirror is reloaded from the
+    /// database and the next refresh lists the root again, so nothing is assumed that was not committed.
+    pub fn refresh(
+        &mut self,
+        corpus: &Corpus,
+        cancelled: &dyn Fn() -> bool,
+        progress: &dyn Fn(u64, u64),
+    ) -> Result<(), PluginError> {
+        let result = self.try_refresh(corpus, cancelled, progress);
+        if result.is_err() {
+            if let Some((_, w)) = &self.watch {
+                w.mark_dirty();
+            }
+            if let Some(conn) = self.index.connection() {
+                if let (Ok(rows), Ok((generation, _))) =
+                    (store::load_rows(conn), store::state(conn))
+                {
+                    self.rows = rows.into_iter().map(|row| (key_of(&row), row)).collect();
+                    self.generation = generation;
+                }
+            }
+        }
+        result
+    }
+
+    fn try_refresh(
+        &mut self,
+        corpus: &Corpus,
+        cancelled: &dyn Fn() -> bool,
+        progress: &dyn Fn(u64, u64),
+    ) -> Result<(), PluginError> {
+        if cancelled() {
+            return Err(aborted());
+        }
+        let root = corpus.sessions_root().map(Path::to_path_buf);
+        if self.watch.as_ref().is_none_or(|(r, _)| *r != root) {
+            self.watch = Some((root.clone(), RootWatch::new(root.as_deref())));
+            self.listing = None;
+        }
+        let dirty = self.watch.as_ref().is_some_and(|(_, w)| w.take_dirty());
+        if dirty || self.listing.is_none() {
+            self.listing = Some(corpus.list_persisted()?);
+        }
+        let listing = self.listing.clone().unwrap_or_default();
+        let live: Vec<LiveSession> = corpus.host().live_sessions().into_iter().collect();
+        let live_ids: HashSet<String> = live.iter().map(|s| s.header.id.to_string()).collect();
+
+        // What changed.
+        let mut persisted_work: Vec<&ListedSession> = Vec::new();
+        let listed_paths: HashSet<&Path> = listing.iter().map(|l| l.path.as_path()).collect();
+        for listed in &listing {
+            if live_ids.contains(&listed.header.id) {
+                continue; // hidden while live; indexed when the live session goes away
+            }
+            let stamp = listed.revision.to_string();
+            let key = RowKey::Persisted(listed.path.clone());
+            let unchanged = self.rows.get(&key).is_some_and(|r| r.stamp == stamp);
+            let still_broken = self.failed.get(&listed.path) == Some(&stamp);
+            if !unchanged && !still_broken {
+                persisted_work.push(listed);
+            }
+        }
+        self.failed
+            .retain(|p, _| listed_paths.contains(p.as_path()));
+        let mut deletes: Vec<i64> = self
+            .rows
+            .iter()
+            .filter(|(k, _)| match k {
+                RowKey::Persisted(p) => !listed_paths.contains(p.as_path()),
+                RowKey::Live(id) => !live_ids.contains(id),
+            })
+            .map(|(_, r)| r.sid)
+            .collect();
+        deletes.sort_unstable();
+        let mut live_work: Vec<&LiveSession> = Vec::new();
+        for s in &live {
+            let id = s.header.id.to_string();
+            let stamp = format!("{}:{}", live_epoch(s), s.event_count);
+            let header = hit_header(&SessionHeader::from(&s.header));
+            let unchanged = self
+                .rows
+                .get(&RowKey::Live(id.clone()))
+                .is_some_and(|r| r.stamp == stamp && r.header == header);
+            let still_broken = self
+                .live_failed
+                .get(&id)
+                .is_some_and(|(st, _)| *st == stamp);
+            if !unchanged && !still_broken {
+                live_work.push(s);
+            }
+        }
+        self.live_failed.retain(|id, _| live_ids.contains(id));
+
+        let total = (deletes.len() + persisted_work.len() + live_work.len()) as u64;
+        let generation = self.generation + 1;
+        let mut wrote = false;
+        let mut done = 0u64;
+        progress(0, total);
+        let outcome = (|| -> Result<(), PluginError> {
+            for sid in &deletes {
+                store::delete_session(self.conn()?, *sid, generation).map_err(index_failed)?;
+                self.rows.retain(|_, r| r.sid != *sid);
+                wrote = true;
+                done += 1;
+                progress(done, total);
+            }
+            for listed in &persisted_work {
+                if cancelled() {
+                    return Err(aborted());
+                }
+                wrote |= self.index_log(corpus, listed, generation)?;
+                done += 1;
+                progress(done, total);
+            }
+            for s in &live_work {
+                if cancelled() {
+                    return Err(aborted());
+                }
+                wrote |= self.index_live(corpus, s, generation)?;
+                done += 1;
+                progress(done, total);
+            }
+            wrote |= self.update_visibility(&listing, &live, generation)?;
+            Ok(())
+        })();
+        if wrote {
+            self.generation = generation;
+        }
+        outcome?;
+        let mut skipped: Vec<Skipped> = corpus.known_problems().iter().map(skipped_of).collect();
+        skipped.extend(self.live_failed.values().map(|(_, s)| s.clone()));
+        skipped.extend(conflicts(&listing, &live).into_iter().map(|(id, path)| Skipped {
+            id: Some(id.clone()),
+            path: Some(path.display().to_string()),
+            code: ErrorCode::SessionQuerySourceConflict.as_str().into(),
+            reason: format!(
+                "live session {id:?} and its log on disk have incompatible headers (version, createdAt, cwd, parentSession, seedLength or delegationDepth differ); both are left out of search"
+            ),
+        }));
+        skipped.sort();
+        skipped.dedup();
+        self.skipped = skipped;
+        Ok(())
+    }
+
+    /// Indexes one changed log; `Ok(true)` when the index was written.
+    fn index_log(
+        &mut self,
+        corpus: &Corpus,
+        listed: &ListedSession,
+        generation: u64,
+    ) -> Result<bool, PluginError> {
+        let key = RowKey::Persisted(listed.path.clone());
+        let stamp = listed.revision.to_string();
+        let old = self.rows.get(&key).map(|r| r.sid);
+        let data = match read_changed_log(corpus, listed) {
+            Ok(data) => data,
+            Err(_) => {
+                // The corpus recorded the failure (path, code, reason) for the report.
+                self.failed.insert(listed.path.clone(), stamp);
+                if let Some(sid) = old {
+                    store::delete_session(self.conn()?, sid, generation).map_err(index_failed)?;
+                    self.rows.remove(&key);
+                    return Ok(true);
+                }
+                return Ok(false);
+            }
+        };
+        let session = LoadedSession {
+            data: data.clone(),
+            live: false,
+            path: Some(listed.path.clone()),
+        };
+        self.write_whole(key, &session, stamp, old, generation)?;
+        self.failed.remove(&listed.path);
+        Ok(true)
+    }
+
+    /// Indexes one changed live session; `Ok(true)` when the index was written.
+    fn index_live(
+        &mut self,
+        corpus: &Corpus,
+        live: &LiveSession,
+        generation: u64,
+    ) -> Result<bool, PluginError> {
+        let id = live.header.id.to_string();
+        let key = RowKey::Live(id.clone());
+        let old = self.rows.get(&key).cloned();
+        let epoch = live_epoch(live);
+        let fail = |this: &mut Self,
+                    stamp: String,
+                    code: ErrorCode,
+                    reason: String|
+         -> Result<bool, PluginError> {
+            let skipped = Skipped {
+                id: Some(id.clone()),
+                path: None,
+                code: code.as_str().into(),
+                reason,
+            };
+            this.live_failed.insert(id.clone(), (stamp, skipped));
+            if let Some(row) = &old {
+                store::delete_session(this.conn()?, row.sid, generation).map_err(index_failed)?;
+                this.rows.remove(&key);
+                return Ok(true);
+            }
+            Ok(false)
+        };
+        let stamp_seen = format!("{epoch}:{}", live.event_count);
+        let session = match corpus.load_live(&id) {
+            Ok(Some(session)) => session,
+            // Gone since the listing: the next refresh deletes its row.
+            Ok(None) => return Ok(false),
+            Err(e) => return fail(self, stamp_seen, e.code, e.message.to_string()),
+        };
+        let data = session.data.clone();
+        let fold = match data.fold() {
+            Ok(fold) => fold,
+            Err(e) => {
+                return fail(
+                    self,
+                    stamp_seen,
+                    ErrorCode::SessionQueryInvalidSurface,
+                    format!("invalid session surface: {e}"),
+                )
+            }
+        };
+        let count = data.events().len() as u64;
+        let stamp = format!("{epoch}:{count}");
+        let header = hit_header(data.header());
+        self.live_failed.remove(&id);
+        match old {
+            Some(row)
+                if row.header == header
+                    && row.stamp.split(':').next() == Some(epoch.to_string().as_str())
+                    && row.event_count <= count =>
+            {
+                let from = row.event_count;
+                let new_events = &data.events()[from as usize..];
+                let relabel: Vec<(u64, Label)> = new_events
+                    .iter()
+                    .filter_map(|e| fold.replacement(e.seq))
+                    .flat_map(|r| r.shadowed.iter().copied())
+                    .filter(|&s| s < from)
+                    .map(|s| (s, fold.label(s).unwrap_or(Label::LogOnly)))
+                    .collect();
+                let title = new_events
+                    .iter()
+                    .any(|e| e.kind == "session/title")
+                    .then(|| title_json(&session));
+                let docs = docs(new_events, fold);
+                store::extend_session(
+                    self.conn()?,
+                    row.sid,
+                    &stamp,
+                    count,
+                    title.clone(),
+                    docs,
+                    &relabel,
+                    generation,
+                )
+                .map_err(index_failed)?;
+                let row = self.rows.get_mut(&key).expect("row mirrored above");
+                row.stamp = stamp;
+                row.event_count = count;
+                row.generation = generation;
+                if let Some(title) = title {
+                    row.title = title;
+                }
+                Ok(true)
+            }
+            old => {
+                self.write_whole(key, &session, stamp, old.map(|r| r.sid), generation)?;
+                Ok(true)
+            }
+        }
+    }
+
+    fn write_whole(
+        &mut self,
+        key: RowKey,
+        session: &LoadedSession,
+        stamp: String,
+        old_sid: Option<i64>,
+        generation: u64,
+    ) -> Result<(), PluginError> {
+        let data: &SessionData = &session.data;
+        let fold = data
+            .fold()
+            .map_err(|e| index_failed(format!("{}: {e}", session.describe())))?;
+        let header = hit_header(data.header());
+        let title = title_json(session);
+        let count = data.events().len() as u64;
+        let replacement = Replacement {
+            key: &key,
+            header: &header,
+            stamp: &stamp,
+            event_count: count,
+            title: title.clone(),
+        };
+        let sid = store::replace_session(
+            self.conn()?,
+            old_sid,
+            &replacement,
+            docs(data.events(), fold),
+            generation,
+        )
+        .map_err(index_failed)?;
+        let (source, path) = match &key {
+            RowKey::Live(_) => (Source::Live, None),
+            RowKey::Persisted(p) => (Source::Persisted, Some(p.clone())),
+        };
+        self.rows.insert(
+            key,
+            SessionRow {
+                sid,
+                source,
+                header,
+                path,
+                stamp,
+                event_count: count,
+                title,
+                generation,
+                visible: false,
+                is_live: false,
+                is_persisted: false,
+            },
+        );
+        Ok(())
+    }
+
+    /// Recomputes every row's visibility: a live row is visible unless its disk copy conflicts; a disk row
+    /// is visible unless its session is live or conflicts. Writes only rows that changed.
+    fn update_visibility(
+        &mut self,
+        listing: &[ListedSession],
+        live: &[LiveSession],
+        generation: u64,
+    ) -> Result<bool, PluginError> {
+        let conflicted: HashSet<String> = conflicts(listing, live)
+            .into_iter()
+            .map(|(id, _)| id)
+            .collect();
+        let live_ids: HashSet<String> = live.iter().map(|s| s.header.id.to_string()).collect();
+        let listed_ids: HashSet<&str> = listing.iter().map(|l| l.header.id.as_str()).collect();
+        let mut updates = Vec::new();
+        for row in self.rows.values() {
+            let id = row.header.id.as_str();
+            let v = match row.source {
+                Source::Live => Visibility {
+                    visible: !conflicted.contains(id),
+                    is_live: true,
+                    is_persisted: listed_ids.contains(id),
+                },
+                Source::Persisted => Visibility {
+                    visible: !live_ids.contains(id) && !conflicted.contains(id),
+                    is_live: false,
+                    is_persisted: true,
+                },
+            };
+            if (row.visible, row.is_live, row.is_persisted)
+                != (v.visible, v.is_live, v.is_persisted)
+            {
+                updates.push((row.sid, v));
+            }
+        }
+        if updates.is_empty() {
+            return Ok(false);
+        }
+        store::set_visibility(self.conn()?, &updates, generation).map_err(index_failed)?;
+        for (sid, v) in updates {
+            if let Some(row) = self.rows.values_mut().find(|r| r.sid == sid) {
+                row.visible = v.visible;
+                row.is_live = v.is_live;
+                row.is_persisted = v.is_persisted;
+            }
+        }
+        Ok(true)
+    }
+}
+
+/// Reads a log that is new or changed since it was indexed. Until checkpointed reads land, a grown log
+/// is read whole like any other change; this is the one place to switch grown logs to resuming.
+fn read_changed_log(
+    corpus: &Corpus,
+    listed: &ListedSession,
+) -> Result<Arc<SessionData>, PluginError> {
+    corpus.read_listed(listed)
+}
+
+/// Live/disk pairs whose headers conflict: (id, log path).
+fn conflicts(listing: &[ListedSession], live: &[LiveSession]) -> Vec<(String, PathBuf)> {
+    let live: HashMap<&str, SessionHeader> = live
+        .iter()
+        .map(|s| (s.header.id.as_str(), SessionHeader::from(&s.header)))
+        .collect();
+    listing
+        .iter()
+        .filter_map(|l| {
+            let h = live.get(l.header.id.as_str())?;
+            (!h.compatible_with(&l.header)).then(|| (l.header.id.clone(), l.path.clone()))
+        })
+        .collect()
+}
+
+fn key_of(row: &SessionRow) -> RowKey {
+    match (&row.source, &row.path) {
+        (Source::Persisted, Some(p)) => RowKey::Persisted(p.clone()),
+        _ => RowKey::Live(row.header.id.clone()),
+    }
+}
