@@ -506,37 +506,148 @@ mod scan {
 // -------------------------------------------------------------------------------------------------
 // Ours
 
-/// The plugin's index through `plugin-core`'s plain Rust API. NOT YET WIRED: the search branch has not
-/// landed its entry points in this worktree yet; every call answers [`ours::NOT_WIRED`] and the table
-/// prints "n/a" in our column.
+/// The plugin's index through `plugin-core`'s plain Rust API (`Search` over a `Corpus`), with a host
+/// that lends no live sessions: the corpus is the sessions root alone.
 mod ours {
+    use std::sync::Arc;
+
+    use abi_stable::sabi_trait::TD_Opaque;
+    use abi_stable::std_types::{ROption, RStr, RString, RVec};
+    use host_api::abi::host::HostContext_TO;
+    use host_api::abi::wire::search::{SessionEventSearchRequest, SessionSearchRequest};
+    use host_api::abi::{CancelToken, HostContext, HostContextBox, LiveSession, LogLevel};
+    use plugin_core::config::Config;
+    use plugin_core::corpus::Corpus;
+    use plugin_core::search::Search;
+
     use super::*;
 
-    pub const NOT_WIRED: &str = "not wired: the plugin's search API is not in this build yet";
+    struct DiskOnlyHost {
+        root: String,
+    }
 
-    pub struct Ours;
+    impl HostContext for DiskOnlyHost {
+        fn live_sessions(&self) -> RVec<LiveSession> {
+            RVec::new()
+        }
+
+        fn live_session(&self, _id: RStr<'_>) -> ROption<LiveSession> {
+            ROption::RNone
+        }
+
+        fn live_events(&self, _id: RStr<'_>, _from_seq: u64) -> ROption<RVec<RString>> {
+            ROption::RNone
+        }
+
+        fn sessions_root(&self) -> ROption<RString> {
+            ROption::RSome(RString::from(self.root.as_str()))
+        }
+
+        fn log(&self, level: LogLevel, message: RStr<'_>) {
+            if matches!(level, LogLevel::Error | LogLevel::Warn) {
+                eprintln!("plugin: {message}");
+            }
+        }
+
+        fn is_cancelled(&self, _token: CancelToken) -> bool {
+            false
+        }
+    }
+
+    fn err(e: impl std::fmt::Debug) -> String {
+        format!("our index: {e:?}")
+    }
+
+    pub struct Ours {
+        search: Search,
+        corpus: Corpus,
+    }
 
     /// One cold build of the index at `index` over `root`; returns the documents indexed.
-    pub fn cold_build(_root: &Path, _index: &Path) -> Result<u64, String> {
-        Err(NOT_WIRED.into())
+    pub fn cold_build(root: &Path, index: &Path) -> Result<u64, String> {
+        let ours = Ours::open(root, index)?;
+        ours.search
+            .refresh(&ours.corpus, &|| false, &|_, _| {})
+            .map_err(err)?;
+        let diagnostics = ours
+            .search
+            .diagnostics(&ours.corpus, &|| false)
+            .map_err(err)?;
+        if !diagnostics.skipped.is_empty() {
+            eprintln!(
+                "our index skipped {} sessions: {:?}",
+                diagnostics.skipped.len(),
+                diagnostics.skipped.first()
+            );
+        }
+        Ok(diagnostics.indexed_events)
     }
 
     impl Ours {
-        pub fn open(_root: &Path, _index: &Path) -> Result<Self, String> {
-            Err(NOT_WIRED.into())
+        pub fn open(root: &Path, index: &Path) -> Result<Self, String> {
+            let host = DiskOnlyHost {
+                root: root.display().to_string(),
+            };
+            let host: Arc<HostContextBox> = Arc::new(HostContext_TO::from_value(host, TD_Opaque));
+            let config = Config {
+                index_path: Some(index.to_path_buf()),
+                sessions_root: Some(root.to_path_buf()),
+                ..Config::default()
+            };
+            let search = Search::open(&config, index, host.clone()).map_err(err)?;
+            let corpus = Corpus::new(host, Some(root.to_path_buf()));
+            Ok(Self { search, corpus })
         }
 
-        pub fn search_sessions(&mut self, _query: &str, _limit: usize) -> Hits {
-            Err(NOT_WIRED.into())
+        pub fn search_sessions(&mut self, query: &str, limit: usize) -> Hits {
+            let req = SessionSearchRequest {
+                query: json!(query),
+                session_filters: None,
+                event_filters: None,
+                limit: Some(json!(limit)),
+                cursor: None,
+            };
+            let page = self
+                .search
+                .search_sessions(&self.corpus, req, &|| false)
+                .map_err(err)?;
+            Ok(page
+                .items
+                .into_iter()
+                .map(|h| Hit {
+                    session: h.best_match.session_id,
+                    seq: h.best_match.seq,
+                })
+                .collect())
         }
 
-        pub fn search_events(&mut self, _session: &str, _query: &str, _limit: usize) -> Hits {
-            Err(NOT_WIRED.into())
+        pub fn search_events(&mut self, session: &str, query: &str, limit: usize) -> Hits {
+            let req = SessionEventSearchRequest {
+                session_id: json!(session),
+                query: json!(query),
+                filters: None,
+                limit: Some(json!(limit)),
+                cursor: None,
+            };
+            let page = self
+                .search
+                .search_events(&self.corpus, req, &|| false)
+                .map_err(err)?;
+            Ok(page
+                .items
+                .into_iter()
+                .map(|h| Hit {
+                    session: h.session_id,
+                    seq: h.seq,
+                })
+                .collect())
         }
 
-        /// The freshness check alone (nothing changed), when the API exposes it.
+        /// The freshness check alone (what every search runs first), timed.
         pub fn reconcile(&mut self) -> Result<Option<Duration>, String> {
-            Err(NOT_WIRED.into())
+            let (done, t) = timed(|| self.search.refresh(&self.corpus, &|| false, &|_, _| {}));
+            done.map_err(err)?;
+            Ok(Some(t))
         }
     }
 }
