@@ -19,7 +19,7 @@
 //! cargo bench -p tests --bench search_corpus -- --size 1GB --sessions 10000 --corpus /some/dir
 //! ```
 //! Options: `--size` (bytes, with kB/MB/GB), `--sessions`, `--seed`, `--corpus DIR` (or the environment
-//! variable `DSH_BENCH_CORPUS`; default `target/search-corpus/<size>-<sessions>`).
+//! variable `DSH_BENCH_CORPUS`; default `target/search-corpus/<size>-<sessions>`), `--generate-only`.
 
 use std::collections::BTreeSet;
 use std::fs;
@@ -57,6 +57,8 @@ const REPEAT_BUDGET: Duration = Duration::from_secs(5);
 struct Options {
     params: CorpusParams,
     corpus: PathBuf,
+    /// Only make sure the corpus exists (e.g. to generate a large one ahead of a run).
+    generate_only: bool,
 }
 
 enum Mode {
@@ -97,6 +99,7 @@ fn parse_args(args: &[String]) -> Result<Mode, String> {
     let mut sessions = None;
     let mut seed = None;
     let mut corpus = std::env::var_os("DSH_BENCH_CORPUS").map(PathBuf::from);
+    let mut generate_only = false;
     let mut it = args.iter();
     while let Some(arg) = it.next() {
         let mut value = |name: &str| {
@@ -127,6 +130,7 @@ fn parse_args(args: &[String]) -> Result<Mode, String> {
                 );
             }
             "--corpus" => corpus = Some(PathBuf::from(value("--corpus")?)),
+            "--generate-only" => generate_only = true,
             // cargo passes `--bench` to every bench binary.
             "--bench" => {}
             other => return Err(format!("unknown argument {other:?}")),
@@ -144,7 +148,11 @@ fn parse_args(args: &[String]) -> Result<Mode, String> {
             .join("../target/search-corpus")
             .join(format!("{}-{}", params.target_bytes, params.sessions))
     });
-    Ok(Mode::Run(Options { params, corpus }))
+    Ok(Mode::Run(Options {
+        params,
+        corpus,
+        generate_only,
+    }))
 }
 
 // -------------------------------------------------------------------------------------------------
@@ -796,6 +804,24 @@ fn run(opts: Options) -> Result<(), String> {
         info.events(),
         info.rare_terms.len()
     );
+    let mut sizes: Vec<u64> = info.sessions.iter().map(|s| s.plain_bytes).collect();
+    if sizes.is_empty() {
+        return Err(format!(
+            "the corpus in {} has no sessions",
+            opts.corpus.display()
+        ));
+    }
+    sizes.sort_unstable();
+    println!(
+        "session sizes: median {:.0} kB, largest {:.1} MB; {} zstd, {} live-looking",
+        sizes[sizes.len() / 2] as f64 / 1e3,
+        sizes[sizes.len() - 1] as f64 / 1e6,
+        info.sessions.iter().filter(|s| s.zstd).count(),
+        info.sessions.iter().filter(|s| s.live).count()
+    );
+    if opts.generate_only {
+        return Ok(());
+    }
 
     // The scratch session the append goes to: a realistic, average-sized log outside the marker's corpus.
     let scratch_dir = root.join(SCRATCH_PROJECT_DIR);
