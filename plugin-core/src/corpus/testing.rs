@@ -124,6 +124,19 @@ pub(crate) fn corpus(root: Option<&Path>) -> (Arc<FakeState>, Corpus) {
     )
 }
 
+/// Like [`corpus`], also returning the host the corpus was built over (a search needs it too).
+pub(crate) fn corpus_and_host(
+    root: Option<&Path>,
+) -> (Arc<FakeState>, Corpus, Arc<HostContextBox>) {
+    let state = Arc::new(FakeState::default());
+    let host: Arc<HostContextBox> = Arc::new(HostContext_TO::from_value(
+        FakeHost(state.clone()),
+        TD_Opaque,
+    ));
+    let corpus = Corpus::new(host.clone(), root.map(Path::to_path_buf));
+    (state, corpus, host)
+}
+
 pub(crate) fn header(id: &str, created_at: i64) -> SessionHeader {
     SessionHeader::new(id, created_at, Some("/work/project".to_string()))
 }

@@ -2,7 +2,7 @@
 //!
 //! `unicode61` treats a run of Han, kana or Hangul as one token, so a word inside a Chinese or Japanese
 //! sentence could never be found. Before text reaches FTS5 (documents and queries alike), every CJK
-//! character is wrapped in [`SEP`], a noncharacter `unicode61` classes as a separator: each CJK character
+//! character is wrapped in [`SEP`], a noncharacter declared a separator ([`TOKENIZE`]): each CJK character
 //! becomes its own token and a query's run of them becomes a phrase of adjacent tokens, which matches that
 //! exact run anywhere, inside a sentence too. Latin-script text is unchanged, so its token/phrase
 //! semantics stay DSH's. Highlight output is stripped of [`SEP`] before snippets are built, so snippets
@@ -15,6 +15,11 @@ use std::borrow::Cow;
 
 /// The token separator put around CJK characters.
 pub const SEP: char = '\u{FDD2}';
+
+/// The FTS5 `tokenize` option of every table holding split text: `unicode61` (DSH's tokenizer, default
+/// options) with [`SEP`] declared a separator (`unicode61` on its own counts noncharacters as token
+/// characters).
+pub const TOKENIZE: &str = "unicode61 separators '\u{FDD2}'";
 
 /// Whether `c` is a CJK character searched one character at a time: Han (unified, extensions,
 /// compatibility, radicals), Hiragana, Katakana (with extensions and halfwidth forms), Hangul syllables and
@@ -96,6 +101,25 @@ mod tests {
             assert!(!is_cjk(c), "{c}");
         }
         assert!(matches!(split("plain latin"), Cow::Borrowed(_)));
+    }
+
+    #[test]
+    fn every_cjk_character_is_its_own_token() {
+        let conn = rusqlite::Connection::open_in_memory().unwrap();
+        conn.execute_batch(&format!(
+            "CREATE VIRTUAL TABLE t USING fts5(text, tokenize = \"{TOKENIZE}\");
+             CREATE VIRTUAL TABLE v USING fts5vocab(t, 'row');"
+        ))
+        .unwrap();
+        conn.execute("INSERT INTO t (text) VALUES (?1)", [split("运行cargo测试")])
+            .unwrap();
+        let mut stmt = conn.prepare("SELECT term FROM v ORDER BY term").unwrap();
+        let terms: Vec<String> = stmt
+            .query_map([], |r| r.get(0))
+            .unwrap()
+            .collect::<Result<_, _>>()
+            .unwrap();
+        assert_eq!(terms, ["cargo", "测", "行", "试", "运"]);
     }
 
     #[test]

@@ -11,7 +11,7 @@
 //! - `docs`: one row per document (an event with text, spec §3), keyed by the FTS rowid: session, seq,
 //!   type, time, surface label, code-point length and the sanitised text (zstd when that pays) for
 //!   snippets. Labels live here so a later replacement relabels with an UPDATE, never re-indexing text;
-//! - `fts`: a contentless FTS5 table (`unicode61`) over the text with CJK characters split into one-token
+//! - `fts`: a contentless FTS5 table (`unicode61`, see `cjk::TOKENIZE`) over the text with CJK characters split into one-token
 //!   runs (`super::cjk`); `contentless_delete=1` lets a session's documents be deleted by rowid.
 
 use rusqlite::Connection;
@@ -127,6 +127,7 @@ pub fn apply(conn: &mut Connection, verdict: Verdict) -> Result<(), SchemaError>
             tx.execute_batch(&format!("DROP TABLE IF EXISTS \"{name}\""))?;
         }
     }
+    let tokenize = super::cjk::TOKENIZE;
     tx.execute_batch(&format!(
         "PRAGMA application_id = {APPLICATION_ID};
          CREATE TABLE IF NOT EXISTS state (
@@ -169,7 +170,7 @@ pub fn apply(conn: &mut Connection, verdict: Verdict) -> Result<(), SchemaError>
          ) STRICT;
          CREATE INDEX IF NOT EXISTS docs_sid ON docs (sid, seq);
          CREATE VIRTUAL TABLE IF NOT EXISTS fts USING fts5 (
-             text, content = '', contentless_delete = 1, tokenize = 'unicode61'
+             text, content = '', contentless_delete = 1, tokenize = \"{tokenize}\"
          );"
     ))?;
     let has_state: bool = tx.query_row("SELECT count(*) > 0 FROM state", [], |r| r.get(0))?;

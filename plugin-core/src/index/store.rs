@@ -306,32 +306,40 @@ pub fn replace_session<'a>(
     Ok(sid)
 }
 
-/// Extends row `sid` with documents of appended events, relabels older documents whose label changed
-/// (a replacement appended later shadows them), and records the new stamp, in one transaction.
+/// What an append to an indexed session changes besides its new documents.
+pub struct Extension<'a> {
+    pub sid: i64,
+    pub stamp: &'a str,
+    pub event_count: u64,
+    /// `Some(title)` when the appended events carry a new title.
+    pub title: Option<Option<String>>,
+    /// Older documents whose label changed (a replacement appended later shadowed them).
+    pub relabel: &'a [(u64, Label)],
+}
+
+/// Extends a row with documents of appended events, relabels older documents, and records the new
+/// stamp, in one transaction.
 pub fn extend_session<'a>(
     conn: &mut Connection,
-    sid: i64,
-    stamp: &str,
-    event_count: u64,
-    title: Option<Option<String>>,
+    ext: &Extension<'_>,
     docs: impl IntoIterator<Item = Doc<'a>>,
-    relabel: &[(u64, Label)],
     generation: u64,
 ) -> rusqlite::Result<()> {
     let tx = begin(conn)?;
+    let sid = ext.sid;
     insert_docs(&tx, sid, docs)?;
     {
         let mut stmt =
             tx.prepare_cached("UPDATE docs SET surface = ?3 WHERE sid = ?1 AND seq = ?2")?;
-        for (seq, label) in relabel {
+        for (seq, label) in ext.relabel {
             stmt.execute(params![sid, *seq as i64, label_code(*label)])?;
         }
     }
     tx.execute(
         "UPDATE sessions SET stamp = ?2, event_count = ?3, generation = ?4 WHERE sid = ?1",
-        params![sid, stamp, event_count as i64, generation as i64],
+        params![sid, ext.stamp, ext.event_count as i64, generation as i64],
     )?;
-    if let Some(title) = title {
+    if let Some(title) = &ext.title {
         tx.execute(
             "UPDATE sessions SET title = ?2 WHERE sid = ?1",
             params![sid, title],

@@ -466,10 +466,11 @@ fn snippets(
     rowids: impl Iterator<Item = i64>,
     max_chars: usize,
 ) -> Result<Vec<String>, PluginError> {
-    conn.execute_batch(
-        "CREATE VIRTUAL TABLE IF NOT EXISTS temp.snip USING fts5 (text, tokenize = 'unicode61');
+    conn.execute_batch(&format!(
+        "CREATE VIRTUAL TABLE IF NOT EXISTS temp.snip USING fts5 (text, tokenize = \"{}\");
          DELETE FROM temp.snip;",
-    )
+        cjk::TOKENIZE
+    ))
     .map_err(index_failed)?;
     let mut out = Vec::new();
     for rowid in rowids {

@@ -417,23 +417,22 @@ impl Engine {
                     .any(|e| e.kind == "session/title")
                     .then(|| title_json(&session));
                 let docs = docs(new_events, fold);
-                store::extend_session(
-                    self.conn()?,
-                    row.sid,
-                    &stamp,
-                    count,
-                    title.clone(),
-                    docs,
-                    &relabel,
-                    generation,
-                )
-                .map_err(index_failed)?;
-                let row = self.rows.get_mut(&key).expect("row mirrored above");
-                row.stamp = stamp;
-                row.event_count = count;
-                row.generation = generation;
-                if let Some(title) = title {
-                    row.title = title;
+                let ext = store::Extension {
+                    sid: row.sid,
+                    stamp: &stamp,
+                    event_count: count,
+                    title: title.clone(),
+                    relabel: &relabel,
+                };
+                store::extend_session(self.conn()?, &ext, docs, generation)
+                    .map_err(index_failed)?;
+                if let Some(row) = self.rows.get_mut(&key) {
+                    row.stamp = stamp;
+                    row.event_count = count;
+                    row.generation = generation;
+                    if let Some(title) = title {
+                        row.title = title;
+                    }
                 }
                 Ok(true)
             }
