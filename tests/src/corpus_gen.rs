@@ -29,7 +29,7 @@ use serde::{Deserialize, Serialize};
 use serde_json::{json, Value};
 
 /// Bumped whenever the output for given parameters changes, so an old corpus on disk is regenerated.
-pub const GENERATOR_VERSION: u32 = 2;
+pub const GENERATOR_VERSION: u32 = 3;
 
 /// The marker file that records what a corpus folder holds; written last, so its presence means done.
 pub const MARKER: &str = "corpus.json";
@@ -37,6 +37,8 @@ pub const MARKER: &str = "corpus.json";
 const STAMP: &str = ".corpus-gen";
 /// How many distinct rare terms are planted (the benchmark asks for at least 50).
 pub const RARE_TERMS: usize = 100;
+/// What a turn is assumed to weigh before a session has written one (about the measured mean).
+const FIRST_TURN_GUESS: u64 = 30_000;
 /// The smallest average session the generator can honour (one short turn).
 const MIN_SESSION_BYTES: u64 = 4_000;
 
@@ -1087,10 +1089,13 @@ impl SessionGen {
         let start = self.plain_bytes;
         let mut turn = 1;
         loop {
-            // Stop when half an average turn more would reach the budget, so sessions land on their
-            // budget on average instead of overshooting it by a turn.
-            let per_turn = (self.plain_bytes - start) / turn;
-            let last = self.plain_bytes + per_turn / 2 >= self.budget;
+            // This turn is the last when, after it, half an average turn more would reach the budget:
+            // sessions then land on their budget on average instead of overshooting it by a turn.
+            let per_turn = match turn - 1 {
+                0 => FIRST_TURN_GUESS,
+                done => (self.plain_bytes - start) / done,
+            };
+            let last = self.plain_bytes + per_turn * 3 / 2 >= self.budget;
             if last && self.live {
                 self.open_turn(turn)?;
                 break;
