@@ -47,6 +47,7 @@ const LIMIT: usize = 20;
 const RARE_ROUNDS: usize = 2;
 const COMMON_RUNS: usize = 10;
 const WITHIN_RUNS: usize = 50;
+const NOCHANGE_RUNS: usize = 20;
 const CHILD_TAG: &str = "RESULT ";
 /// Time one repeated measurement may take before it stops sampling.
 const REPEAT_BUDGET: Duration = Duration::from_secs(5);
@@ -654,10 +655,10 @@ mod ours {
         }
 
         /// The freshness check alone (what every search runs first), timed.
-        pub fn reconcile(&mut self) -> Result<Option<Duration>, String> {
+        pub fn refresh(&mut self) -> Result<Duration, String> {
             let (done, t) = timed(|| self.search.refresh(&self.corpus, &|| false, &|_, _| {}));
             done.map_err(err)?;
-            Ok(Some(t))
+            Ok(t)
         }
     }
 }
@@ -925,7 +926,10 @@ fn measure(
         )
     });
     // One scan per query kind: every scan reads the whole corpus, so one is its cost.
-    let probe = &info.rare_terms[0];
+    let (probe, fresh_probe) = match info.rare_terms.as_slice() {
+        [a, b, ..] => (a, b),
+        _ => return Err("the corpus records fewer than two rare terms".into()),
+    };
     let (scan_rare, t_scan_rare) = timed(|| scan::search_sessions(root, &probe.term, LIMIT));
     let scan_rare = or_note("scan rare term", scan_rare)
         .map(|hits| check_sessions("scan", &probe.term, &hits, &probe.sessions()))
@@ -1038,22 +1042,14 @@ fn measure(
     }
 
     // Freshness: nothing changed, then one appended event.
-    let probe_term = &info.rare_terms[1].term;
+    let probe_term = &fresh_probe.term;
     let nochange_ours = ours.as_mut().and_then(|o| {
         or_note(
             "our no-change",
-            (|| {
-                if let Some(alone) = o.reconcile()? {
-                    return Ok(ms(alone));
-                }
-                let (searches, _) = repeat(20, || o.search_sessions(probe_term, LIMIT))?;
-                // Without a separate reconcile step, the no-change cost is what a search costs over the
-                // same query's floor: the fastest of the rare-term samples.
-                let floor = rare_ours
-                    .as_ref()
-                    .map_or(Duration::ZERO, |s| percentile(s, 0.0));
-                Ok(ms(percentile(&searches, 50.0).saturating_sub(floor)))
-            })(),
+            (0..NOCHANGE_RUNS)
+                .map(|_| o.refresh())
+                .collect::<Result<Vec<_>, _>>()
+                .map(|samples| ms(percentile(&samples, 50.0))),
         )
     });
     let stat_all = or_note("stat all", repeat_plain(5, || scan::stat_all(root)));
