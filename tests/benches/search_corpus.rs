@@ -249,6 +249,10 @@ fn build_in_child(which: &str, root: &Path, index: &Path) -> Result<Build, Strin
                 String::from_utf8_lossy(&out.stderr)
             )
         })?;
+    // What the build said on the side (skipped sessions, warnings) is worth seeing next to its figures.
+    for note in String::from_utf8_lossy(&out.stderr).lines().take(20) {
+        eprintln!("{which} build: {note}");
+    }
     let value: serde_json::Value =
         serde_json::from_str(line).map_err(|e| format!("the {which} build's result: {e}"))?;
     if let Some(message) = value.get("error").and_then(|m| m.as_str()) {
