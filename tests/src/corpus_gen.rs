@@ -10,8 +10,8 @@
 //! turn the way a live or crashed session does.
 //!
 //! Search-relevant vocabulary: common words are drawn with a steep skew, so "error" is in a large share
-//! of documents; rare tokens (`rq` + 8 base-36 characters, a shape nothing else produces) are planted in
-//! 1–5 documents each and recorded, so a benchmark knows the exact answer to a rare-term query.
+//! of documents; rare tokens (`rq`, a two-digit number and six base-36 characters: a shape nothing else
+//! produces) are planted in 1–5 documents each and recorded, so a benchmark knows the exact answer to a rare-term query.
 //!
 //! [`ensure_corpus`] reuses a folder whose marker file (`corpus.json`) records the same parameters and
 //! generator version, and otherwise regenerates it. It only ever deletes a folder it stamped as its own.
@@ -929,7 +929,7 @@ fn deltas(rng: &mut Rng, text: &str) -> Vec<String> {
 /// Which sessions each rare term goes to, decided from the seed before any session is written.
 struct RarePlan {
     terms: Vec<String>,
-    /// `by_session[i]`: the terms to plant in session `i` (a term twice means two documents).
+    /// `by_session[i]`: the terms to plant in session `i` (a term listed twice is planted twice).
     by_session: BTreeMap<u64, Vec<String>>,
 }
 
@@ -1180,7 +1180,8 @@ impl SessionGen {
         result.map_err(|source| self.log_err(source))
     }
 
-    /// Text for a new document, with the next pending rare term planted in it (all of them in `last`).
+    /// Text for a new document, with the next pending rare term planted in it (every pending one when
+    /// `all`, for the session's last message).
     fn with_plant(&mut self, mut text: String, seq: u64, all: bool) -> String {
         let n = if all {
             self.pending.len()
