@@ -84,7 +84,7 @@ fn hex4(bytes: &[u8], at: usize) -> Option<u32> {
 pub fn safe_int(value: &Value) -> Option<i64> {
     let Value::Number(n) = value else { return None };
     if let Some(i) = n.as_i64() {
-        return (i.abs() <= MAX_SAFE_INTEGER).then_some(i);
+        return is_safe_i64(i).then_some(i);
     }
     if n.as_u64().is_some() {
         return None; // above i64::MAX, so far above the safe range
@@ -94,6 +94,12 @@ pub fn safe_int(value: &Value) -> Option<i64> {
         return None;
     }
     Some(f as i64)
+}
+
+/// Whether an `i64` lies within ±(2^53 − 1). `unsigned_abs` because `i64::MIN.abs()` overflows (a panic
+/// in debug builds, a wrong answer in release ones), and `i64::MIN` is a value any JSON input can carry.
+pub fn is_safe_i64(i: i64) -> bool {
+    i.unsigned_abs() <= MAX_SAFE_INTEGER.unsigned_abs()
 }
 
 /// A safe integer that is also ≥ 0.
@@ -198,6 +204,16 @@ mod tests {
         assert!(is_negative_zero(
             &serde_json::from_str::<Value>("-0.0").unwrap()
         ));
+    }
+
+    #[test]
+    fn i64_min_time_is_not_a_safe_integer() {
+        assert_eq!(safe_int(&json!(i64::MIN)), None);
+        assert_eq!(safe_int(&json!(i64::MIN + 1)), None);
+        assert_eq!(safe_int(&json!(-MAX_SAFE_INTEGER)), Some(-MAX_SAFE_INTEGER));
+        assert_eq!(safe_int(&json!(-MAX_SAFE_INTEGER - 1)), None);
+        assert!(!is_safe_i64(i64::MIN));
+        assert!(is_safe_i64(-MAX_SAFE_INTEGER));
     }
 
     #[test]

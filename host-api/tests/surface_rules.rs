@@ -966,15 +966,9 @@ fn a_fold_continues_after_a_rejected_event() {
 #[test]
 fn real_compaction_logs_fold_as_dsh_labels_them() {
     use host_api::log::read::{read_log, ReadOptions};
-    let dir =
-        std::path::Path::new(env!("CARGO_MANIFEST_DIR")).join("../../shared/fixtures/dsh-real");
-    if !dir.is_dir() {
-        eprintln!(
-            "SKIPPED: the real DSH fixtures are not at {}",
-            dir.display()
-        );
+    let Some(dir) = dsh_fixtures::real_fixtures_dir() else {
         return;
-    }
+    };
     // compaction-recovery: the checkpoint at 21 replaced the first prompt (4), citing [19, 20, 4].
     let log = read_log(
         &dir.join("examples__headless-agent__tests__snapshots__compaction-recovery__session.jsonl"),
@@ -1027,15 +1021,10 @@ fn real_compaction_logs_fold_as_dsh_labels_them() {
 #[test]
 fn every_real_log_that_reads_folds() {
     use host_api::log::read::{read_log, ReadOptions};
-    let dir =
-        std::path::Path::new(env!("CARGO_MANIFEST_DIR")).join("../../shared/fixtures/dsh-real");
-    let Ok(entries) = std::fs::read_dir(&dir) else {
-        eprintln!(
-            "SKIPPED: the real DSH fixtures are not at {}",
-            dir.display()
-        );
+    let Some(dir) = dsh_fixtures::real_fixtures_dir() else {
         return;
     };
+    let entries = std::fs::read_dir(&dir).expect("the fixtures folder lists");
     let mut folded = 0;
     for entry in entries.flatten() {
         let path = entry.path();

@@ -107,6 +107,8 @@ fn examples() -> Value {
         generation: 5,
         index_path: "/cache/index.sqlite".into(),
         watching: true,
+        whole_reads: 4,
+        resumed_reads: 1,
     };
     json!({
         "sessionSearchRequest": sessions_request,

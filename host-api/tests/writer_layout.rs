@@ -358,7 +358,42 @@ fn find_looks_up_by_id_in_either_encoding_and_reports_layout_errors() {
         root.find("bad").unwrap_err().code,
         LogErrorCode::HeaderNotJson
     );
-    assert!(root.find("").is_err());
+    assert_eq!(root.find("").unwrap(), None);
+}
+
+#[test]
+fn find_by_an_id_too_long_or_unencodable_for_a_file_name_is_not_found() {
+    let m = messy_root();
+    let root = SessionsRoot::new(&m.root);
+    // 300 bytes; 60 slashes that encode to 300 bytes; 250 bytes whose directory name fits but whose flat
+    // artifact name would not: all "not found", never "File name too long".
+    for id in ["x".repeat(300), "/".repeat(60), "a".repeat(250)] {
+        assert_eq!(root.find(&id).unwrap(), None, "{} bytes", id.len());
+    }
+}
+
+#[test]
+fn id_mismatch_messages_quote_at_most_a_clip_of_the_id() {
+    let dir = tempfile::tempdir().unwrap();
+    let events = turn_events();
+    let path = write_session(
+        dir.path(),
+        header("s1", Some("/w")),
+        WriteOptions::default(),
+        &[&events],
+    );
+    let opts = ReadOptions {
+        expected_id: Some("é".repeat(5000)),
+        ..ReadOptions::default()
+    };
+    let err = read_log(&path, &opts).unwrap_err();
+    assert_eq!(err.code, LogErrorCode::IdMismatch);
+    assert!(err.message.len() < 400, "{}", err.message);
+    assert!(
+        err.message.contains("10000 bytes in all"),
+        "{}",
+        err.message
+    );
 }
 
 #[test]
@@ -568,6 +603,79 @@ fn invalid_batches_are_refused_and_write_nothing() {
     );
     writer.append(&events[2..]).unwrap();
     assert_eq!(read_events(writer.path()), events);
+}
+
+#[test]
+fn appends_a_reader_would_refuse_are_refused_before_a_byte_is_written() {
+    let dir = tempfile::tempdir().unwrap();
+    let events = turn_events();
+    let mut no_id = events[1].clone();
+    no_id.data.as_object_mut().unwrap().remove("id");
+    let mut no_role = events[1].clone();
+    no_role.data.as_object_mut().unwrap().remove("role");
+    let mut unknown = events[2].clone();
+    unknown.kind = "step/sideways".into();
+    let mut replaces_nothing = events[1].clone();
+    replaces_nothing.surface_op = Some(json!({"replace": {"start": 7, "end": 9}}));
+    let cases = [
+        (no_id, LogErrorCode::InvalidMessage),
+        (no_role, LogErrorCode::InvalidMessage),
+        (unknown, LogErrorCode::UnknownEventType),
+        (replaces_nothing, LogErrorCode::InvalidSurface),
+    ];
+    for opts in [RAW, ZSTD] {
+        let id = format!("s{:?}", opts.compression);
+        let mut writer = LogWriter::create(dir.path(), header(&id, Some("/w")), opts).unwrap();
+        // Unpublished: a refused first append publishes nothing.
+        let mut unknown_second = cases[2].0.clone();
+        unknown_second.seq = 1;
+        let err = writer
+            .append(&[events[0].clone(), unknown_second])
+            .unwrap_err();
+        assert_eq!(err.code, LogErrorCode::UnknownEventType);
+        assert!(!writer.is_published() && !writer.path().exists());
+        writer.append(&events[..1]).unwrap();
+        let written = fs::read(writer.path()).unwrap();
+        for (bad, code) in &cases {
+            // The bad event is the second of the batch: the good one before it is refused with it.
+            let err = writer
+                .append(&[events[1].clone(), {
+                    let mut b = bad.clone();
+                    b.seq = 2;
+                    b
+                }])
+                .unwrap_err();
+            assert_eq!((err.code, err.seq), (*code, Some(2)), "{err}");
+            assert_eq!(err.path.as_deref(), Some(writer.path()));
+            assert_eq!(fs::read(writer.path()).unwrap(), written, "{err}");
+            assert_eq!(writer.next_seq(), 1);
+        }
+        writer.append(&events[1..]).unwrap();
+        assert_eq!(read_events(writer.path()), events);
+        assert_eq!(writer.validator().fold().folded(), events.len() as u64);
+    }
+}
+
+#[test]
+fn open_append_continues_validation_from_the_stored_fold() {
+    let dir = tempfile::tempdir().unwrap();
+    let events = turn_events();
+    let path = write_session(dir.path(), header("s", Some("/w")), RAW, &[&events[..9]]);
+    let mut writer = LogWriter::open_append(&path, RAW).unwrap();
+    assert_eq!(writer.validator().fold().folded(), 9);
+    // Replacing a range the stored surface does not hold is the fold's refusal, seen across the reopen.
+    let mut bad = events[9].clone();
+    bad.kind = "assistant/message".into();
+    bad.data = events[8].data.clone();
+    bad.surface_op = Some(json!({"replace": {"start": 100, "end": 101}}));
+    let before = fs::read(&path).unwrap();
+    assert_eq!(
+        writer.append(&[bad]).unwrap_err().code,
+        LogErrorCode::InvalidSurface
+    );
+    assert_eq!(fs::read(&path).unwrap(), before);
+    writer.append(&events[9..]).unwrap();
+    assert_eq!(read_events(&path), events);
 }
 
 #[test]

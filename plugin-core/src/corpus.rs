@@ -327,6 +327,7 @@ impl Corpus {
             strict_header: false,
             expected_id: Some(id.to_string()),
             crash_closers: true,
+            ..ReadOptions::default()
         };
         let log = match read_log(&listed.path, &opts) {
             Ok(log) => log,

@@ -20,16 +20,7 @@ fn inspect(path: &Path, as_json: bool) -> Output {
 }
 
 fn fixtures() -> Option<PathBuf> {
-    let dir = PathBuf::from(env!("CARGO_MANIFEST_DIR")).join("../../shared/fixtures/dsh-real");
-    if dir.is_dir() {
-        Some(dir)
-    } else {
-        eprintln!(
-            "SKIPPED: the real DSH fixtures are not at {}",
-            dir.display()
-        );
-        None
-    }
+    dsh_fixtures::real_fixtures_dir()
 }
 
 fn json_lines(out: &Output) -> Vec<Value> {

@@ -6,18 +6,10 @@ pub mod corpus_gen;
 use std::path::PathBuf;
 
 /// The real DSH session logs, read in place from `../shared/fixtures/dsh-real` beside the checkout (they
-/// are never copied into the project). `None`, after printing why, when the folder is absent.
+/// are never copied into the project): the workspace's one helper, [`dsh_fixtures::real_fixtures_dir`]
+/// (skips loudly when absent, fails when CI requires them).
 pub fn fixtures_dir() -> Option<PathBuf> {
-    let dir = PathBuf::from(env!("CARGO_MANIFEST_DIR")).join("../../shared/fixtures/dsh-real");
-    if dir.join("MANIFEST.tsv").is_file() {
-        Some(dir)
-    } else {
-        eprintln!(
-            "SKIPPED: the real DSH fixtures are not at {} (expected ../shared/fixtures/dsh-real beside the checkout)",
-            dir.display()
-        );
-        None
-    }
+    dsh_fixtures::real_fixtures_dir()
 }
 
 /// One row of `MANIFEST.tsv`.

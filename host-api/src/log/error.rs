@@ -1,7 +1,24 @@
 //! The one error type of the log codec: a code, the class DSH gives that failure, and where it happened.
 
+use std::borrow::Cow;
 use std::fmt;
 use std::path::{Path, PathBuf};
+
+/// The most characters of one quoted value (an id, a type, a path component) an error message carries.
+pub const MESSAGE_CLIP_CHARS: usize = 100;
+
+/// `text` cut to [`MESSAGE_CLIP_CHARS`] characters, with `…` and the full length appended when cut, for
+/// quoting untrusted values in messages: a megabyte-long id must not make a megabyte-long error line.
+pub fn clip_for_message(text: &str) -> Cow<'_, str> {
+    match text.char_indices().nth(MESSAGE_CLIP_CHARS) {
+        None => Cow::Borrowed(text),
+        Some((cut, _)) => Cow::Owned(format!(
+            "{}…({} bytes in all)",
+            text.get(..cut).unwrap_or_default(),
+            text.len()
+        )),
+    }
+}
 
 /// How DSH classifies a failure (spec §1.7). The class decides the query error code a consumer reports:
 /// only [`ErrorClass::Corrupt`] becomes `SESSION_QUERY_CORRUPT_SESSION` on exact reads; the others become
@@ -74,6 +91,12 @@ pub enum LogErrorCode {
     Layout,
     /// A writer was asked for something the format cannot hold (bad seq, empty id, an existing log).
     InvalidWrite,
+    /// The path names something other than a regular file (a FIFO, a device, a directory), which a reader
+    /// could block on or read forever.
+    NotRegularFile,
+    /// A line (the header included; for zstd logs, a line of the decompressed text) longer than the
+    /// reader's line cap ([`super::read::MAX_LINE_BYTES`] unless the options lower it).
+    LineTooLong,
 }
 
 impl LogErrorCode {
@@ -107,6 +130,8 @@ impl LogErrorCode {
             Self::InvalidSurface => "LOG_INVALID_SURFACE",
             Self::Layout => "LOG_LAYOUT",
             Self::InvalidWrite => "LOG_INVALID_WRITE",
+            Self::NotRegularFile => "LOG_NOT_REGULAR_FILE",
+            Self::LineTooLong => "LOG_LINE_TOO_LONG",
         }
     }
 
@@ -201,3 +226,23 @@ impl fmt::Display for LogError {
 }
 
 impl std::error::Error for LogError {}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn short_values_are_quoted_whole_and_long_ones_clipped_on_a_char_boundary() {
+        assert_eq!(clip_for_message("abc"), "abc");
+        let exact = "x".repeat(MESSAGE_CLIP_CHARS);
+        assert_eq!(clip_for_message(&exact), exact.as_str());
+        let long = "é".repeat(300);
+        let clipped = clip_for_message(&long);
+        assert!(clipped.starts_with(&"é".repeat(MESSAGE_CLIP_CHARS)));
+        assert!(clipped.ends_with("…(600 bytes in all)"), "{clipped}");
+        assert_eq!(
+            clipped.chars().filter(|&c| c == 'é').count(),
+            MESSAGE_CLIP_CHARS
+        );
+    }
+}

@@ -2,7 +2,7 @@
 
 use serde_json::{Map, Value};
 
-use super::error::{LogError, LogErrorCode};
+use super::error::{clip_for_message, LogError, LogErrorCode};
 use crate::json::{safe_int, safe_uint};
 
 /// The three event types that live on the model-visible surface (spec §1.5).
@@ -136,7 +136,12 @@ impl Event {
         for (key, value) in map {
             match EnvelopeKey::of(&key) {
                 Some(k) => parts.set(k, value),
-                None => return Err(invalid_envelope(format!("unexpected key {key:?}"))),
+                None => {
+                    return Err(invalid_envelope(format!(
+                        "unexpected key {:?}",
+                        clip_for_message(&key)
+                    )))
+                }
             }
         }
         parts.into_event()

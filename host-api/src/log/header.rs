@@ -2,7 +2,7 @@
 
 use serde_json::{Map, Value};
 
-use super::error::{LogError, LogErrorCode};
+use super::error::{clip_for_message, LogError, LogErrorCode};
 use crate::json::{is_negative_zero, safe_uint};
 
 /// The on-disk format version this build reads and writes.
@@ -39,7 +39,11 @@ impl std::fmt::Display for HeaderDiagnostic {
         match self {
             Self::MissingVersion => f.write_str("header has no version; read as 0"),
             Self::MissingDelegationDepth => f.write_str("header has no delegationDepth; read as 0"),
-            Self::NonAbsoluteCwd(cwd) => write!(f, "header cwd {cwd:?} is not an absolute path"),
+            Self::NonAbsoluteCwd(cwd) => write!(
+                f,
+                "header cwd {:?} is not an absolute path",
+                clip_for_message(cwd)
+            ),
         }
     }
 }

@@ -12,7 +12,7 @@ use std::io;
 use std::os::unix::fs::MetadataExt;
 use std::path::{Path, PathBuf};
 
-use super::error::{LogError, LogErrorCode};
+use super::error::{clip_for_message, LogError, LogErrorCode};
 use super::header::{HeaderDiagnostic, SessionHeader};
 use super::read::{read_header, ReadOptions};
 use super::Compression;
@@ -80,6 +80,9 @@ pub fn project_dir_name(cwd: Option<&str>) -> Result<String, LogError> {
         Some(cwd) => project_key(cwd),
     }
 }
+
+/// The longest file name, in bytes, the filesystems this runs on accept (Linux `NAME_MAX`).
+pub const NAME_MAX: usize = 255;
 
 /// The session directory name of an id (`encodeSegment`, spec §1.1). Injective: `~` is always escaped, so
 /// no two ids share a directory, and `.`/`..` can never name the directory itself or its parent.
@@ -244,7 +247,8 @@ impl SessionsRoot {
                     LogError::new(
                         LogErrorCode::Layout,
                         format!(
-                            "duplicate JSONL session id {id:?}: also found at {}",
+                            "duplicate JSONL session id {:?}: also found at {}",
+                            clip_for_message(&id),
                             others.join(", ")
                         ),
                     )
@@ -257,17 +261,26 @@ impl SessionsRoot {
     }
 
     /// Finds the session with this id (spec §1.1 rule 8), in either encoding. `Ok(None)` when no project
-    /// holds it; `Err` when the lookup meets a layout error for this id, when the header fails, or when the
-    /// header does not identify the path it was found at.
+    /// holds it, including an id no session directory can be named after (empty, or encoded longer than a
+    /// file name may be); `Err` when the lookup meets a layout error for this id, when the header fails,
+    /// or when the header does not identify the path it was found at.
     pub fn find(&self, id: &str) -> Result<Option<ListedSession>, LogError> {
-        let segment = encode_segment(id)?;
+        // The writer refuses such ids, so no session can have one: asking the filesystem would only turn
+        // "not found" into an error such as "File name too long".
+        let Some(segment) = encode_segment(id).ok().filter(|s| s.len() <= NAME_MAX) else {
+            return Ok(None);
+        };
         let Some(projects) = self.project_dirs()? else {
             return Ok(None);
         };
         let mut matches = Vec::new();
         for project in projects {
             for c in ENCODINGS {
-                let flat = project.join(format!("{segment}{}", flat_suffix(c)));
+                let flat_name = format!("{segment}{}", flat_suffix(c));
+                if flat_name.len() > NAME_MAX {
+                    continue;
+                }
+                let flat = project.join(flat_name);
                 if entry_kind(&flat)?.is_some_and(|ft| ft.is_file()) {
                     return Err(flat_artifact_error(&flat));
                 }
@@ -288,7 +301,8 @@ impl SessionsRoot {
                 return Err(LogError::new(
                     LogErrorCode::Layout,
                     format!(
-                        "duplicate JSONL session id {id:?}: found at {}",
+                        "duplicate JSONL session id {:?}: found at {}",
+                        clip_for_message(id),
                         paths.join(", ")
                     ),
                 )
@@ -300,8 +314,9 @@ impl SessionsRoot {
             return Err(LogError::new(
                 LogErrorCode::IdMismatch,
                 format!(
-                    "header id {:?} differs from the requested id {id:?}",
-                    session.header.id
+                    "header id {:?} differs from the requested id {:?}",
+                    clip_for_message(&session.header.id),
+                    clip_for_message(id)
                 ),
             )
             .at_path(&session.path));
@@ -409,7 +424,8 @@ impl SessionsRoot {
                     LogErrorCode::Layout,
                     format!(
                         "header id {:?} cannot name a session directory: {}",
-                        session.header.id, err.message
+                        clip_for_message(&session.header.id),
+                        err.message
                     ),
                 )
                 .at_path(&session.path)
@@ -426,8 +442,8 @@ impl SessionsRoot {
             LogErrorCode::Layout,
             format!(
                 "header id {:?} and cwd {:?} identify {}, not this file",
-                session.header.id,
-                session.header.cwd.as_deref().unwrap_or("(none)"),
+                clip_for_message(&session.header.id),
+                clip_for_message(session.header.cwd.as_deref().unwrap_or("(none)")),
                 expected.display()
             ),
         )

@@ -7,6 +7,7 @@
 //! replaces: [`LegacyUpgrader`] keeps the seq → message id map for that. The map holds one id per message
 //! event read so far, the only per-log state of the reader that grows with the log.
 
+use serde::{Deserialize, Serialize};
 use serde_json::{Map, Value};
 
 use super::error::{LogError, LogErrorCode};
@@ -51,7 +52,80 @@ impl MessageIds {
     }
 }
 
+/// What a [`LegacyUpgrader`] carries from one event to the next, in a form a read checkpoint can store:
+/// the upgrade count and the seq → message id map, its ids concatenated in `text` with one
+/// `(seq, byte length)` pair per id in `ids` (compact, and rebuilt into the map without parsing).
+#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
+pub struct LegacyState {
+    upgraded: u64,
+    text: String,
+    ids: Vec<(u64, u32)>,
+}
+
 impl LegacyUpgrader {
+    /// The state to store in a checkpoint that covers the events below `next_seq`. An event at or past
+    /// it was upgraded but then refused by a later check, so it is not part of what is covered.
+    pub fn state_before(&self, next_seq: u64) -> LegacyState {
+        let mut ids = Vec::with_capacity(self.message_ids.index.len());
+        let mut text = String::with_capacity(self.message_ids.text.len());
+        for &(seq, start, len) in self.message_ids.index.iter().filter(|e| e.0 < next_seq) {
+            let id = self
+                .message_ids
+                .text
+                .get(start..start.saturating_add(len))
+                .unwrap_or_default();
+            // An id longer than 4 GiB cannot come out of a line the reader accepted; skipping it would
+            // only cost a replacement its inherited id, never a wrong one.
+            let Ok(stored) = u32::try_from(id.len()) else {
+                continue;
+            };
+            text.push_str(id);
+            ids.push((seq, stored));
+        }
+        LegacyState {
+            upgraded: self.upgraded,
+            text,
+            ids,
+        }
+    }
+
+    /// An upgrader for session `session_id` continuing from `state`, before the event with seq
+    /// `next_seq`. Refuses (with the reason) a state that does not fit: ids out of order, at or past
+    /// `next_seq`, or spans that do not tile `text` on character boundaries.
+    pub fn restore(session_id: &str, state: LegacyState, next_seq: u64) -> Result<Self, String> {
+        let mut index = Vec::with_capacity(state.ids.len());
+        let mut start = 0usize;
+        let mut previous: Option<u64> = None;
+        for (seq, len) in state.ids {
+            if previous.is_some_and(|p| p >= seq) || seq >= next_seq {
+                return Err(format!(
+                    "legacy message ids are not in increasing seq order below {next_seq} (at seq {seq})"
+                ));
+            }
+            let len = len as usize;
+            let end = start.saturating_add(len);
+            if state.text.get(start..end).is_none() {
+                return Err(format!(
+                    "legacy message id of seq {seq} does not lie on character boundaries of the stored ids"
+                ));
+            }
+            index.push((seq, start, len));
+            start = end;
+            previous = Some(seq);
+        }
+        if start != state.text.len() {
+            return Err("legacy message ids do not cover the stored id text".to_owned());
+        }
+        Ok(Self {
+            session_id: session_id.to_owned(),
+            message_ids: MessageIds {
+                text: state.text,
+                index,
+            },
+            upgraded: state.upgraded,
+        })
+    }
+
     /// An upgrader for the log of session `session_id` (the header id).
     pub fn new(session_id: &str) -> Self {
         Self {
@@ -427,6 +501,57 @@ mod tests {
         // A seq seen again replaces what followed it rather than breaking the order.
         ids.insert(5, "c");
         assert_eq!((ids.get(5), ids.get(9)), (Some("c"), None));
+    }
+
+    #[test]
+    fn restored_state_keeps_ids_for_replacements_and_the_count() {
+        let mut u = LegacyUpgrader::new("s");
+        let result = |seq: u64, op: Value| {
+            json!({"type":"tool/result","seq":seq,"time":0,"surfaceOp":op,
+                   "data":{"turn":1,"callId":"c","content":[],"isError":false}})
+        };
+        up(&mut u, 0, json!({"type":"user/message","seq":0,"time":0,"data":{"id":"ü1","role":"user","content":[],"source":{"kind":"user"}}})).unwrap();
+        up(&mut u, 1, result(1, json!("append"))).unwrap();
+        // The map is rebuilt from the ids only: an id dropped by an out-of-order insert is not carried.
+        u.message_ids.insert(1, "legacy-message:s:1");
+        let state = u.state_before(2);
+        let back: LegacyState =
+            serde_json::from_str(&serde_json::to_string(&state).unwrap()).unwrap();
+        let mut restored = LegacyUpgrader::restore("s", back, 2).unwrap();
+        assert_eq!(restored.upgraded(), 1);
+        assert_eq!(restored.message_ids.get(0), Some("ü1"));
+        let replaced = up(
+            &mut restored,
+            2,
+            result(2, json!({"op":"replace","start":1,"end":1})),
+        )
+        .unwrap();
+        assert!(
+            replaced.contains(r#""id":"legacy-message:s:1""#),
+            "{replaced}"
+        );
+        assert_eq!(restored.upgraded(), 2);
+    }
+
+    #[test]
+    fn restore_refuses_a_state_that_does_not_fit() {
+        let state = |text: &str, ids: Vec<(u64, u32)>| LegacyState {
+            upgraded: 0,
+            text: text.to_owned(),
+            ids,
+        };
+        let cases = [
+            (state("ab", vec![(3, 1), (2, 1)]), "increasing"),
+            (state("ab", vec![(1, 1), (5, 1)]), "increasing"),
+            (state("ü", vec![(1, 1)]), "character boundaries"),
+            (state("ab", vec![(1, 1)]), "cover"),
+            (state("a", vec![(1, 2)]), "character boundaries"),
+        ];
+        for (bad, why) in cases {
+            let err = LegacyUpgrader::restore("s", bad.clone(), 5).unwrap_err();
+            assert!(err.contains(why), "{bad:?}: {err}");
+        }
+        assert!(LegacyUpgrader::restore("s", state("ab", vec![(1, 1), (4, 1)]), 5).is_ok());
     }
 
     #[test]

@@ -3,9 +3,13 @@
 //! Data flow of a read, in module order: [`zstd_frames`] (zstd only: frame boundaries and decompression) →
 //! [`scan`] (LF-terminated lines, packed rows expanded by [`packed`], seq contiguity, torn tails) →
 //! [`legacy`] (old shapes upgraded) → [`validate`] (shapes, vocabulary) → [`repair`] (crash closers at the
-//! end) → [`read::LogReader`] yields [`event::Event`]s one at a time. [`write::LogWriter`] is the reverse,
-//! and [`layout`] maps ids and cwds to paths in a sessions root.
+//! end) → [`read::LogReader`] yields [`event::Event`]s one at a time, within the bounds of [`bounds`].
+//! [`write::LogWriter`] is the reverse, refusing through [`append::AppendValidator`] any event a reader
+//! would refuse, and [`layout`] maps ids and cwds to paths in a sessions root.
 
+pub mod append;
+pub mod bounds;
+pub mod checkpoint;
 pub mod error;
 pub mod event;
 pub mod header;
@@ -20,12 +24,15 @@ pub mod validate;
 pub mod write;
 pub mod zstd_frames;
 
-pub use error::{ErrorClass, LogError, LogErrorCode};
+pub use append::{AppendValidator, CheckedBatch};
+pub use bounds::MAX_LINE_BYTES;
+pub use error::{clip_for_message, ErrorClass, LogError, LogErrorCode};
 pub use event::Event;
 pub use header::{HeaderDiagnostic, SessionHeader};
 
-/// The physical encoding of a log file (spec §1.2).
-#[derive(Debug, Clone, Copy, PartialEq, Eq, Hash)]
+/// The physical encoding of a log file (spec §1.2). Serialised as `"none"` / `"zstd"` (read checkpoints).
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Hash, serde::Serialize, serde::Deserialize)]
+#[serde(rename_all = "lowercase")]
 pub enum Compression {
     /// `session.jsonl`: newline-delimited UTF-8.
     None,

@@ -10,7 +10,7 @@
 use serde_json::{Map, Value};
 
 use super::event::{EnvelopeParts, Event};
-use crate::json::{safe_int, safe_uint, MAX_SAFE_INTEGER};
+use crate::json::{is_safe_i64, safe_int, safe_uint, MAX_SAFE_INTEGER};
 
 /// The shortest run the writer packs (DSH's `MIN_RUN`). Readers accept any row length ≥ 1.
 pub const MIN_RUN: usize = 3;
@@ -196,7 +196,7 @@ pub(crate) fn expand_row_parts(row: Map<String, Value>) -> Result<Vec<EnvelopePa
                 .ok_or("packed row dt holds a non-safe-integer gap")?;
             time = time
                 .checked_add(gap)
-                .filter(|t| t.abs() <= MAX_SAFE_INTEGER)
+                .filter(|t| is_safe_i64(*t))
                 .ok_or("packed row running time leaves the safe integer range")?;
             seq += 1;
         }
@@ -265,7 +265,7 @@ fn packable(event: &Event) -> Option<Delta<'_>> {
         || event.source_event_seqs.is_some()
         || event.ignorable.is_some()
         || event.seq > MAX_SAFE_INTEGER as u64
-        || event.time.abs() > MAX_SAFE_INTEGER
+        || !is_safe_i64(event.time)
     {
         return None;
     }
@@ -322,10 +322,7 @@ pub fn pack(events: &[Event]) -> Vec<Value> {
         let mut prev = first;
         for next in events.get(i + 1..).unwrap_or_default() {
             let Some(delta) = packable(next) else { break };
-            let gap = next
-                .time
-                .checked_sub(prev.time)
-                .filter(|g| g.abs() <= MAX_SAFE_INTEGER);
+            let gap = next.time.checked_sub(prev.time).filter(|g| is_safe_i64(*g));
             let (Some(gap), true) = (gap, next.seq == prev.seq + 1 && delta.same_run(&members[0]))
             else {
                 break;
@@ -554,5 +551,30 @@ mod tests {
         let lines = pack(&wide);
         assert_eq!(lines.len(), 3);
         assert_eq!(unpack(&lines), wide);
+    }
+
+    #[test]
+    fn i64_min_time_is_never_packed_and_never_panics() {
+        let text = json!({"type":"text-delta","index":0,"text":"x"});
+        let events: Vec<Event> = [i64::MIN, 0, i64::MIN]
+            .iter()
+            .enumerate()
+            .map(|(k, &t)| delta(k as u64, t, text.clone()))
+            .collect();
+        let lines = pack(&events);
+        assert!(lines.iter().all(|l| l["type"] == "assistant/chunk"));
+    }
+
+    #[test]
+    fn i64_min_dt_in_a_row_is_refused_not_overflowed() {
+        let ok = json!({"type":"text-chunks","seq0":0,"time0":0,"data":{"turn":1,"step":0,"index":0,"dt":[1],"texts":["a","b"]}});
+        assert!(expand_row(ok.as_object().cloned().unwrap()).is_ok());
+        for (time0, gap) in [(0, i64::MIN), (i64::MIN, 0), (-MAX_SAFE_INTEGER, -1)] {
+            let row = json!({"type":"text-chunks","seq0":0,"time0":time0,"data":{"turn":1,"step":0,"index":0,"dt":[gap],"texts":["a","b"]}});
+            assert!(
+                expand_row(row.as_object().cloned().unwrap()).is_err(),
+                "{time0} {gap}"
+            );
+        }
     }
 }

@@ -11,10 +11,19 @@
 //! after the last stored event: crash closers (repair), when asked for
 //! ```
 //!
-//! Memory stays bounded by the largest line (raw) or one frame and its plaintext (zstd), plus one message
-//! id per message event for the legacy upgrades. Events are yielded before the end of the file is known;
+//! Memory stays bounded by the line cap ([`ReadOptions::max_line_bytes`], [`MAX_LINE_BYTES`] by default)
+//! plus, for zstd, one compressed frame and one decoding step ([`zstd_frames::DECODE_STEP`]) of its
+//! plaintext, plus one message id per message event for the legacy upgrades. Only regular files are opened
+//! ([`super::bounds`]), a line past the cap is [`LogErrorCode::LineTooLong`] as soon as it passes it, and
+//! after a scanner issue lines that cannot hold a `turn/end` are counted without parsing, so hostile input
+//! costs time proportional to the bytes actually read. Events are yielded before the end of the file is known;
 //! an error found later (damage before a committed `turn/end`, a broken zstd frame) ends the iteration
 //! with `Err` after them, so a consumer that needs all-or-nothing uses [`read_log`].
+//!
+//! A reader can be checkpointed and resumed ([`LogReader::checkpoint`], [`LogReader::resume`]; the
+//! checkpoint and its guards are [`super::checkpoint`]): a log that only grew is then read from where the
+//! last read stopped. Crash closers are synthetic: [`LogReader::yielding_closers`] and
+//! [`SessionLog::closer_count`] tell them from stored events, and no checkpoint covers them.
 //!
 //! Documented choices where the spec leaves room:
 //! - Lenient reads (the default) also accept a `request/header` that breaks the config rule of spec §1.7
@@ -28,20 +37,28 @@
 //!   later `turn/end` makes it the scanner's own hard error first, as in DSH (which scans before it checks).
 
 use std::collections::VecDeque;
-use std::fs::File;
 use std::io::{self, BufRead, BufReader, Cursor, Read};
 use std::path::{Path, PathBuf};
+use std::sync::atomic::AtomicU64;
+use std::sync::Arc;
 
 use serde_json::Value;
 
-use super::error::{LogError, LogErrorCode};
+use super::bounds::{line_too_long, open_regular, read_line_capped, RawLine};
+use super::checkpoint::{
+    self, Counted, Guard, GuardWindow, NotesState, ReReadReason, ReadCheckpoint, Resumed, Tracking,
+    CHECKPOINT_VERSION,
+};
+use super::error::{clip_for_message, LogError, LogErrorCode};
 use super::header::{HeaderDiagnostic, SessionHeader};
 use super::legacy::LegacyUpgrader;
 use super::repair::CloserTracker;
 use super::scan::{LineScanner, Scanned};
 use super::validate;
-use super::zstd_frames::{self, FrameDecoder, FrameDefect, FrameScan};
+use super::zstd_frames::{self, FrameDecoder, FrameDefect, FrameScan, Step};
 use super::{Compression, Event};
+
+pub use super::bounds::MAX_LINE_BYTES;
 
 /// Read buffer for raw logs: large enough that a read syscall is rare next to parsing.
 const RAW_BUFFER: usize = 256 * 1024;
@@ -64,6 +81,9 @@ pub struct ReadOptions {
     /// Append DSH's in-memory crash closers (spec §1.9) after the last stored event of a log that ends
     /// inside a turn.
     pub crash_closers: bool,
+    /// The longest line accepted, in bytes without its LF (header included; zstd: of the decompressed
+    /// text); a longer one is [`LogErrorCode::LineTooLong`]. [`MAX_LINE_BYTES`] by default.
+    pub max_line_bytes: usize,
 }
 
 impl Default for ReadOptions {
@@ -73,6 +93,7 @@ impl Default for ReadOptions {
             strict_header: false,
             expected_id: None,
             crash_closers: true,
+            max_line_bytes: MAX_LINE_BYTES,
         }
     }
 }
@@ -110,9 +131,28 @@ pub struct ReadNotes {
 pub struct SessionLog {
     pub header: SessionHeader,
     pub diagnostics: Vec<HeaderDiagnostic>,
+    /// The stored events, then the crash closers (when asked for): see [`SessionLog::stored`] and
+    /// [`SessionLog::closers`] for the two apart.
     pub events: Vec<Event>,
+    /// How many of the last `events` are synthetic crash closers (spec §1.9), never stored in the log.
+    pub closer_count: usize,
     pub torn_tail: Option<TornTail>,
     pub compression: Compression,
+}
+
+impl SessionLog {
+    /// The events stored in the log, without the crash closers.
+    pub fn stored(&self) -> &[Event] {
+        let stored = self.events.len().saturating_sub(self.closer_count);
+        self.events.get(..stored).unwrap_or_default()
+    }
+
+    /// The synthetic crash closers appended after the stored events (empty unless a turn was open and
+    /// closers were asked for).
+    pub fn closers(&self) -> &[Event] {
+        let stored = self.events.len().saturating_sub(self.closer_count);
+        self.events.get(stored..).unwrap_or_default()
+    }
 }
 
 /// Reads a whole log: every event (and the closers, if asked for), or the first error.
@@ -120,13 +160,23 @@ pub fn read_log(path: &Path, opts: &ReadOptions) -> Result<SessionLog, LogError>
     LogReader::open(path, opts)?.into_log()
 }
 
+/// Reads a whole log as [`read_log`] does, and the checkpoint after its last stored event, from which
+/// [`LogReader::resume`] reads only what is appended later.
+pub fn read_log_with_checkpoint(
+    path: &Path,
+    opts: &ReadOptions,
+) -> Result<(SessionLog, ReadCheckpoint), LogError> {
+    LogReader::open(path, opts)?.into_log_with_checkpoint()
+}
+
 /// Reads only the header, as a listing does: raw logs up to the first LF, zstd logs only the first frame
-/// (read in 8 KiB chunks). Applies the same header and id checks as a full read.
+/// (read in 8 KiB chunks). Applies the same header and id checks, and the same bounds, as a full read: a
+/// FIFO, a device or an endless header line is an error, never a hang.
 pub fn read_header(
     path: &Path,
     opts: &ReadOptions,
 ) -> Result<(SessionHeader, Vec<HeaderDiagnostic>, Compression), LogError> {
-    let file = File::open(path).map_err(|e| LogError::io(path, &e))?;
+    let file = open_regular(path)?;
     let reader = LogReader::from_source(Box::new(file), path, opts, HEADER_CHUNK)?;
     Ok((reader.header, reader.diagnostics, reader.compression))
 }
@@ -141,6 +191,8 @@ struct FrameSource {
     offset: u64,
     eof: bool,
     chunk: usize,
+    /// The largest frame accepted, in compressed bytes (the header frame is bounded by the line cap).
+    max_frame: usize,
 }
 
 /// Where the next frame lies in [`FrameSource::buf`]: always at its start.
@@ -153,6 +205,8 @@ struct FrameAt {
 enum FrameFailure {
     Io(io::Error),
     Defect(FrameDefect, u64),
+    /// The frame at this offset needs more than `max_frame` bytes.
+    TooLarge(u64),
 }
 
 impl FrameSource {
@@ -171,6 +225,9 @@ impl FrameSource {
                     return Err(FrameFailure::Defect(defect, self.offset))
                 }
                 FrameScan::Incomplete { needed } => {
+                    if needed > self.max_frame {
+                        return Err(FrameFailure::TooLarge(self.offset));
+                    }
                     if self.eof {
                         let len = self.buf.len();
                         return Ok((len > 0).then_some(FrameAt {
@@ -192,14 +249,12 @@ impl FrameSource {
         }
     }
 
-    fn frame(&self, at: &FrameAt) -> &[u8] {
-        self.buf.get(..at.len).unwrap_or_default()
-    }
-
-    fn consume(&mut self, at: &FrameAt) {
+    /// Takes the frame's bytes out of the buffer.
+    fn take(&mut self, at: &FrameAt) -> Vec<u8> {
         let len = at.len.min(self.buf.len());
-        self.buf.drain(..len);
+        let rest = self.buf.split_off(len);
         self.offset = self.offset.saturating_add(len as u64);
+        std::mem::replace(&mut self.buf, rest)
     }
 }
 
@@ -207,23 +262,47 @@ enum Input {
     Raw {
         reader: BufReader<Source>,
         line: Vec<u8>,
+        /// The file offset the scanner's input starts at: the end of the header, or a resume offset.
         header_len: u64,
         fragment_line: Option<u64>,
+        cap: usize,
     },
     Zstd(Box<ZstdInput>),
+}
+
+/// The frame [`ZstdInput`] is decoding: its compressed bytes and how far the decoder got.
+struct Decoding {
+    frame: Vec<u8>,
+    in_pos: usize,
+    /// File offset of the frame's end when it is complete; `None` for the torn final frame (salvage).
+    end: Option<u64>,
+    /// The frame's file offset, for messages.
+    start: u64,
 }
 
 struct ZstdInput {
     frames: FrameSource,
     decoder: FrameDecoder,
+    decoding: Option<Decoding>,
+    /// Decoded text not yet scanned (`plain[pos..]`); never more than one capped line and one step.
     plain: Vec<u8>,
     pos: usize,
+    /// `plain[pos..searched]` holds no LF: the search for the end of a long line resumes there.
+    searched: usize,
+    cap: usize,
+    /// Plaintext bytes decoded so far, the header frame's included.
+    decoded: u64,
     /// End of the last complete frame.
     committed: u64,
     /// Start of the torn final frame once it is being salvaged.
     torn_start: Option<u64>,
     /// A complete frame held an unacceptable line: fatal at the end unless the scanner fails first.
     violation: Option<LogError>,
+    /// Where the frame being read starts, with the scanner's line and seq there: a checkpoint taken
+    /// before all of its events are yielded resumes at its start.
+    frame_start: u64,
+    frame_line: u64,
+    frame_seq: u64,
 }
 
 enum Phase {
@@ -249,13 +328,15 @@ pub struct LogReader {
     closers: CloserTracker,
     phase: Phase,
     torn_tail: Option<TornTail>,
+    track: Tracking,
 }
 
 impl LogReader {
     /// Opens a log file: detects raw vs zstd by the zstd magic in the first 4 bytes and reads and checks
-    /// the header (and the expected id) before returning.
+    /// the header (and the expected id) before returning. Only a regular file (or a symlink to one) is
+    /// read: anything else is [`LogErrorCode::NotRegularFile`].
     pub fn open(path: &Path, opts: &ReadOptions) -> Result<Self, LogError> {
-        let file = File::open(path).map_err(|e| LogError::io(path, &e))?;
+        let file = open_regular(path)?;
         Self::from_source(Box::new(file), path, opts, ZSTD_CHUNK)
     }
 
@@ -274,11 +355,14 @@ impl LogReader {
     }
 
     fn from_source(
-        mut src: Source,
+        src: Source,
         path: &Path,
         opts: &ReadOptions,
         chunk: usize,
     ) -> Result<Self, LogError> {
+        let count = Arc::new(AtomicU64::new(0));
+        let mut src: Source = Box::new(Counted::new(src, Arc::clone(&count)));
+        let mut track = Tracking::new(count, 0);
         let at = |e: LogError| e.at_path(path);
         let mut prefix = Vec::with_capacity(4);
         (&mut src)
@@ -287,29 +371,31 @@ impl LogReader {
             .map_err(|e| LogError::io(path, &e))?;
         let zstd = zstd_frames::has_zstd_magic(&prefix);
         let src: Source = Box::new(Cursor::new(prefix).chain(src));
+        let cap = opts.max_line_bytes;
         let (header_bytes, input) = if zstd {
-            read_zstd_header(src, chunk).map_err(at)?
+            read_zstd_header(src, chunk, cap, &mut track.window).map_err(at)?
         } else {
             let capacity = if chunk == HEADER_CHUNK {
                 HEADER_CHUNK
             } else {
                 RAW_BUFFER
             };
-            read_raw_header(BufReader::with_capacity(capacity, src)).map_err(at)?
+            read_raw_header(
+                BufReader::with_capacity(capacity, src),
+                cap,
+                &mut track.window,
+            )
+            .map_err(at)?
         };
         let (header, diagnostics) =
             SessionHeader::parse(&header_bytes, opts.strict_header).map_err(at)?;
-        if let Some(expected) = &opts.expected_id {
-            if &header.id != expected {
-                let message = format!(
-                    "header id {:?} differs from the requested id {expected:?}",
-                    header.id
-                );
-                return Err(LogError::new(LogErrorCode::IdMismatch, message)
-                    .at_path(path)
-                    .at_line(1));
-            }
-        }
+        check_expected_id(&header, opts, path)?;
+        let header_end = match &input {
+            Input::Raw { header_len, .. } => *header_len,
+            Input::Zstd(z) => z.committed,
+        };
+        track.header_guard = Guard::of(track.window.at_end(), header_end);
+        track.header_line = String::from_utf8_lossy(&header_bytes).into_owned();
         Ok(Self {
             path: path.to_path_buf(),
             crash_closers: opts.crash_closers,
@@ -330,6 +416,7 @@ impl LogReader {
             closers: CloserTracker::new(),
             phase: Phase::Events,
             torn_tail: None,
+            track,
         })
     }
 
@@ -368,6 +455,16 @@ impl LogReader {
         }
     }
 
+    /// Zstd logs: the plaintext bytes decoded so far, the header's included (0 for raw logs). A reader
+    /// never decodes more than a line cap and one [`zstd_frames::DECODE_STEP`] past the last line it
+    /// scanned, so this shows where a read of a frame that expands without bound stopped.
+    pub fn decompressed_bytes(&self) -> u64 {
+        match &self.input {
+            Input::Raw { .. } => 0,
+            Input::Zstd(z) => z.decoded,
+        }
+    }
+
     /// How many events were read in a legacy shape and upgraded (spec §1.8), so far.
     pub fn legacy_upgrades(&self) -> u64 {
         self.legacy.upgraded()
@@ -383,17 +480,8 @@ impl LogReader {
 
     /// Reads everything that is left into a [`SessionLog`].
     pub fn into_log(mut self) -> Result<SessionLog, LogError> {
-        let mut events = Vec::new();
-        for event in self.by_ref() {
-            events.push(event?);
-        }
-        Ok(SessionLog {
-            header: self.header,
-            diagnostics: self.diagnostics,
-            events,
-            torn_tail: self.torn_tail,
-            compression: self.compression,
-        })
+        let (events, closer_count) = self.drain()?;
+        Ok(self.into_session_log(events, closer_count))
     }
 
     /// Runs one scanned event through the logical pipeline.
@@ -448,24 +536,51 @@ impl LogReader {
                 reader,
                 line,
                 fragment_line,
+                cap,
                 ..
             } => {
-                line.clear();
-                let n = reader
-                    .read_until(b'\n', line)
-                    .map_err(|e| LogError::io(&self.path, &e))?;
-                if n == 0 {
-                    return Ok(false);
+                let io = |e: io::Error| LogError::io(&self.path, &e);
+                if self.scanner.issue().is_some() {
+                    loop {
+                        let skipped = self.scanner.skip_inert(reader.fill_buf().map_err(io)?);
+                        if skipped == 0 {
+                            break;
+                        }
+                        reader.consume(skipped);
+                    }
                 }
-                if line.last() != Some(&b'\n') {
-                    self.scanner.note_fragment(n);
-                    *fragment_line = Some(self.scanner.line().saturating_add(1));
-                    return Ok(false);
+                match read_line_capped(reader, line, *cap).map_err(io)? {
+                    RawLine::Eof => Ok(false),
+                    RawLine::Fragment => {
+                        self.scanner.note_fragment(line.len());
+                        *fragment_line = Some(self.scanner.line().saturating_add(1));
+                        Ok(false)
+                    }
+                    RawLine::TooLong => {
+                        Err(line_too_long(self.scanner.line().saturating_add(1), *cap))
+                    }
+                    RawLine::Line => {
+                        if self.scanner.feed(line, &mut self.pending)? > 0 {
+                            self.track.window.push(line);
+                        }
+                        Ok(true)
+                    }
                 }
-                self.scanner.feed(line, &mut self.pending)?;
-                Ok(true)
             }
-            Input::Zstd(z) => advance_zstd(z, &mut self.scanner, &mut self.pending),
+            Input::Zstd(z) => {
+                let salvaging = z.torn_start.is_some();
+                let more = advance_zstd(
+                    z,
+                    &mut self.scanner,
+                    &mut self.pending,
+                    &mut self.track.window,
+                )?;
+                if !salvaging && z.torn_start.is_some() {
+                    // Nothing of the torn frame is processed yet: the state is the committed one.
+                    self.track.torn = Some(Box::new(self.checkpoint_here()));
+                }
+                Ok(more)
+            }
         }
     }
 
@@ -539,8 +654,16 @@ impl Iterator for LogReader {
                 },
                 Phase::Events => {
                     if let Some(value) = self.pending.pop_front() {
+                        if self.next_seq < self.track.skip_below {
+                            // Yielded before a resume: decoded again only because it shares a packed
+                            // row or a zstd frame with what follows.
+                            self.next_seq = self.next_seq.saturating_add(1);
+                            continue;
+                        }
                         let result = self.process(value);
                         if result.is_err() {
+                            // Not yielded: a checkpoint taken now still ends before it.
+                            self.next_seq = self.next_seq.saturating_sub(1);
                             self.phase = Phase::Done;
                         }
                         return Some(result);
@@ -566,22 +689,261 @@ impl Iterator for LogReader {
     }
 }
 
-fn read_raw_header(mut reader: BufReader<Source>) -> Result<(Vec<u8>, Input), LogError> {
-    let mut line = Vec::new();
-    let n = reader
-        .read_until(b'\n', &mut line)
-        .map_err(|e| LogError::new(LogErrorCode::Io, e.to_string()))?;
-    if line.pop() != Some(b'\n') {
-        return Err(LogError::new(
-            LogErrorCode::MissingHeader,
-            "empty or header-less session log (no complete first line)",
-        ));
+/// Checkpoints and resuming (see [`super::checkpoint`]).
+impl LogReader {
+    /// The checkpoint after the stored events yielded so far: a reader resumed from it yields the next
+    /// stored event on. It never covers a crash closer or anything of a torn tail (the events salvaged
+    /// from a torn final zstd frame are yielded, but the checkpoint stays at that frame's start). Taken
+    /// after the iteration ended in an error, it covers the events yielded before the error, and a
+    /// resume from it meets the same error (unless the log was replaced meanwhile).
+    pub fn checkpoint(&self) -> ReadCheckpoint {
+        match &self.track.torn {
+            Some(torn) => (**torn).clone(),
+            None => self.checkpoint_here(),
+        }
     }
+
+    /// Continues reading the log at `path` where `checkpoint` was taken, reading nothing before its
+    /// offset but the guard bytes (see [`super::checkpoint`]). The checkpoint's header is used as it
+    /// was (checked again against `opts`: strictness, expected id); `opts.crash_closers` applies anew.
+    /// [`Resumed::ReRead`] when the log changed other than by appending or the checkpoint does not fit;
+    /// `Err` when the file cannot be opened or read, or the header fails `opts`.
+    pub fn resume(
+        path: &Path,
+        checkpoint: &ReadCheckpoint,
+        opts: &ReadOptions,
+    ) -> Result<Resumed, LogError> {
+        let reopened = match checkpoint::reopen(path, checkpoint)? {
+            Ok(reopened) => reopened,
+            Err(why) => return Ok(Resumed::ReRead(why)),
+        };
+        let (header, diagnostics) =
+            SessionHeader::parse(checkpoint.header_line.as_bytes(), opts.strict_header)
+                .map_err(|e| e.at_path(path))?;
+        check_expected_id(&header, opts, path)?;
+        let legacy = match LegacyUpgrader::restore(
+            &header.id,
+            checkpoint.legacy.clone(),
+            checkpoint.next_seq,
+        ) {
+            Ok(legacy) => legacy,
+            Err(why) => return Ok(Resumed::ReRead(ReReadReason::InvalidCheckpoint(why))),
+        };
+        let offset = checkpoint.offset;
+        let count = Arc::new(AtomicU64::new(0));
+        let src: Source = Box::new(Counted::new(reopened.file, Arc::clone(&count)));
+        let input = match checkpoint.compression {
+            Compression::None => Input::Raw {
+                reader: BufReader::with_capacity(RAW_BUFFER, src),
+                line: Vec::new(),
+                header_len: offset,
+                fragment_line: None,
+                cap: opts.max_line_bytes,
+            },
+            Compression::Zstd => Input::Zstd(Box::new(ZstdInput {
+                frames: FrameSource {
+                    src,
+                    buf: Vec::new(),
+                    offset,
+                    eof: false,
+                    chunk: ZSTD_CHUNK,
+                    max_frame: usize::MAX,
+                },
+                decoder: FrameDecoder::new(),
+                decoding: None,
+                plain: Vec::new(),
+                pos: 0,
+                searched: 0,
+                cap: opts.max_line_bytes,
+                decoded: 0,
+                committed: offset,
+                torn_start: None,
+                violation: None,
+                frame_start: offset,
+                frame_line: checkpoint.line,
+                frame_seq: checkpoint.scan_seq,
+            })),
+        };
+        let mut track = Tracking::new(count, offset);
+        track.header_line = checkpoint.header_line.clone();
+        track.header_guard = checkpoint.header_guard;
+        track.window = GuardWindow::seeded(&reopened.tail);
+        track.guard_read = reopened.bytes_read;
+        track.skip_below = checkpoint.next_seq;
+        Ok(Resumed::Continue(Self {
+            path: path.to_path_buf(),
+            crash_closers: opts.crash_closers,
+            strict: opts.strict_header,
+            notes: checkpoint.notes.clone().into_notes(path),
+            legacy,
+            header,
+            diagnostics,
+            compression: checkpoint.compression,
+            input,
+            scanner: LineScanner::resume(checkpoint.line, checkpoint.scan_seq),
+            pending: VecDeque::new(),
+            next_seq: checkpoint.scan_seq,
+            closers: checkpoint.closers.clone(),
+            phase: Phase::Events,
+            torn_tail: None,
+            track,
+        }))
+    }
+
+    /// Every byte this reader has read from its file (or stream): for a resumed reader, the guard bytes
+    /// and what follows the checkpoint, which is how a test tells a resume from a re-read.
+    pub fn bytes_read(&self) -> u64 {
+        self.track.bytes_read()
+    }
+
+    /// Whether the event the iterator returned last is a synthetic crash closer (spec §1.9) rather than
+    /// a stored event. Closers come after every stored event.
+    pub fn yielding_closers(&self) -> bool {
+        matches!(self.phase, Phase::Closers(_))
+    }
+
+    /// The crash closers the stored events yielded so far would get (empty when no turn is open),
+    /// whether or not this reader appends them.
+    pub fn closers(&self) -> Vec<Event> {
+        self.closers.closers()
+    }
+
+    /// Reads everything that is left into a [`SessionLog`], and the checkpoint after its last stored
+    /// event.
+    pub fn into_log_with_checkpoint(mut self) -> Result<(SessionLog, ReadCheckpoint), LogError> {
+        let (events, closer_count) = self.drain()?;
+        let checkpoint = self.checkpoint();
+        Ok((self.into_session_log(events, closer_count), checkpoint))
+    }
+
+    /// The rest of the events, and how many of them are closers.
+    fn drain(&mut self) -> Result<(Vec<Event>, usize), LogError> {
+        let mut events = Vec::new();
+        let mut closer_count = 0usize;
+        while let Some(event) = self.next() {
+            events.push(event?);
+            if self.yielding_closers() {
+                closer_count = closer_count.saturating_add(1);
+            }
+        }
+        Ok((events, closer_count))
+    }
+
+    fn into_session_log(self, events: Vec<Event>, closer_count: usize) -> SessionLog {
+        SessionLog {
+            header: self.header,
+            diagnostics: self.diagnostics,
+            events,
+            closer_count,
+            torn_tail: self.torn_tail,
+            compression: self.compression,
+        }
+    }
+
+    /// The checkpoint at the current position, ignoring a torn frame's snapshot.
+    fn checkpoint_here(&self) -> ReadCheckpoint {
+        let scanner = &self.scanner;
+        let window = &self.track.window;
+        let next_seq = self.next_seq.max(self.track.skip_below);
+        // Every event the scanner accepted is covered (none pending, none refused by a later check).
+        let all_covered = next_seq >= scanner.next_seq();
+        let at_end = (
+            scanner.committed_line(),
+            scanner.next_seq(),
+            window.at_end(),
+        );
+        let (offset, (line, scan_seq, guard)) = match &self.input {
+            Input::Raw { header_len, .. } => {
+                if all_covered {
+                    (header_len.saturating_add(scanner.committed()), at_end)
+                } else {
+                    // Inside a packed row: resume at the row's line.
+                    let (start, seq0) = scanner.last_line_start();
+                    let line = scanner.committed_line().saturating_sub(1);
+                    (
+                        header_len.saturating_add(start),
+                        (line, seq0, window.before_unit()),
+                    )
+                }
+            }
+            Input::Zstd(z) => {
+                let frame = (z.frame_line, z.frame_seq);
+                if z.torn_start.is_some() {
+                    // The torn frame never enters the window: its end is the frame's start.
+                    (z.frame_start, (frame.0, frame.1, window.at_end()))
+                } else if all_covered && z.pos >= z.plain.len() && z.decoding.is_none() {
+                    (z.committed, at_end)
+                } else {
+                    // Inside a frame: resume at its start.
+                    (z.frame_start, (frame.0, frame.1, window.before_unit()))
+                }
+            }
+        };
+        ReadCheckpoint {
+            version: CHECKPOINT_VERSION,
+            compression: self.compression,
+            offset,
+            line,
+            scan_seq,
+            next_seq,
+            file_len: self.track.seen().max(offset),
+            header_line: self.track.header_line.clone(),
+            header_guard: self.track.header_guard,
+            tail_guard: Guard::of(guard, offset),
+            legacy: self.legacy.state_before(next_seq),
+            closers: self.closers.clone(),
+            notes: NotesState::of(&self.notes),
+        }
+    }
+}
+
+fn check_expected_id(
+    header: &SessionHeader,
+    opts: &ReadOptions,
+    path: &Path,
+) -> Result<(), LogError> {
+    match &opts.expected_id {
+        Some(expected) if &header.id != expected => {
+            let message = format!(
+                "header id {:?} differs from the requested id {:?}",
+                clip_for_message(&header.id),
+                clip_for_message(expected)
+            );
+            Err(LogError::new(LogErrorCode::IdMismatch, message)
+                .at_path(path)
+                .at_line(1))
+        }
+        _ => Ok(()),
+    }
+}
+
+fn read_raw_header(
+    mut reader: BufReader<Source>,
+    cap: usize,
+    window: &mut GuardWindow,
+) -> Result<(Vec<u8>, Input), LogError> {
+    let mut line = Vec::new();
+    let end = read_line_capped(&mut reader, &mut line, cap)
+        .map_err(|e| LogError::new(LogErrorCode::Io, e.to_string()))?;
+    match end {
+        RawLine::Line => {}
+        RawLine::TooLong => return Err(line_too_long(1, cap)),
+        RawLine::Eof | RawLine::Fragment => {
+            return Err(LogError::new(
+                LogErrorCode::MissingHeader,
+                "empty or header-less session log (no complete first line)",
+            ))
+        }
+    }
+    window.push(&line);
+    let header_len = line.len() as u64;
+    line.pop();
     let input = Input::Raw {
         reader,
         line: Vec::new(),
-        header_len: n as u64,
+        header_len,
         fragment_line: None,
+        cap,
     };
     Ok((line, input))
 }
@@ -597,16 +959,35 @@ fn frame_error(failure: FrameFailure) -> LogError {
             LogErrorCode::ZstdBadFrame,
             format!("invalid zstd frame at offset {at}: {}", defect.describe()),
         ),
+        FrameFailure::TooLarge(at) => LogError::new(
+            LogErrorCode::LineTooLong,
+            format!(
+                "the zstd frame at offset {at} is larger than any frame holding one line within the line cap"
+            ),
+        )
+        .at_line(1),
     }
 }
 
-fn read_zstd_header(src: Source, chunk: usize) -> Result<(Vec<u8>, Input), LogError> {
+/// The header frame must hold exactly one line within the cap, so its compressed size is bounded too: a
+/// listing never buffers a huge first frame. Slack covers the frame header and checksum.
+fn header_frame_bound(cap: usize) -> usize {
+    zstd::zstd_safe::compress_bound(cap.saturating_add(1)).saturating_add(1024)
+}
+
+fn read_zstd_header(
+    src: Source,
+    chunk: usize,
+    cap: usize,
+    window: &mut GuardWindow,
+) -> Result<(Vec<u8>, Input), LogError> {
     let mut frames = FrameSource {
         src,
         buf: Vec::new(),
         offset: 0,
         eof: false,
         chunk,
+        max_frame: header_frame_bound(cap),
     };
     let at = match frames.next_frame().map_err(frame_error)? {
         Some(at) if at.complete => at,
@@ -617,65 +998,133 @@ fn read_zstd_header(src: Source, chunk: usize) -> Result<(Vec<u8>, Input), LogEr
             ))
         }
     };
-    let mut plain = Vec::new();
-    let mut decoder = FrameDecoder::new();
-    decoder
-        .decompress(frames.frame(&at), &mut plain)
-        .map_err(|e| {
-            LogError::new(
-                LogErrorCode::ZstdChecksum,
-                format!("header frame failed validation: {}", e.0),
-            )
-            .at_line(1)
-        })?;
-    let lf_at = plain.iter().position(|&b| b == b'\n');
-    if plain.is_empty() || lf_at != Some(plain.len() - 1) {
-        return Err(LogError::new(
+    frames.max_frame = usize::MAX;
+    let frame = frames.take(&at);
+    window.push(&frame);
+    let committed = at.start.saturating_add(at.len as u64);
+    let failed = |e: zstd_frames::DecodeFailure| {
+        LogError::new(
+            LogErrorCode::ZstdChecksum,
+            format!("header frame failed validation: {}", e.0),
+        )
+        .at_line(1)
+    };
+    let not_one_line = || {
+        LogError::new(
             LogErrorCode::ZstdHeaderFrame,
             "first frame is not exactly one header line",
         )
-        .at_line(1));
+        .at_line(1)
+    };
+    let mut decoder = FrameDecoder::new();
+    decoder.begin().map_err(failed)?;
+    let mut plain = Vec::new();
+    let mut in_pos = 0;
+    // Decode until the header line is whole (or past the cap), then on to the frame's end, which must add
+    // nothing: one extra byte is enough to refuse the frame, so nothing past it is decoded.
+    loop {
+        let searched = plain.len();
+        let step = decoder
+            .step(&frame, &mut in_pos, &mut plain)
+            .map_err(failed)?;
+        if let Some(lf) = memchr::memchr(b'\n', plain.get(searched..).unwrap_or_default()) {
+            if searched + lf + 1 != plain.len() {
+                return Err(not_one_line());
+            }
+            let end =
+                finish_header_frame(&mut decoder, step, &frame, &mut in_pos).map_err(failed)?;
+            if !end {
+                return Err(not_one_line());
+            }
+            break;
+        }
+        if plain.len() > cap {
+            return Err(line_too_long(1, cap));
+        }
+        match step {
+            Step::Progress => {}
+            Step::Finished if in_pos == frame.len() => return Err(not_one_line()),
+            Step::Finished => {
+                return Err(failed(zstd_frames::DecodeFailure(
+                    "frame ended before its structural end".into(),
+                )))
+            }
+            Step::Stalled => {
+                return Err(failed(zstd_frames::DecodeFailure(
+                    "frame is truncated".into(),
+                )))
+            }
+        }
     }
+    let decoded = plain.len() as u64;
     plain.pop();
-    frames.consume(&at);
-    let committed = at.start.saturating_add(at.len as u64);
     let input = ZstdInput {
         frames,
         decoder,
+        decoding: None,
         plain: Vec::new(),
         pos: 0,
+        searched: 0,
+        cap,
+        decoded,
         committed,
         torn_start: None,
         violation: None,
+        frame_start: committed,
+        frame_line: 1,
+        frame_seq: 0,
     };
     Ok((plain, Input::Zstd(Box::new(input))))
+}
+
+/// Decodes the rest of the header frame after its LF (`last` is the step that produced the LF):
+/// `Ok(true)` when it ends there exactly (checksum verified), `Ok(false)` when it holds more text.
+fn finish_header_frame(
+    decoder: &mut FrameDecoder,
+    mut last: Step,
+    frame: &[u8],
+    in_pos: &mut usize,
+) -> Result<bool, zstd_frames::DecodeFailure> {
+    let mut extra = Vec::new();
+    loop {
+        match last {
+            Step::Progress => {}
+            Step::Finished if *in_pos == frame.len() => return Ok(true),
+            Step::Finished => {
+                return Err(zstd_frames::DecodeFailure(
+                    "frame ended before its structural end".into(),
+                ))
+            }
+            Step::Stalled => return Err(zstd_frames::DecodeFailure("frame is truncated".into())),
+        }
+        last = decoder.step(frame, in_pos, &mut extra)?;
+        if !extra.is_empty() {
+            return Ok(false);
+        }
+    }
 }
 
 fn advance_zstd(
     z: &mut ZstdInput,
     scanner: &mut LineScanner,
     pending: &mut VecDeque<Scanned>,
+    window: &mut GuardWindow,
 ) -> Result<bool, LogError> {
     loop {
-        if let Some(rest) = z.plain.get(z.pos..).filter(|r| !r.is_empty()) {
-            let Some(lf) = rest.iter().position(|&b| b == b'\n') else {
-                if z.torn_start.is_some() {
-                    // The salvage of a torn frame may stop mid-line: that fragment is the torn tail.
-                    scanner.note_fragment(rest.len());
-                    z.pos = z.plain.len();
-                    return Ok(false);
-                }
-                let line = scanner.line().saturating_add(1);
-                let message = format!(
-                    "complete frame contains a torn JSONL record: the frame ending at offset {} does not end in LF (line {line})",
-                    z.committed
-                );
-                return Err(LogError::new(LogErrorCode::ZstdTornRecord, message).at_line(line));
-            };
-            let line = rest.get(..=lf).unwrap_or_default();
-            z.pos = z.pos.saturating_add(lf + 1);
+        if scanner.issue().is_some() {
+            let skipped = scanner.skip_inert(z.plain.get(z.pos..).unwrap_or_default());
+            z.pos = z.pos.saturating_add(skipped);
+            z.searched = z.searched.max(z.pos);
+        }
+        let unsearched = z.plain.get(z.searched..).unwrap_or_default();
+        if let Some(lf) = memchr::memchr(b'\n', unsearched) {
+            let end = z.searched + lf + 1;
+            let line = z.plain.get(z.pos..end).unwrap_or_default();
             let had_issue = scanner.issue().is_some();
-            scanner.feed(line, pending)?;
+            let fed = scanner.feed(line, pending);
+            z.pos = end;
+            z.searched = end;
+            fed?;
             if z.torn_start.is_none() && z.violation.is_none() && !had_issue {
                 if let Some(issue) = scanner.issue() {
                     let message = format!(
@@ -690,32 +1139,92 @@ fn advance_zstd(
             }
             return Ok(true);
         }
+        z.searched = z.plain.len();
+        let partial = z.plain.len().saturating_sub(z.pos);
+        if partial > z.cap {
+            return Err(line_too_long(scanner.line().saturating_add(1), z.cap));
+        }
+        if let Some(d) = z.decoding.as_mut() {
+            // Keep only the unscanned partial line before decoding more.
+            z.plain.drain(..z.pos.min(z.plain.len()));
+            z.searched -= z.pos.min(z.searched);
+            z.pos = 0;
+            let before = z.plain.len();
+            let step = z.decoder.step(&d.frame, &mut d.in_pos, &mut z.plain);
+            z.decoded = z
+                .decoded
+                .saturating_add(z.plain.len().saturating_sub(before) as u64);
+            let finished = match (d.end, step) {
+                (_, Ok(Step::Progress)) => false,
+                (Some(end), Ok(Step::Finished)) if d.in_pos == d.frame.len() => {
+                    z.committed = end;
+                    true
+                }
+                (Some(_), Ok(Step::Finished)) => {
+                    return Err(frame_decode_error(
+                        d.start,
+                        "frame ended before its structural end",
+                    ))
+                }
+                (Some(_), Ok(Step::Stalled)) => {
+                    return Err(frame_decode_error(d.start, "frame is truncated"))
+                }
+                (Some(_), Err(e)) => return Err(frame_decode_error(d.start, &e.0)),
+                // A torn frame's salvage simply ends where the decoder stops producing.
+                (None, _) => true,
+            };
+            if finished {
+                z.decoding = None;
+            }
+            continue;
+        }
+        if partial > 0 {
+            if z.torn_start.is_some() {
+                // The salvage of a torn frame may stop mid-line: that fragment is the torn tail.
+                scanner.note_fragment(partial);
+                z.pos = z.plain.len();
+                return Ok(false);
+            }
+            let line = scanner.line().saturating_add(1);
+            let message = format!(
+                "complete frame contains a torn JSONL record: the frame ending at offset {} does not end in LF (line {line})",
+                z.committed
+            );
+            return Err(LogError::new(LogErrorCode::ZstdTornRecord, message).at_line(line));
+        }
         if z.torn_start.is_some() {
             return Ok(false);
         }
         let Some(at) = z.frames.next_frame().map_err(frame_error)? else {
             return Ok(false);
         };
-        z.pos = 0;
+        let frame = z.frames.take(&at);
+        z.frame_start = at.start;
+        z.frame_line = scanner.line();
+        z.frame_seq = scanner.next_seq();
         if at.complete {
-            z.decoder
-                .decompress(z.frames.frame(&at), &mut z.plain)
-                .map_err(|e| {
-                    LogError::new(
-                        LogErrorCode::ZstdChecksum,
-                        format!(
-                            "zstd frame at offset {} failed decompression or checksum: {}",
-                            at.start, e.0
-                        ),
-                    )
-                })?;
-            z.committed = at.start.saturating_add(at.len as u64);
-        } else {
-            z.decoder.salvage(z.frames.frame(&at), &mut z.plain);
+            window.push(&frame);
+        }
+        z.decoder
+            .begin()
+            .map_err(|e| frame_decode_error(at.start, &e.0))?;
+        if !at.complete {
             z.torn_start = Some(at.start);
         }
-        z.frames.consume(&at);
+        z.decoding = Some(Decoding {
+            frame,
+            in_pos: 0,
+            end: at.complete.then(|| at.start.saturating_add(at.len as u64)),
+            start: at.start,
+        });
     }
+}
+
+fn frame_decode_error(start: u64, why: &str) -> LogError {
+    LogError::new(
+        LogErrorCode::ZstdChecksum,
+        format!("zstd frame at offset {start} failed decompression or checksum: {why}"),
+    )
 }
 
 #[cfg(test)]

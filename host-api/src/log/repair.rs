@@ -6,7 +6,11 @@
 //! memory when it inspects such a log: one `tool/result` per unanswered call, a `step/end` if a step is
 //! open, and a `turn/end` with reason `interrupted`. Texts, ids and key orders are DSH's, byte for byte,
 //! because the closers are indexed and searchable like stored events.
+//!
+//! The tracker is serialisable so that a read checkpoint can carry it: closers are never stored, only
+//! what they are computed from, so a log that later grows past its open turn simply has none.
 
+use serde::{Deserialize, Serialize};
 use serde_json::{Map, Value};
 
 use super::event::{Event, TailOrder};
@@ -18,7 +22,7 @@ pub const OUTCOME_UNKNOWN_TEXT: &str = "The tool call was interrupted after it w
 pub const NOT_STARTED_TEXT: &str =
     "The tool call was interrupted before the Harness recorded it as started. Retry it if it is still needed.";
 
-#[derive(Debug, Clone)]
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
 struct PendingCall {
     id: String,
     step: Value,
@@ -26,10 +30,12 @@ struct PendingCall {
 }
 
 /// Tracks what a crash would leave open (see the module doc).
-#[derive(Debug, Clone, Default)]
+#[derive(Debug, Clone, Default, PartialEq, Serialize, Deserialize)]
 pub struct CloserTracker {
     last: Option<(u64, i64)>,
+    #[serde(with = "held")]
     open_turn: Option<Value>,
+    #[serde(with = "held")]
     open_step: Option<Value>,
     /// Insertion-ordered; a step rarely has more than a handful of calls, so a vector beats a map.
     calls: Vec<PendingCall>,
@@ -102,6 +108,11 @@ impl CloserTracker {
         }
     }
 
+    /// The seq of the last event observed.
+    pub fn last_seq(&self) -> Option<u64> {
+        self.last.map(|(seq, _)| seq)
+    }
+
     /// Whether the events observed so far end inside a turn (and so would get closers).
     pub fn turn_open(&self) -> bool {
         self.last.is_some() && self.open_turn.is_some()
@@ -135,6 +146,32 @@ impl CloserTracker {
             object([("turn", turn.clone()), ("reason", reason)]),
         ));
         out
+    }
+}
+
+/// `Option<Value>` stored as `null` or `{"value": …}`: stored plainly, a `Some(null)` (a `turn/start`
+/// without a turn number still opens a turn) would read back as `None` and lose the open turn.
+mod held {
+    use serde::{Deserialize, Deserializer, Serialize, Serializer};
+    use serde_json::Value;
+
+    #[derive(Serialize)]
+    struct HeldRef<'a> {
+        value: &'a Value,
+    }
+
+    #[derive(Deserialize)]
+    #[serde(deny_unknown_fields)]
+    struct Held {
+        value: Value,
+    }
+
+    pub fn serialize<S: Serializer>(held: &Option<Value>, s: S) -> Result<S::Ok, S::Error> {
+        held.as_ref().map(|value| HeldRef { value }).serialize(s)
+    }
+
+    pub fn deserialize<'de, D: Deserializer<'de>>(d: D) -> Result<Option<Value>, D::Error> {
+        Ok(Option::<Held>::deserialize(d)?.map(|held| held.value))
     }
 }
 
@@ -280,6 +317,36 @@ mod tests {
                 r#"{"type":"turn/end","seq":8,"time":9,"data":{"turn":1,"reason":{"kind":"interrupted"}}}"#.to_owned(),
             ]
         );
+    }
+
+    #[test]
+    fn tracker_survives_serialisation_with_a_null_turn() {
+        let events = [
+            Event::new("turn/start", 0, 1, json!({})),
+            Event::new("step/start", 1, 2, json!({"turn":null,"step":0})),
+            Event::appended("assistant/message", 2, 3, calls(&["c1", "c2"])),
+            Event::new(
+                "tool/call",
+                3,
+                4,
+                json!({"turn":1,"step":0,"callId":"c2","name":"n","arguments":"{}"}),
+            ),
+        ];
+        let mut t = CloserTracker::new();
+        for e in &events {
+            t.observe(e);
+        }
+        let text = serde_json::to_string(&t).unwrap();
+        let back: CloserTracker = serde_json::from_str(&text).unwrap();
+        assert_eq!(back, t);
+        assert_eq!(back.open_turn, Some(Value::Null));
+        assert_eq!(back.closers(), t.closers());
+        assert_eq!(back.closers().len(), 4);
+        assert_eq!(back.last_seq(), Some(3));
+        // A stored turn that is neither null nor a held value is refused, not guessed at.
+        let bad = text.replace(r#""open_turn":{"value":null}"#, r#""open_turn":5"#);
+        assert_ne!(bad, text);
+        assert!(serde_json::from_str::<CloserTracker>(&bad).is_err());
     }
 
     #[test]

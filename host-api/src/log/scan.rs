@@ -66,6 +66,12 @@ pub struct LineScanner {
     consumed: u64,
     committed: u64,
     issue: Option<LogError>,
+    /// Where the last accepted line begins, as a read checkpoint needs it while the events of that line
+    /// (a packed row) are only partly yielded: its physical line number, the input offset of its start
+    /// and the seq of its first event.
+    last_line: u64,
+    last_start: u64,
+    last_seq0: u64,
 }
 
 /// The events one line decoded to.
@@ -92,12 +98,22 @@ impl Decoded {
 impl LineScanner {
     /// A scanner whose first line is physical line `first_line` (2 when the header is line 1).
     pub fn new(first_line: u64) -> Self {
+        Self::resume(first_line.saturating_sub(1), 0)
+    }
+
+    /// A scanner continuing after physical line `line`, expecting `next_seq` next, over input that starts
+    /// there (offsets count from 0 again). What it carries between lines is only those two numbers: a
+    /// checkpoint is never taken past an issue, so a resumed scanner starts without one.
+    pub fn resume(line: u64, next_seq: u64) -> Self {
         Self {
-            line: first_line.saturating_sub(1),
-            next_seq: 0,
+            line,
+            next_seq,
             consumed: 0,
             committed: 0,
             issue: None,
+            last_line: line,
+            last_start: 0,
+            last_seq0: next_seq,
         }
     }
 
@@ -171,6 +187,9 @@ impl LineScanner {
             }
         }
         let accepted = decoded.as_slice().len();
+        self.last_line = n;
+        self.last_start = self.committed;
+        self.last_seq0 = self.next_seq;
         self.next_seq = self.next_seq.saturating_add(accepted as u64);
         self.committed = self.consumed;
         match decoded {
@@ -183,6 +202,26 @@ impl LineScanner {
     /// Accounts for a final fragment without LF (a torn write): counted as input, never parsed.
     pub fn note_fragment(&mut self, len: usize) {
         self.consumed = self.consumed.saturating_add(len as u64);
+    }
+
+    /// Once an issue is set only a later `turn/end` matters, and a line without a `"` holds no string, so
+    /// it cannot decode to one. This counts the whole lines of `buf` before its first `"` without parsing
+    /// them and returns their length in bytes (0 without an issue): a frame of a billion empty lines is
+    /// then a byte scan, not a billion parse attempts.
+    pub fn skip_inert(&mut self, buf: &[u8]) -> usize {
+        if self.issue.is_none() {
+            return 0;
+        }
+        let quote = memchr::memchr(b'"', buf).unwrap_or(buf.len());
+        let Some(last_lf) = memchr::memrchr(b'\n', buf.get(..quote).unwrap_or_default()) else {
+            return 0;
+        };
+        let skipped = buf.get(..=last_lf).unwrap_or_default();
+        // A plain count vectorises; memchr's iterator would stop at every one of dense LFs.
+        let lines = skipped.iter().filter(|&&b| b == b'\n').count();
+        self.line = self.line.saturating_add(lines as u64);
+        self.consumed = self.consumed.saturating_add(skipped.len() as u64);
+        skipped.len()
     }
 
     /// The first problem seen, if any: a torn tail so far, an error if a `turn/end` follows.
@@ -204,6 +243,21 @@ impl LineScanner {
     /// The physical line number of the last line fed.
     pub fn line(&self) -> u64 {
         self.line
+    }
+
+    /// The seq the next accepted event must carry.
+    pub fn next_seq(&self) -> u64 {
+        self.next_seq
+    }
+
+    /// The physical line number of the last accepted line (of the line before the input, if none).
+    pub fn committed_line(&self) -> u64 {
+        self.last_line
+    }
+
+    /// Where the last accepted line starts: its input offset, and the seq of its first event.
+    pub fn last_line_start(&self) -> (u64, u64) {
+        (self.last_start, self.last_seq0)
     }
 
     fn set_issue(&mut self, code: LogErrorCode, message: String) {
@@ -272,6 +326,28 @@ mod tests {
         assert_eq!(out.len(), 2);
         assert_eq!(s.committed(), s.consumed());
         assert_eq!(s.line(), 3);
+    }
+
+    #[test]
+    fn resume_points_follow_accepted_lines_only() {
+        let row = "{\"type\":\"text-chunks\",\"seq0\":1,\"time0\":0,\"data\":{\"turn\":1,\"step\":0,\"index\":0,\"dt\":[0],\"texts\":[\"a\",\"b\"]}}\n";
+        let lines = [ev(0, "a"), row.to_owned(), "{bad\n".to_owned(), ev(3, "a")];
+        let (s, out, r) = feed_all(&lines);
+        assert!(r.is_ok());
+        assert_eq!(out.len(), 3);
+        // The bad line and what follows it are not accepted: the row stays the last accepted line.
+        assert_eq!((s.line(), s.committed_line(), s.next_seq()), (5, 3, 3));
+        assert_eq!(s.last_line_start(), (ev(0, "a").len() as u64, 1));
+        assert_eq!(s.committed(), (ev(0, "a").len() + row.len()) as u64);
+
+        let mut resumed = LineScanner::resume(3, 3);
+        let mut out: Vec<Scanned> = Vec::new();
+        assert_eq!(resumed.feed(ev(3, "a").as_bytes(), &mut out).unwrap(), 1);
+        assert_eq!((resumed.line(), resumed.committed_line()), (4, 4));
+        assert_eq!(resumed.last_line_start(), (0, 3));
+        let mut gap = LineScanner::resume(3, 3);
+        gap.feed(ev(4, "a").as_bytes(), &mut out).unwrap();
+        assert_eq!(gap.issue().unwrap().seq, Some(3));
     }
 
     #[test]
@@ -344,5 +420,24 @@ mod tests {
         assert_eq!(out.len(), 1);
         assert_eq!(r.unwrap_err().code, LogErrorCode::InvalidPackedRow);
         assert_eq!(s.issue().unwrap().line, Some(3));
+    }
+
+    #[test]
+    fn inert_lines_are_skipped_only_after_an_issue_and_only_before_a_quote() {
+        let mut scanner = LineScanner::new(2);
+        let mut out: Vec<Scanned> = Vec::new();
+        assert_eq!(scanner.skip_inert(b"\n\n\n"), 0, "no issue yet");
+        scanner.feed(b"\n", &mut out).unwrap();
+        assert!(scanner.issue().is_some());
+        let buf = b"\n\n{}\n{\"type\":\"turn/end\"}\n";
+        let skipped = scanner.skip_inert(buf);
+        assert_eq!(
+            skipped, 5,
+            "three whole lines, stopping before the quoted one"
+        );
+        assert_eq!(scanner.line(), 5);
+        assert_eq!(scanner.skip_inert(b"\n\npartial"), 2);
+        assert_eq!(scanner.line(), 7);
+        assert_eq!(scanner.consumed(), 1 + 5 + 2);
     }
 }

@@ -7,7 +7,7 @@
 
 use serde_json::{Map, Value};
 
-use super::error::{LogError, LogErrorCode};
+use super::error::{clip_for_message, LogError, LogErrorCode};
 use super::event::{is_known_type, Event};
 use super::legacy;
 use crate::json::safe_uint;
@@ -90,7 +90,7 @@ fn message_rule(kind: &str, message: Option<&Value>, role: &str) -> Result<(), S
         return Err("id is not a non-empty string".into());
     }
     if message.get("role").and_then(Value::as_str) != Some(role) {
-        return Err(format!("role is not {role:?}"));
+        return Err(format!("role is not {:?}", clip_for_message(role)));
     }
     let Some(Value::Object(source)) = message.get("source") else {
         return Err("source is not an object".into());
@@ -156,7 +156,10 @@ pub fn check_known_type(event: &Value) -> Result<(), LogError> {
     );
     let err = LogError::new(
         LogErrorCode::UnknownEventType,
-        format!("event type {shown} is unknown to this harness and not marked ignorable"),
+        format!(
+            "event type {} is unknown to this harness and not marked ignorable",
+            clip_for_message(&shown)
+        ),
     );
     Err(with_seq(err, event))
 }
@@ -198,7 +201,10 @@ fn request_header_rule(data: &Value) -> Result<(), String> {
         Some(Value::Object(defaults)) => {
             for (key, value) in defaults {
                 if key != "reasoningEffort" && key != "maxTokens" {
-                    return Err(format!("adapterDefaults has unexpected key {key:?}"));
+                    return Err(format!(
+                        "adapterDefaults has unexpected key {:?}",
+                        clip_for_message(key)
+                    ));
                 }
                 if value != &Value::Bool(true) {
                     return Err(format!("adapterDefaults.{key} is not true"));

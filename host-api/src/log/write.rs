@@ -17,13 +17,14 @@ use std::path::{Path, PathBuf};
 use std::sync::atomic::{AtomicU64, Ordering};
 use std::time::{SystemTime, UNIX_EPOCH};
 
+use super::append::AppendValidator;
+use super::bounds::MAX_LINE_BYTES;
 use super::error::{LogError, LogErrorCode};
 use super::event::Event;
 use super::header::SessionHeader;
-use super::layout::{encode_segment, session_log_path};
+use super::layout::{encode_segment, session_log_path, NAME_MAX};
 use super::read::{read_log, ReadOptions};
 use super::{packed, zstd_frames, Compression};
-use crate::json::MAX_SAFE_INTEGER;
 
 /// How a writer encodes what it appends.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
@@ -68,7 +69,19 @@ impl LogFile for File {
     }
 
     fn open_append(path: &Path) -> io::Result<Self> {
-        OpenOptions::new().append(true).open(path)
+        // Non-blocking, so a FIFO with no reader fails at once (ENXIO) instead of hanging the open; then
+        // anything but a regular file is refused, as the reader refuses it.
+        let file = OpenOptions::new()
+            .append(true)
+            .custom_flags(libc::O_NONBLOCK)
+            .open(path)?;
+        if !file.metadata()?.file_type().is_file() {
+            return Err(io::Error::new(
+                io::ErrorKind::InvalidInput,
+                "a session log must be a regular file",
+            ));
+        }
+        Ok(file)
     }
 
     fn write_all(&mut self, buf: &[u8]) -> io::Result<()> {
@@ -95,7 +108,8 @@ pub struct LogWriter<F: LogFile = File> {
     header: SessionHeader,
     /// For a continued log, the compression is the log's own, whatever the caller asked for.
     opts: WriteOptions,
-    next_seq: u64,
+    /// Every rule a reader applies, run on each batch before a byte is written; knows the next seq.
+    validator: AppendValidator,
     /// `Some` once the transcript is published; appends go through this handle.
     file: Option<F>,
     /// The length the file has after everything this writer committed.
@@ -111,7 +125,7 @@ impl<F: LogFile> fmt::Debug for LogWriter<F> {
             .field("path", &self.path)
             .field("id", &self.header.id)
             .field("opts", &self.opts)
-            .field("next_seq", &self.next_seq)
+            .field("next_seq", &self.validator.next_seq())
             .field("published", &self.file.is_some())
             .field("len", &self.len)
             .field("broken", &self.broken)
@@ -176,14 +190,21 @@ impl<F: LogFile> LogWriter<F> {
         if path.file_name().is_none() {
             return Err(at(invalid_write("the log path names no file")));
         }
-        encode_segment(&header.id).map_err(|err| at(invalid_write(err.message)))?;
+        let segment = encode_segment(&header.id).map_err(|err| at(invalid_write(err.message)))?;
+        if segment.len() > NAME_MAX {
+            // No session directory could be named after it, so no lookup could ever find the log.
+            return Err(at(invalid_write(format!(
+                "the id encodes to a {}-byte directory name, longer than the {NAME_MAX} bytes a file name may have",
+                segment.len()
+            ))));
+        }
         let header = strict_header(&header).map_err(at)?;
         refuse_existing(path)?;
         Ok(Self {
             path: path.to_path_buf(),
+            validator: AppendValidator::new(&header),
             header,
             opts,
-            next_seq: 0,
             file: None,
             len: 0,
             broken: None,
@@ -222,15 +243,15 @@ impl<F: LogFile> LogWriter<F> {
         if after != before {
             return Err(at(invalid_write("the log changed while it was being read")));
         }
-        let next_seq = log.events.last().map_or(0, |e| e.seq + 1);
+        let validator = AppendValidator::for_events(&log.header, &log.events).map_err(at)?;
         Ok(Self {
             path: path.to_path_buf(),
+            validator,
             header: log.header,
             opts: WriteOptions {
                 compression: log.compression,
                 ..opts
             },
-            next_seq,
             file: Some(file),
             len: after,
             broken: None,
@@ -238,14 +259,20 @@ impl<F: LogFile> LogWriter<F> {
     }
 
     /// Appends one batch durably. The batch must be non-empty with seqs continuing from
-    /// [`LogWriter::next_seq`]; otherwise nothing is written. The first append publishes the log.
+    /// [`LogWriter::next_seq`], and every event must pass every rule a reader applies
+    /// ([`AppendValidator`]); otherwise nothing is written and the error names the rule and the seq. The
+    /// first append publishes the log.
     pub fn append(&mut self, batch: &[Event]) -> Result<(), LogError> {
         if let Some(err) = &self.broken {
             return Err(err.clone());
         }
-        self.validate(batch)
+        let checked = self
+            .validator
+            .check_batch(batch)
             .map_err(|err| err.at_path(&self.path))?;
-        let plaintext = self.batch_plaintext(batch);
+        let plaintext = self
+            .batch_plaintext(batch)
+            .map_err(|err| err.at_path(&self.path))?;
         if self.file.is_none() {
             let mut header_line = self.header.to_json_line().into_bytes();
             header_line.push(b'\n');
@@ -265,7 +292,13 @@ impl<F: LogFile> LogWriter<F> {
             };
             self.append_bytes(&bytes)?;
         }
-        self.next_seq += batch.len() as u64;
+        // Checked against this very state a moment ago, so the commit cannot be refused; if it ever were,
+        // the writer's idea of the log would no longer match the file, so it stops appending.
+        if let Err(err) = self.validator.commit(checked) {
+            let err = err.at_path(&self.path);
+            self.broken = Some(err.clone());
+            return Err(err);
+        }
         Ok(())
     }
 
@@ -279,7 +312,12 @@ impl<F: LogFile> LogWriter<F> {
 
     /// The seq the next appended event must carry.
     pub fn next_seq(&self) -> u64 {
-        self.next_seq
+        self.validator.next_seq()
+    }
+
+    /// The validator guarding this log: its surface fold is the fold of everything appended so far.
+    pub fn validator(&self) -> &AppendValidator {
+        &self.validator
     }
 
     /// Whether the transcript exists on disk (after the first successful append, or for a continued log).
@@ -292,38 +330,10 @@ impl<F: LogFile> LogWriter<F> {
         self.opts.compression
     }
 
-    fn validate(&self, batch: &[Event]) -> Result<(), LogError> {
-        if batch.is_empty() {
-            return Err(invalid_write(
-                "an append batch must hold at least one event",
-            ));
-        }
-        let max = MAX_SAFE_INTEGER as u64;
-        for (i, event) in batch.iter().enumerate() {
-            let expected = self.next_seq.checked_add(i as u64).filter(|s| *s <= max);
-            if Some(event.seq) != expected {
-                let expected = expected.map_or_else(
-                    || "none (past the safe integer range)".into(),
-                    |s| s.to_string(),
-                );
-                return Err(invalid_write(format!(
-                    "event {i} of the batch has seq {}, expected {expected}: seqs continue contiguously from the log",
-                    event.seq
-                ))
-                .at_seq(event.seq));
-            }
-            if event.time.unsigned_abs() > max {
-                return Err(
-                    invalid_write(format!("time {} is not a safe integer", event.time))
-                        .at_seq(event.seq),
-                );
-            }
-        }
-        Ok(())
-    }
-
-    /// The batch's storage lines, each LF-terminated (spec §1.2: `lines.join("\n") + "\n"`).
-    fn batch_plaintext(&self, batch: &[Event]) -> Vec<u8> {
+    /// The batch's storage lines, each LF-terminated (spec §1.2: `lines.join("\n") + "\n"`). Every event
+    /// fits the line cap (the validator saw to it), but a packed row of many may not: such a batch is
+    /// refused rather than written as a line no default read accepts.
+    fn batch_plaintext(&self, batch: &[Event]) -> Result<Vec<u8>, LogError> {
         let lines: Vec<String> = if self.opts.pack_chunks {
             packed::pack(batch)
                 .iter()
@@ -332,9 +342,18 @@ impl<F: LogFile> LogWriter<F> {
         } else {
             batch.iter().map(Event::to_json_line).collect()
         };
+        if let Some(long) = lines.iter().find(|l| l.len() > MAX_LINE_BYTES) {
+            return Err(LogError::new(
+                LogErrorCode::LineTooLong,
+                format!(
+                    "a packed chunk row of this batch is {} bytes, over the line cap of {MAX_LINE_BYTES} bytes; append the run in smaller batches",
+                    long.len()
+                ),
+            ));
+        }
         let mut out = lines.join("\n").into_bytes();
         out.push(b'\n');
-        out
+        Ok(out)
     }
 
     /// First materialisation: temp file → fsync → hard-link publish → unlink temp → fsync the directory.
@@ -588,6 +607,14 @@ mod tests {
         let empty = SessionHeader::new("", 0, None);
         let err = LogWriter::create(dir.path(), empty, WriteOptions::default()).unwrap_err();
         assert_eq!(err.code, LogErrorCode::InvalidWrite);
+        let long = SessionHeader::new("a".repeat(NAME_MAX + 1), 0, None);
+        let err = LogWriter::create(dir.path(), long, WriteOptions::default()).unwrap_err();
+        assert_eq!(err.code, LogErrorCode::InvalidWrite);
+        assert!(
+            err.message.contains("longer than the 255 bytes"),
+            "{}",
+            err.message
+        );
         let mut newer = SessionHeader::new("a", 0, None);
         newer.version = 1;
         assert!(LogWriter::create_at(&path, newer, WriteOptions::default()).is_err());

@@ -2,8 +2,8 @@
 //!
 //! Sits first in the zstd read path: [`scan_frame`] finds a frame's extent from its structure alone (no
 //! decompression), so the reader can tell a complete frame from the torn final frame a crash leaves;
-//! [`FrameDecoder::decompress`] decodes one complete frame with its checksum verified;
-//! [`FrameDecoder::salvage`] decodes what a torn final frame still yields. The plaintext then goes to the
+//! [`FrameDecoder::step`] decodes a frame a bounded step at a time (checksum verified at its end; a torn
+//! final frame yields what it can), so a reader can stop a frame that expands without bound. The plaintext then goes to the
 //! line scanner ([`super::scan`]). The writer goes the other way with [`compress_frame`], one frame per
 //! append batch.
 
@@ -124,10 +124,27 @@ pub fn scan_frame(buf: &[u8]) -> FrameScan {
 #[derive(Debug, Clone, PartialEq, Eq)]
 pub struct DecodeFailure(pub String);
 
+/// Plaintext bytes one [`FrameDecoder::step`] produces at most: the granularity at which a reader can
+/// stop a frame that expands to far more than any line may hold (a "zip bomb" declares gigabytes in a few
+/// KiB), so memory never follows a frame's declared or actual content size.
+pub const DECODE_STEP: usize = 64 * 1024;
+
+/// What one [`FrameDecoder::step`] did.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum Step {
+    /// Consumed input or produced output; the frame is not finished.
+    Progress,
+    /// The frame is fully decoded (its checksum, when it has one, verified).
+    Finished,
+    /// Neither consumed nor produced with room to spare: the decoder waits for input the frame lacks.
+    Stalled,
+}
+
 /// A zstd decoding context reused across frames: creating one costs more than decoding a small batch,
-/// and a log holds one frame per append.
+/// and a log holds one frame per append. Decodes a frame in steps of at most [`DECODE_STEP`] bytes.
 pub struct FrameDecoder {
     decoder: Option<Decoder<'static>>,
+    scratch: Vec<u8>,
 }
 
 impl Default for FrameDecoder {
@@ -137,13 +154,16 @@ impl Default for FrameDecoder {
 }
 
 impl FrameDecoder {
-    /// A decoder; the context itself is created on first use.
+    /// A decoder; the context itself and its step buffer are created on first use.
     pub fn new() -> Self {
-        Self { decoder: None }
+        Self {
+            decoder: None,
+            scratch: Vec::new(),
+        }
     }
 
-    /// A context reset for a new frame (after a failure too).
-    fn fresh(&mut self) -> Result<&mut Decoder<'static>, DecodeFailure> {
+    /// Resets the context for a new frame (also after a failure, which leaves it mid-frame).
+    pub fn begin(&mut self) -> Result<(), DecodeFailure> {
         let mut reused = self.decoder.take();
         if reused.as_mut().is_some_and(|d| d.reinit().is_err()) {
             reused = None;
@@ -152,69 +172,79 @@ impl FrameDecoder {
             Some(d) => d,
             None => Decoder::new().map_err(|e| DecodeFailure(e.to_string()))?,
         };
-        Ok(self.decoder.insert(decoder))
+        self.decoder = Some(decoder);
+        Ok(())
+    }
+
+    /// Decodes from `frame[*in_pos..]` and appends at most [`DECODE_STEP`] plaintext bytes to `out`,
+    /// advancing `in_pos`. Call [`FrameDecoder::begin`] before the first step of each frame.
+    pub fn step(
+        &mut self,
+        frame: &[u8],
+        in_pos: &mut usize,
+        out: &mut Vec<u8>,
+    ) -> Result<Step, DecodeFailure> {
+        if self.decoder.is_none() {
+            self.begin()?;
+        }
+        let Some(decoder) = self.decoder.as_mut() else {
+            return Err(DecodeFailure("no zstd decoding context".into()));
+        };
+        if self.scratch.len() != DECODE_STEP {
+            self.scratch = vec![0; DECODE_STEP];
+        }
+        let rest = frame.get(*in_pos..).unwrap_or_default();
+        let mut input = InBuffer::around(rest);
+        let mut output = OutBuffer::around(&mut self.scratch[..]);
+        let hint = decoder
+            .run(&mut input, &mut output)
+            .map_err(|e| DecodeFailure(e.to_string()))?;
+        let (consumed, produced) = (input.pos(), output.pos());
+        *in_pos = in_pos.saturating_add(consumed);
+        out.extend_from_slice(self.scratch.get(..produced).unwrap_or_default());
+        Ok(if hint == 0 {
+            Step::Finished
+        } else if consumed == 0 && produced == 0 {
+            Step::Stalled
+        } else {
+            Step::Progress
+        })
     }
 
     /// Decompresses one complete frame (as delimited by [`scan_frame`]) into `out`, which is cleared
     /// first. The content checksum, when the frame carries one, is verified by the decoder; a mismatch,
     /// any decode error, or a frame the decoder does not see end exactly at the structural end is a
-    /// failure.
+    /// failure. The whole plaintext is held in memory: for frames the caller trusts (its own, tests); the
+    /// reader steps through untrusted frames with [`FrameDecoder::step`] instead.
     pub fn decompress(&mut self, frame: &[u8], out: &mut Vec<u8>) -> Result<(), DecodeFailure> {
         out.clear();
-        let decoder = self.fresh()?;
-        let mut input = InBuffer::around(frame);
+        self.begin()?;
+        let mut pos = 0;
         loop {
-            reserve_for_output(out, frame.len());
-            let before_in = input.pos();
-            let before_out = out.len();
-            let hint = {
-                let mut output = OutBuffer::around_pos(out, before_out);
-                decoder
-                    .run(&mut input, &mut output)
-                    .map_err(|e| DecodeFailure(e.to_string()))?
-            };
-            if hint == 0 {
-                return if input.pos() == frame.len() {
-                    Ok(())
-                } else {
-                    Err(DecodeFailure(
+            match self.step(frame, &mut pos, out)? {
+                Step::Progress => {}
+                Step::Finished if pos == frame.len() => return Ok(()),
+                Step::Finished => {
+                    return Err(DecodeFailure(
                         "frame ended before its structural end".into(),
                     ))
-                };
-            }
-            // A decoder that neither consumes nor produces with room to spare is waiting for input that
-            // the frame does not have.
-            if input.pos() == before_in && out.len() == before_out && out.len() < out.capacity() {
-                return Err(DecodeFailure("frame is truncated".into()));
+                }
+                Step::Stalled => return Err(DecodeFailure("frame is truncated".into())),
             }
         }
     }
 
     /// Decodes as much of a torn final frame as the decoder will produce without finishing it (the
     /// "flush" decode of spec §1.2) into `out` (cleared first). A decode error just ends the salvage:
-    /// what was produced before it is kept, and producing nothing is fine.
+    /// what was produced before it is kept, and producing nothing is fine. Whole plaintext in memory, as
+    /// for [`FrameDecoder::decompress`].
     pub fn salvage(&mut self, torn: &[u8], out: &mut Vec<u8>) {
         out.clear();
-        let Ok(decoder) = self.fresh() else {
+        if self.begin().is_err() {
             return;
-        };
-        let mut input = InBuffer::around(torn);
-        loop {
-            reserve_for_output(out, torn.len());
-            let before_in = input.pos();
-            let before_out = out.len();
-            let result = {
-                let mut output = OutBuffer::around_pos(out, before_out);
-                decoder.run(&mut input, &mut output)
-            };
-            match result {
-                Ok(0) | Err(_) => return,
-                Ok(_) => {}
-            }
-            if input.pos() == before_in && out.len() == before_out && out.len() < out.capacity() {
-                return;
-            }
         }
+        let mut pos = 0;
+        while let Ok(Step::Progress) = self.step(torn, &mut pos, out) {}
     }
 }
 
@@ -226,18 +256,6 @@ pub fn decompress_frame(frame: &[u8], out: &mut Vec<u8>) -> Result<(), DecodeFai
 /// [`FrameDecoder::salvage`] with a one-off context.
 pub fn salvage_torn_frame(torn: &[u8], out: &mut Vec<u8>) {
     FrameDecoder::new().salvage(torn, out)
-}
-
-/// Makes sure the output vector has spare room for the next decoder step.
-fn reserve_for_output(out: &mut Vec<u8>, input_len: usize) {
-    if out.capacity() - out.len() < 16 * 1024 {
-        // Grow geometrically, starting near a typical JSONL compression ratio.
-        let want = out
-            .capacity()
-            .max(input_len.saturating_mul(4))
-            .max(64 * 1024);
-        out.reserve(want);
-    }
 }
 
 /// Compresses one append batch (or the header line) into a single standard zstd frame with the content

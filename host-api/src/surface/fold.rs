@@ -12,10 +12,16 @@
 //! Memory: the state keeps one label byte per event, the current node list, the replacement history and,
 //! for current `tool/result` nodes only, their data with the tool output nulled out (what the content-only
 //! rewrite rule compares). It never keeps event payloads in general.
+//!
+//! The state is serialisable (serde), so a consumer that keeps a log indexed can store the fold of what it
+//! read and fold only what is appended later. Stored, labels are one letter per event (`c`, `s`, `l`)
+//! and the shadowed-by map is left out (the replacements imply it); reading it back checks that the
+//! parts agree, so a damaged state is an error rather than a fold that labels wrongly.
 
 use std::collections::HashMap;
 use std::fmt;
 
+use serde::{Deserialize, Serialize, Serializer};
 use serde_json::{Map, Value};
 
 use super::label::Label;
@@ -28,7 +34,7 @@ const TOOL_RESULT: &str = "tool/result";
 
 /// One committed replacement: event `seq` took the place of `shadowed` (surface order) on the surface.
 /// `start`/`end` are the seqs the event declared; `shadowed` is what actually lay between them.
-#[derive(Debug, Clone, PartialEq, Eq, Hash)]
+#[derive(Debug, Clone, PartialEq, Eq, Hash, Serialize, Deserialize)]
 pub struct Replacement {
     pub seq: u64,
     pub start: u64,
@@ -74,8 +80,10 @@ impl From<FoldError> for LogError {
 /// to reduce, which the reference implementation cannot compare either (it throws).
 type ToolResultKey = Option<Value>;
 
-/// The incremental surface fold. Cheap to clone (no event payloads), so a consumer can snapshot it.
-#[derive(Debug, Clone, Default, PartialEq)]
+/// The incremental surface fold. Cheap to clone (no event payloads), so a consumer can snapshot it, and
+/// serialisable (see the module doc), so it can store it.
+#[derive(Debug, Clone, Default, PartialEq, Deserialize)]
+#[serde(try_from = "FoldState")]
 pub struct SurfaceFold {
     /// One label per folded event, indexed by seq; kept final for the folded prefix.
     labels: Vec<Label>,
@@ -465,6 +473,138 @@ fn tool_result_key(data: &Value) -> ToolResultKey {
     Some(Value::Object(reduced))
 }
 
+/// The stored form of a [`SurfaceFold`] (see the module doc).
+#[derive(Serialize, Deserialize)]
+#[serde(deny_unknown_fields)]
+struct FoldState {
+    labels: String,
+    nodes: Vec<u64>,
+    replacements: Vec<Replacement>,
+    /// Sorted by seq, so equal folds serialise to equal bytes.
+    tool_results: Vec<(u64, ToolResultKey)>,
+}
+
+/// A stored fold state whose parts disagree (see the module doc); the message names the first problem.
+#[derive(Debug, Clone, PartialEq, Eq, thiserror::Error)]
+#[error("invalid stored surface fold: {0}")]
+pub struct FoldStateError(String);
+
+fn label_code(label: Label) -> char {
+    match label {
+        Label::Current => 'c',
+        Label::Shadowed => 's',
+        Label::LogOnly => 'l',
+    }
+}
+
+impl Serialize for SurfaceFold {
+    fn serialize<S: Serializer>(&self, serializer: S) -> Result<S::Ok, S::Error> {
+        #[derive(Serialize)]
+        struct StateRef<'a> {
+            labels: String,
+            nodes: &'a [u64],
+            replacements: &'a [Replacement],
+            tool_results: Vec<(u64, &'a ToolResultKey)>,
+        }
+        let mut tool_results: Vec<(u64, &ToolResultKey)> =
+            self.tool_results.iter().map(|(&k, v)| (k, v)).collect();
+        tool_results.sort_unstable_by_key(|&(seq, _)| seq);
+        StateRef {
+            labels: self.labels.iter().copied().map(label_code).collect(),
+            nodes: &self.nodes,
+            replacements: &self.replacements,
+            tool_results,
+        }
+        .serialize(serializer)
+    }
+}
+
+impl TryFrom<FoldState> for SurfaceFold {
+    type Error = FoldStateError;
+
+    fn try_from(state: FoldState) -> Result<Self, Self::Error> {
+        let bad = |message: String| Err(FoldStateError(message));
+        let labels = state
+            .labels
+            .chars()
+            .enumerate()
+            .map(|(seq, c)| match c {
+                'c' => Ok(Label::Current),
+                's' => Ok(Label::Shadowed),
+                'l' => Ok(Label::LogOnly),
+                other => Err(FoldStateError(format!(
+                    "label {other:?} of seq {seq} is not c, s or l"
+                ))),
+            })
+            .collect::<Result<Vec<Label>, _>>()?;
+        let label = |seq: u64| {
+            usize::try_from(seq)
+                .ok()
+                .and_then(|i| labels.get(i))
+                .copied()
+        };
+        let current = labels.iter().filter(|&&l| l == Label::Current).count();
+        let mut on_surface = std::collections::HashSet::with_capacity(state.nodes.len());
+        for &node in &state.nodes {
+            if label(node) != Some(Label::Current) || !on_surface.insert(node) {
+                return bad(format!(
+                    "surface node {node} is not a current event, or is listed twice"
+                ));
+            }
+        }
+        if on_surface.len() != current {
+            return bad(format!(
+                "{current} events are labelled current but the surface holds {}",
+                on_surface.len()
+            ));
+        }
+        let mut replaced_by = HashMap::new();
+        let mut previous: Option<u64> = None;
+        for r in &state.replacements {
+            if previous.is_some_and(|p| p >= r.seq)
+                || !matches!(label(r.seq), Some(Label::Current | Label::Shadowed))
+            {
+                return bad(format!(
+                    "replacement {} is out of order or not a message event",
+                    r.seq
+                ));
+            }
+            previous = Some(r.seq);
+            for &old in &r.shadowed {
+                let earlier = old < r.seq && label(old) == Some(Label::Shadowed);
+                if !earlier || replaced_by.insert(old, r.seq).is_some() {
+                    return bad(format!(
+                        "seq {old} shadowed by {} is not an earlier shadowed event, or is shadowed twice",
+                        r.seq
+                    ));
+                }
+            }
+        }
+        let shadowed = labels.iter().filter(|&&l| l == Label::Shadowed).count();
+        if replaced_by.len() != shadowed {
+            return bad(format!(
+                "{shadowed} events are labelled shadowed but replacements shadow {}",
+                replaced_by.len()
+            ));
+        }
+        let mut tool_results = HashMap::with_capacity(state.tool_results.len());
+        for (seq, key) in state.tool_results {
+            if !on_surface.contains(&seq) || tool_results.insert(seq, key).is_some() {
+                return bad(format!(
+                    "tool result key of seq {seq} is not for a current surface node, or is listed twice"
+                ));
+            }
+        }
+        Ok(Self {
+            labels,
+            nodes: state.nodes,
+            replacements: state.replacements,
+            replaced_by,
+            tool_results,
+        })
+    }
+}
+
 #[cfg(test)]
 mod tests {
     use super::*;
@@ -478,6 +618,78 @@ mod tests {
             json!({"turn":1,"step":1,"message":{"id":"m","role":"user","source":{"kind":"tool","callId":"c"},
                 "content":[{"type":"tool-result","toolCallId":"c","content":[{"type":"text","text":text}]}]}}),
         )
+    }
+
+    fn roundtrip(fold: &SurfaceFold) -> SurfaceFold {
+        serde_json::from_str(&serde_json::to_string(fold).unwrap()).unwrap()
+    }
+
+    #[test]
+    fn stored_fold_reads_back_equal_and_folds_on_the_same() {
+        let mut fold = SurfaceFold::new();
+        fold.apply(&Event::new("turn/start", 0, 0, json!({"turn":1})))
+            .unwrap();
+        fold.apply(&tool_result(1, "a")).unwrap();
+        let mut prune = tool_result(2, "b");
+        prune.surface_op = Some(json!({"op":"replace","start":1,"end":1}));
+        prune.source_event_seqs = Some(json!([1]));
+        fold.apply(&prune).unwrap();
+        let text = serde_json::to_string(&fold).unwrap();
+        assert!(text.contains(r#""labels":"lsc""#), "{text}");
+        let mut back = roundtrip(&fold);
+        assert_eq!(back, fold);
+        assert_eq!(back.replaced_by(1), Some(2));
+        // The content-only rule still holds against the stored key of the current node.
+        let mut again = tool_result(3, "c");
+        again.surface_op = Some(json!({"op":"replace","start":2,"end":2}));
+        again.source_event_seqs = Some(json!([2]));
+        let mut wrong = again.clone();
+        wrong.data["message"]["id"] = json!("other");
+        assert!(back.apply(&wrong).is_err());
+        assert_eq!(back.apply(&again), fold.apply(&again));
+        assert_eq!(back, fold);
+    }
+
+    #[test]
+    fn stored_fold_whose_parts_disagree_is_refused() {
+        let good = r#"{"labels":"lsc","nodes":[2],"replacements":[{"seq":2,"start":1,"end":1,"shadowed":[1]}],"tool_results":[[2,null]]}"#;
+        assert!(serde_json::from_str::<SurfaceFold>(good).is_ok());
+        let cases = [
+            (r#""labels":"lsc""#, r#""labels":"lxc""#, "not c, s or l"),
+            (r#""nodes":[2]"#, r#""nodes":[0]"#, "not a current event"),
+            (r#""nodes":[2]"#, r#""nodes":[]"#, "surface holds 0"),
+            (
+                r#""shadowed":[1]"#,
+                r#""shadowed":[0]"#,
+                "not an earlier shadowed",
+            ),
+            (
+                r#""shadowed":[1]"#,
+                r#""shadowed":[]"#,
+                "replacements shadow 0",
+            ),
+            (
+                r#""seq":2,"start""#,
+                r#""seq":0,"start""#,
+                "not a message event",
+            ),
+            (
+                r#"[[2,null]]"#,
+                r#"[[1,null]]"#,
+                "not for a current surface node",
+            ),
+            (
+                r#""tool_results""#,
+                r#""extra":1,"tool_results""#,
+                "unknown field",
+            ),
+        ];
+        for (from, to, why) in cases {
+            let bad = good.replace(from, to);
+            assert_ne!(bad, good);
+            let err = serde_json::from_str::<SurfaceFold>(&bad).unwrap_err();
+            assert!(err.to_string().contains(why), "{bad}: {err}");
+        }
     }
 
     #[test]

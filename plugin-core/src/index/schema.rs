@@ -20,7 +20,7 @@ use rusqlite::Connection;
 pub const APPLICATION_ID: i32 = 0x4453_4851;
 
 /// `PRAGMA user_version` of the current schema. An index of ours with another version is rebuilt.
-pub const SCHEMA_VERSION: i32 = 2;
+pub const SCHEMA_VERSION: i32 = 3;
 
 /// Every table the current schema creates (FTS5 shadow tables included).
 const OUR_TABLES: [&str; 8] = [

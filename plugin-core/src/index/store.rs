@@ -12,7 +12,7 @@ use std::path::PathBuf;
 
 use host_api::abi::wire::search::HitHeader;
 use host_api::surface::Label;
-use rusqlite::{params, Connection, OptionalExtension, Transaction, TransactionBehavior};
+use rusqlite::{params, Connection, Transaction, TransactionBehavior};
 
 use super::cjk;
 
@@ -220,14 +220,24 @@ fn insert_docs<'a>(
     docs: impl IntoIterator<Item = Doc<'a>>,
 ) -> rusqlite::Result<u64> {
     let mut doc_stmt = tx.prepare_cached(
-        "INSERT INTO docs (sid, seq, type, time, surface, len, text) VALUES (?1, ?2, ?3, ?4, ?5, ?6, ?7)",
+        "INSERT INTO docs (rowid, sid, seq, type, time, surface, len, text) VALUES (?1, ?2, ?3, ?4, ?5, ?6, ?7, ?8)",
     )?;
     let mut fts_stmt = tx.prepare_cached("INSERT INTO fts (rowid, text) VALUES (?1, ?2)")?;
     let mut n = 0;
     for doc in docs {
         let clean = cjk::sanitize(&doc.text);
         let len = host_api::text::codepoint_len(&clean) as i64;
+        let rowid = doc_rowid(sid, doc.seq).ok_or_else(|| {
+            rusqlite::Error::ToSqlConversionFailure(
+                format!(
+                    "event seq {} is too large to index (at most {SEQ_MASK})",
+                    doc.seq
+                )
+                .into(),
+            )
+        })?;
         doc_stmt.execute(params![
+            rowid,
             sid,
             doc.seq as i64,
             doc.kind,
@@ -236,11 +246,26 @@ fn insert_docs<'a>(
             len,
             pack_text(&clean)
         ])?;
-        let rowid = tx.last_insert_rowid();
         fts_stmt.execute(params![rowid, cjk::split(&clean).as_ref()])?;
         n += 1;
     }
     Ok(n)
+}
+
+/// Largest seq a document rowid can carry.
+pub const SEQ_MASK: u64 = (1 << 32) - 1;
+
+/// A document's rowid: its session's row id in the high bits and its seq in the low 32. A session's
+/// documents are then one rowid range, which FTS5 seeks into directly (a within-session search reads
+/// only that range of each doclist), and a match's session and seq need no lookup.
+pub fn doc_rowid(sid: i64, seq: u64) -> Option<i64> {
+    (seq <= SEQ_MASK && (0..=i64::from(i32::MAX)).contains(&sid))
+        .then_some((sid << 32) | seq as i64)
+}
+
+/// The rowid range of session row `sid`'s documents.
+pub fn rowid_range(sid: i64) -> (i64, i64) {
+    (sid << 32, (sid << 32) | SEQ_MASK as i64)
 }
 
 /// What identifies a row to replace: a live id, or a persisted log's path.
@@ -315,6 +340,9 @@ pub struct Extension<'a> {
     pub title: Option<Option<String>>,
     /// Older documents whose label changed (a replacement appended later shadowed them).
     pub relabel: &'a [(u64, Label)],
+    /// Documents from this seq on are dropped first: the crash closers a read had appended to a log
+    /// that has since grown (the real events take their seqs).
+    pub drop_from: Option<u64>,
 }
 
 /// Extends a row with documents of appended events, relabels older documents, and records the new
@@ -327,6 +355,18 @@ pub fn extend_session<'a>(
 ) -> rusqlite::Result<()> {
     let tx = begin(conn)?;
     let sid = ext.sid;
+    if let Some(from) = ext.drop_from {
+        let (lo, hi) = rowid_range(sid);
+        let lo = doc_rowid(sid, from).unwrap_or(lo);
+        tx.execute(
+            "DELETE FROM fts WHERE rowid BETWEEN ?1 AND ?2",
+            params![lo, hi],
+        )?;
+        tx.execute(
+            "DELETE FROM docs WHERE rowid BETWEEN ?1 AND ?2",
+            params![lo, hi],
+        )?;
+    }
     insert_docs(&tx, sid, docs)?;
     {
         let mut stmt =
@@ -395,16 +435,6 @@ pub fn visible_doc_count(conn: &Connection) -> rusqlite::Result<u64> {
         |r| r.get::<_, i64>(0),
     )
     .map(|n| n as u64)
-}
-
-/// The stored text of document `rowid`.
-pub fn doc_text(conn: &Connection, rowid: i64) -> rusqlite::Result<Option<(Vec<u8>, i64)>> {
-    conn.query_row(
-        "SELECT text, len FROM docs WHERE rowid = ?1",
-        [rowid],
-        |r| Ok((r.get(0)?, r.get(1)?)),
-    )
-    .optional()
 }
 
 #[cfg(test)]

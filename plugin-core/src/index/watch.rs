@@ -82,6 +82,11 @@ impl RootWatch {
         self.dirty.swap(false, Ordering::SeqCst)
     }
 
+    /// Whether a change was reported and not yet taken, without lowering the flag.
+    pub fn is_dirty(&self) -> bool {
+        self.dirty.load(Ordering::SeqCst)
+    }
+
     /// Raises the flag (e.g. after a failed refresh, so the next one looks again).
     pub fn mark_dirty(&self) {
         self.dirty.store(true, Ordering::SeqCst);

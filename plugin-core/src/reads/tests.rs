@@ -592,11 +592,10 @@ fn real_fixtures_read_as_host_api_computes_them() {
     use host_api::log::{Compression, ErrorClass};
     use host_api::surface::SurfaceFold;
 
-    let fixtures = Path::new(env!("CARGO_MANIFEST_DIR")).join("../../shared/fixtures/dsh-real");
-    let Ok(entries) = std::fs::read_dir(&fixtures) else {
-        eprintln!("no fixtures at {}; skipped", fixtures.display());
+    let Some(fixtures) = dsh_fixtures::real_fixtures_dir() else {
         return;
     };
+    let entries = std::fs::read_dir(&fixtures).expect("the fixtures folder lists");
     let mut files: Vec<_> = entries
         .flatten()
         .map(|e| e.path())
@@ -626,6 +625,7 @@ fn real_fixtures_read_as_host_api_computes_them() {
             strict_header: false,
             expected_id: Some(id.to_string()),
             crash_closers: true,
+            ..ReadOptions::default()
         };
         let direct = read_log(&dest, &opts)
             .map_err(|e| e.at_path(&dest))

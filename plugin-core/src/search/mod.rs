@@ -8,10 +8,11 @@
 //! A page therefore never mixes generations.
 //!
 //! Module map: [`request`] (normalisation, budgets, fingerprints), [`refresh`] (incremental indexing),
-//! [`sql`] (the statements), [`snippet`] (`makeSnippet`), [`cursor`] (MAC-protected cursors). The index
+//! [`sql`] (the statements), [`rank`] (session clauses and cross-session ranking), [`snippet`] (`makeSnippet`), [`cursor`] (MAC-protected cursors). The index
 //! file itself is `crate::index`.
 
 pub mod cursor;
+pub mod rank;
 pub mod refresh;
 pub mod request;
 pub mod snippet;
@@ -20,7 +21,7 @@ pub mod sql;
 #[cfg(test)]
 mod tests;
 
-use std::collections::BTreeMap;
+use std::collections::{BTreeMap, HashMap};
 use std::path::{Path, PathBuf};
 use std::sync::{Arc, Mutex, MutexGuard};
 
@@ -192,37 +193,46 @@ impl Search {
         if cancelled() {
             return Err(aborted());
         }
-        let sql = sql::sessions_query(&query.phrase, &sessions, &events, limit + 1, offset);
+        let candidates: HashMap<i64, &SessionRow> = engine
+            .rows
+            .values()
+            .filter(|r| r.visible && rank::session_passes(r, &sessions))
+            .map(|r| (r.sid, r))
+            .collect();
+        let sql = sql::matches_query(&query.phrase, &events);
         let conn = engine
             .index
             .connection()
             .ok_or_else(|| index_failed("index is closed"))?;
-        let mut rows = run(conn, &sql, |r| {
-            let hit = hit_columns(r)?;
-            let header = store::header_from_row(r, sql::HIT_COLUMNS)?;
-            let live: bool = r.get(sql::HIT_COLUMNS + 9)?;
-            let persisted: bool = r.get(sql::HIT_COLUMNS + 10)?;
-            Ok((hit, header, live, persisted))
-        })?;
-        let more = rows.len() as u64 > limit;
-        rows.truncate(limit as usize);
+        let ranked = scan(conn, &sql, &candidates, cancelled)?;
+        let start = usize::try_from(offset)
+            .unwrap_or(usize::MAX)
+            .min(ranked.len());
+        let page = &ranked[start..];
+        let more = page.len() as u64 > limit;
+        let page = &page[..page.len().min(limit as usize)];
+        let mut hits = Vec::with_capacity(page.len());
+        for (m, row) in page {
+            let rowid = store::doc_rowid(m.sid, m.seq).ok_or_else(|| {
+                index_failed(format!("document {}:{} has no rowid", m.sid, m.seq))
+            })?;
+            hits.push((doc_hit(conn, rowid)?, *row));
+        }
         let snippets = snippets(
             conn,
             &query.phrase,
-            rows.iter().map(|(h, ..)| h.rowid),
+            hits.iter().map(|(h, _)| h.rowid),
             self.limits.snippet_chars,
         )?;
-        let items = rows
+        let items = hits
             .into_iter()
             .zip(snippets)
-            .map(
-                |((hit, header, live, persisted), snippet)| SessionSearchHit {
-                    best_match: hit.into_hit(&header.id, snippet),
-                    header,
-                    live,
-                    persisted,
-                },
-            )
+            .map(|((hit, row), snippet)| SessionSearchHit {
+                best_match: hit.into_hit(&row.header.id, snippet),
+                header: row.header.clone(),
+                live: row.is_live,
+                persisted: row.is_persisted,
+            })
             .collect();
         Ok(SessionSearchPage {
             items,
@@ -334,6 +344,8 @@ impl Search {
             generation: engine.generation,
             index_path: self.index_path.display().to_string(),
             watching: engine.is_watching(),
+            whole_reads: engine.reads.whole,
+            resumed_reads: engine.reads.resumed,
         })
     }
 
@@ -436,6 +448,46 @@ impl HitRow {
     }
 }
 
+/// Runs the cross-session scan, keeping each candidate session's best match as rows stream by; checks
+/// for cancellation every few thousand rows.
+fn scan<'a>(
+    conn: &Connection,
+    sql: &sql::Sql,
+    candidates: &'a HashMap<i64, &'a SessionRow>,
+    cancelled: &dyn Fn() -> bool,
+) -> Result<Vec<(rank::Match, &'a SessionRow)>, PluginError> {
+    let mut stmt = conn.prepare_cached(&sql.text).map_err(index_failed)?;
+    let mut rows = stmt
+        .query(rusqlite::params_from_iter(sql.params.iter()))
+        .map_err(index_failed)?;
+    let mut best = rank::Best::new(candidates);
+    let mut seen = 0u64;
+    while let Some(r) = rows.next().map_err(index_failed)? {
+        seen += 1;
+        if seen.is_multiple_of(4096) && cancelled() {
+            return Err(aborted());
+        }
+        best.offer(rank::Match {
+            sid: r.get(0).map_err(index_failed)?,
+            seq: r.get::<_, i64>(1).map_err(index_failed)? as u64,
+            time: r.get(2).map_err(index_failed)?,
+            len: r.get(3).map_err(index_failed)?,
+            spans: r.get(4).map_err(index_failed)?,
+        });
+    }
+    Ok(best.ranked())
+}
+
+/// The hit columns of document `rowid`.
+fn doc_hit(conn: &Connection, rowid: i64) -> Result<HitRow, PluginError> {
+    conn.query_row(
+        "SELECT rowid, seq, type, time, surface FROM docs WHERE rowid = ?1",
+        [rowid],
+        hit_columns,
+    )
+    .map_err(index_failed)
+}
+
 fn hit_columns(r: &rusqlite::Row<'_>) -> rusqlite::Result<HitRow> {
     Ok(HitRow {
         rowid: r.get(0)?,
@@ -451,15 +503,16 @@ fn run<T>(
     sql: &sql::Sql,
     map: impl FnMut(&rusqlite::Row<'_>) -> rusqlite::Result<T>,
 ) -> Result<Vec<T>, PluginError> {
-    let mut stmt = conn.prepare(&sql.text).map_err(index_failed)?;
+    let mut stmt = conn.prepare_cached(&sql.text).map_err(index_failed)?;
     let rows = stmt
         .query_map(rusqlite::params_from_iter(sql.params.iter()), map)
         .map_err(index_failed)?;
     rows.collect::<Result<Vec<T>, _>>().map_err(index_failed)
 }
 
-/// Snippets for the page's documents, in order: each stored text is highlighted by FTS5 itself in a
-/// connection-local table, the CJK separators stripped, and cut by `makeSnippet`.
+/// Snippets for the page's documents, in order: the stored texts go (CJK split) into a
+/// connection-local FTS5 table with the index's tokenizer, FTS5's own `highlight()` marks them in one
+/// query, the CJK separators are stripped, and `makeSnippet` cuts them.
 fn snippets(
     conn: &Connection,
     phrase: &str,
@@ -472,31 +525,51 @@ fn snippets(
         cjk::TOKENIZE
     ))
     .map_err(index_failed)?;
-    let mut out = Vec::new();
-    for rowid in rowids {
-        let (stored, len) = store::doc_text(conn, rowid)
-            .map_err(index_failed)?
-            .ok_or_else(|| index_failed(format!("document {rowid} vanished")))?;
-        let text = store::unpack_text(&stored, len.max(0) as usize)
-            .map_err(|e| index_failed(format!("document {rowid} does not unpack: {e}")))?;
-        conn.execute(
-            "INSERT INTO temp.snip (rowid, text) VALUES (?1, ?2)",
-            rusqlite::params![rowid, cjk::split(&text).as_ref()],
-        )
-        .map_err(index_failed)?;
-        let marked: Option<String> = conn
-            .query_row(
-                "SELECT highlight(snip, 0, char(64976), char(64977)) FROM temp.snip WHERE snip MATCH ?1 AND rowid = ?2",
-                rusqlite::params![phrase, rowid],
-                |r| r.get(0),
+    let mut texts: Vec<(i64, String)> = Vec::new();
+    {
+        let mut read = conn
+            .prepare_cached("SELECT text, len FROM docs WHERE rowid = ?1")
+            .map_err(index_failed)?;
+        let mut insert = conn
+            .prepare_cached("INSERT INTO temp.snip (rowid, text) VALUES (?1, ?2)")
+            .map_err(index_failed)?;
+        for rowid in rowids {
+            let (stored, len): (Vec<u8>, i64) = read
+                .query_row([rowid], |r| Ok((r.get(0)?, r.get(1)?)))
+                .map_err(|e| index_failed(format!("document {rowid}: {e}")))?;
+            let text = store::unpack_text(&stored, len.max(0) as usize)
+                .map_err(|e| index_failed(format!("document {rowid} does not unpack: {e}")))?;
+            insert
+                .execute(rusqlite::params![rowid, cjk::split(&text).as_ref()])
+                .map_err(index_failed)?;
+            texts.push((rowid, text));
+        }
+    }
+    let mut marked: HashMap<i64, String> = HashMap::with_capacity(texts.len());
+    {
+        let mut stmt = conn
+            .prepare_cached(
+                "SELECT rowid, highlight(snip, 0, char(64976), char(64977)) FROM temp.snip WHERE snip MATCH ?1",
             )
-            .ok();
-        let marked = marked
-            .map(|m| cjk::unsplit(&m).into_owned())
-            .unwrap_or(text);
-        out.push(snippet::make_snippet(&marked, max_chars));
+            .map_err(index_failed)?;
+        let rows = stmt
+            .query_map([phrase], |r| {
+                Ok((r.get::<_, i64>(0)?, r.get::<_, String>(1)?))
+            })
+            .map_err(index_failed)?;
+        for row in rows {
+            let (rowid, text) = row.map_err(index_failed)?;
+            marked.insert(rowid, cjk::unsplit(&text).into_owned());
+        }
     }
     conn.execute_batch("DELETE FROM temp.snip")
         .map_err(index_failed)?;
-    Ok(out)
+    Ok(texts
+        .into_iter()
+        .map(|(rowid, text)| {
+            // Every hit matched the same phrase in the index; the plain text is a fallback only.
+            let marked = marked.remove(&rowid).unwrap_or(text);
+            snippet::make_snippet(&marked, max_chars)
+        })
+        .collect())
 }

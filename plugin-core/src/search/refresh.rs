@@ -23,8 +23,10 @@ use std::sync::Arc;
 
 use host_api::abi::wire::search::{HitHeader, Skipped};
 use host_api::abi::{ErrorCode, LiveSession, PluginError};
+use host_api::log::checkpoint::{ReadCheckpoint, Resumed};
 use host_api::log::layout::ListedSession;
-use host_api::log::{Event, SessionHeader};
+use host_api::log::read::{read_log_with_checkpoint, LogReader, ReadOptions, SessionLog};
+use host_api::log::{Event, LogError, LogErrorCode, SessionHeader};
 use host_api::surface::{Label, SurfaceFold};
 
 use crate::corpus::{Corpus, LoadedSession, SessionData};
@@ -44,6 +46,33 @@ fn live_epoch(_session: &LiveSession) -> u64 {
     0
 }
 
+/// How many logs were read whole and how many resumed from a checkpoint, since the index opened.
+#[derive(Debug, Clone, Copy, Default, PartialEq, Eq)]
+pub struct ReadCounts {
+    pub whole: u64,
+    pub resumed: u64,
+}
+
+/// Where a grown log resumes: the fold of its stored events (crash closers excluded) and the checkpoint
+/// after them. In memory only, for the most recently read logs: after a restart, or for a log read
+/// long ago, a grown log is read whole once.
+struct ResumeState {
+    fold: SurfaceFold,
+    checkpoint: ReadCheckpoint,
+    used: u64,
+}
+
+/// Most logs whose resume state is kept (a fold holds a few bytes per event).
+const RESUME_STATES: usize = 64;
+
+/// Why a resumed read could not be written.
+enum Failure {
+    /// The log: reported and left out.
+    Log(LogError),
+    /// The index: the refresh fails.
+    Plugin(PluginError),
+}
+
 /// The open index and what the search knows about it in memory.
 pub(super) struct Engine {
     pub index: Index,
@@ -54,8 +83,15 @@ pub(super) struct Engine {
     pub cursors: Cursors,
     watch: Option<(Option<PathBuf>, RootWatch)>,
     listing: Option<Vec<ListedSession>>,
-    /// Logs that failed to read, by path, with the stamp that failed (not retried until it changes).
-    failed: HashMap<PathBuf, String>,
+    /// Logs that failed to read, by path, with the stamp that failed (not retried until it changes) and
+    /// the report.
+    failed: HashMap<PathBuf, (String, Skipped)>,
+    /// Where recently read logs resume when they grow.
+    resume: HashMap<PathBuf, ResumeState>,
+    /// A counter ordering `resume` entries by last use.
+    clock: u64,
+    /// How many logs were read whole and how many resumed from a checkpoint.
+    pub reads: ReadCounts,
     /// Live sessions that failed, by id, with the stamp that failed and the report.
     live_failed: HashMap<String, (String, Skipped)>,
     pub skipped: Vec<Skipped>,
@@ -151,9 +187,20 @@ impl Engine {
             watch: None,
             listing: None,
             failed: HashMap::new(),
+            resume: HashMap::new(),
+            clock: 0,
+            reads: ReadCounts::default(),
             live_failed: HashMap::new(),
             skipped: Vec::new(),
         })
+    }
+
+    /// Whether a watch runs and has reported a change the next refresh will list (for tests that write
+    /// logs and must know the watch saw it).
+    #[cfg(test)]
+    pub fn change_pending(&self) -> Option<bool> {
+        let (_, watch) = self.watch.as_ref()?;
+        watch.is_watching().then(|| watch.is_dirty())
     }
 
     pub fn is_watching(&self) -> bool {
@@ -223,7 +270,10 @@ impl Engine {
             let stamp = listed.revision.to_string();
             let key = RowKey::Persisted(listed.path.clone());
             let unchanged = self.rows.get(&key).is_some_and(|r| r.stamp == stamp);
-            let still_broken = self.failed.get(&listed.path) == Some(&stamp);
+            let still_broken = self
+                .failed
+                .get(&listed.path)
+                .is_some_and(|(s, _)| *s == stamp);
             if !unchanged && !still_broken {
                 persisted_work.push(listed);
             }
@@ -276,7 +326,7 @@ impl Engine {
                 if cancelled() {
                     return Err(aborted());
                 }
-                wrote |= self.index_log(corpus, listed, generation)?;
+                wrote |= self.index_log(listed, generation)?;
                 done += 1;
                 progress(done, total);
             }
@@ -296,6 +346,7 @@ impl Engine {
         }
         outcome?;
         let mut skipped: Vec<Skipped> = corpus.known_problems().iter().map(skipped_of).collect();
+        skipped.extend(self.failed.values().map(|(_, s)| s.clone()));
         skipped.extend(self.live_failed.values().map(|(_, s)| s.clone()));
         skipped.extend(conflicts(&listing, &live).into_iter().map(|(id, path)| Skipped {
             id: Some(id.clone()),
@@ -306,42 +357,200 @@ impl Engine {
             ),
         }));
         skipped.sort();
-        skipped.dedup();
+        // A log the corpus's own reads also failed on is reported once.
+        skipped.dedup_by(|a, b| a.path.is_some() && a.path == b.path && a.code == b.code);
         self.skipped = skipped;
         Ok(())
     }
 
-    /// Indexes one changed log; `Ok(true)` when the index was written.
-    fn index_log(
-        &mut self,
-        corpus: &Corpus,
-        listed: &ListedSession,
-        generation: u64,
-    ) -> Result<bool, PluginError> {
+    /// Indexes one new or changed log; `Ok(true)` when the index was written. A log that only grew
+    /// since it was last read (in this process) is read from its checkpoint: only the appended bytes
+    /// are read, the fold goes on from where it stopped, and the crash closers the last read appended
+    /// are replaced by what really followed. Anything else is read whole.
+    fn index_log(&mut self, listed: &ListedSession, generation: u64) -> Result<bool, PluginError> {
         let key = RowKey::Persisted(listed.path.clone());
         let stamp = listed.revision.to_string();
-        let old = self.rows.get(&key).map(|r| r.sid);
-        let data = match read_changed_log(corpus, listed) {
-            Ok(data) => data,
-            Err(_) => {
-                // The corpus recorded the failure (path, code, reason) for the report.
-                self.failed.insert(listed.path.clone(), stamp);
-                if let Some(sid) = old {
-                    store::delete_session(self.conn()?, sid, generation).map_err(index_failed)?;
-                    self.rows.remove(&key);
-                    return Ok(true);
+        let old = self.rows.get(&key).cloned();
+        let opts = ReadOptions {
+            expected_id: Some(listed.header.id.clone()),
+            ..ReadOptions::default()
+        };
+        if let (Some(row), Some(state)) = (&old, self.resume.remove(&listed.path)) {
+            let resumed = match LogReader::resume(&listed.path, &state.checkpoint, &opts) {
+                Ok(Resumed::Continue(reader)) => Some(reader.into_log_with_checkpoint()),
+                Ok(Resumed::ReRead(_)) => None,
+                Err(e) => Some(Err(e)),
+            };
+            match resumed {
+                Some(Ok((log, checkpoint))) => {
+                    let from = state.checkpoint.next_seq();
+                    match self.append_log(
+                        row,
+                        state.fold,
+                        from,
+                        log,
+                        checkpoint,
+                        stamp.clone(),
+                        listed,
+                        generation,
+                    ) {
+                        Ok(()) => {
+                            self.reads.resumed += 1;
+                            return Ok(true);
+                        }
+                        Err(Failure::Log(e)) => {
+                            return self.log_failed(
+                                listed,
+                                stamp,
+                                old.map(|r| r.sid),
+                                &e,
+                                generation,
+                            )
+                        }
+                        Err(Failure::Plugin(e)) => return Err(e),
+                    }
                 }
-                return Ok(false);
+                Some(Err(e)) => {
+                    return self.log_failed(
+                        listed,
+                        stamp,
+                        old.map(|r| r.sid),
+                        &e.at_path(&listed.path),
+                        generation,
+                    )
+                }
+                None => {}
             }
+        }
+        let read = read_changed_log(listed, &opts);
+        let (data, pre_closers, checkpoint) = match read {
+            Ok(read) => read,
+            Err(e) => return self.log_failed(listed, stamp, old.map(|r| r.sid), &e, generation),
         };
         let session = LoadedSession {
-            data: data.clone(),
+            data,
             live: false,
             path: Some(listed.path.clone()),
         };
-        self.write_whole(key, &session, stamp, old, generation)?;
+        self.write_whole(key, &session, stamp, old.map(|r| r.sid), generation)?;
+        self.reads.whole += 1;
         self.failed.remove(&listed.path);
+        self.remember_resume(&listed.path, pre_closers, checkpoint);
         Ok(true)
+    }
+
+    /// Writes what a resumed read of a grown log found.
+    #[allow(clippy::too_many_arguments)]
+    fn append_log(
+        &mut self,
+        row: &SessionRow,
+        mut fold: SurfaceFold,
+        from: u64,
+        log: SessionLog,
+        checkpoint: ReadCheckpoint,
+        stamp: String,
+        listed: &ListedSession,
+        generation: u64,
+    ) -> Result<(), Failure> {
+        let fold_error =
+            |e: host_api::surface::FoldError| Failure::Log(LogError::from(e).at_path(&listed.path));
+        for event in log.stored() {
+            fold.apply(event).map_err(fold_error)?;
+        }
+        let pre_closers = fold.clone();
+        for event in log.closers() {
+            fold.apply(event).map_err(fold_error)?;
+        }
+        let header = log.header.clone();
+        let events: Vec<Arc<Event>> = log.events.into_iter().map(Arc::new).collect();
+        let relabel: Vec<(u64, Label)> = events
+            .iter()
+            .filter_map(|e| fold.replacement(e.seq))
+            .flat_map(|r| r.shadowed.iter().copied())
+            .filter(|&s| s < from)
+            .map(|s| (s, fold.label(s).unwrap_or(Label::LogOnly)))
+            .collect();
+        let count = from + events.len() as u64;
+        let title = events.iter().any(|e| e.kind == "session/title").then(|| {
+            let data = Arc::new(SessionData::new(header, events.clone()));
+            title_json(&LoadedSession {
+                data,
+                live: false,
+                path: Some(listed.path.clone()),
+            })
+        });
+        let ext = store::Extension {
+            sid: row.sid,
+            stamp: &stamp,
+            event_count: count,
+            title: title.clone(),
+            relabel: &relabel,
+            drop_from: Some(from),
+        };
+        let conn = self.conn().map_err(Failure::Plugin)?;
+        store::extend_session(conn, &ext, docs(&events, &fold), generation)
+            .map_err(|e| Failure::Plugin(index_failed(e)))?;
+        if let Some(row) = self.rows.get_mut(&RowKey::Persisted(listed.path.clone())) {
+            row.stamp = stamp;
+            row.event_count = count;
+            row.generation = generation;
+            if let Some(title) = title {
+                row.title = title;
+            }
+        }
+        self.failed.remove(&listed.path);
+        self.remember_resume(&listed.path, pre_closers, checkpoint);
+        Ok(())
+    }
+
+    /// Keeps where `path` resumes, forgetting the least recently used entries past the bound.
+    fn remember_resume(&mut self, path: &Path, fold: SurfaceFold, checkpoint: ReadCheckpoint) {
+        self.clock += 1;
+        self.resume.insert(
+            path.to_path_buf(),
+            ResumeState {
+                fold,
+                checkpoint,
+                used: self.clock,
+            },
+        );
+        while self.resume.len() > RESUME_STATES {
+            let Some(oldest) = self
+                .resume
+                .iter()
+                .min_by_key(|(_, s)| s.used)
+                .map(|(p, _)| p.clone())
+            else {
+                break;
+            };
+            self.resume.remove(&oldest);
+        }
+    }
+
+    /// Records a log that cannot be indexed (reported in `skipped` until its file changes) and drops
+    /// what was indexed of it.
+    fn log_failed(
+        &mut self,
+        listed: &ListedSession,
+        stamp: String,
+        old_sid: Option<i64>,
+        e: &LogError,
+        generation: u64,
+    ) -> Result<bool, PluginError> {
+        let report = Skipped {
+            id: Some(listed.header.id.clone()),
+            path: Some(listed.path.display().to_string()),
+            code: e.code.as_str().to_string(),
+            reason: log_error_text(e),
+        };
+        self.failed.insert(listed.path.clone(), (stamp, report));
+        self.resume.remove(&listed.path);
+        if let Some(sid) = old_sid {
+            store::delete_session(self.conn()?, sid, generation).map_err(index_failed)?;
+            self.rows.remove(&RowKey::Persisted(listed.path.clone()));
+            return Ok(true);
+        }
+        Ok(false)
     }
 
     /// Indexes one changed live session; `Ok(true)` when the index was written.
@@ -423,6 +632,7 @@ impl Engine {
                     event_count: count,
                     title: title.clone(),
                     relabel: &relabel,
+                    drop_from: None,
                 };
                 store::extend_session(self.conn()?, &ext, docs, generation)
                     .map_err(index_failed)?;
@@ -546,13 +756,45 @@ impl Engine {
     }
 }
 
-/// Reads a log that is new or changed since it was indexed. Until checkpointed reads land, a grown log
-/// is read whole like any other change; this is the one place to switch grown logs to resuming.
+/// Reads a log whole (DSH's `inspect()`: lenient header, crash closers): its session, the fold of its
+/// stored events alone (where a later resume goes on) and the checkpoint after them.
 fn read_changed_log(
-    corpus: &Corpus,
     listed: &ListedSession,
-) -> Result<Arc<SessionData>, PluginError> {
-    corpus.read_listed(listed)
+    opts: &ReadOptions,
+) -> Result<(Arc<SessionData>, SurfaceFold, ReadCheckpoint), LogError> {
+    let path = &listed.path;
+    let (log, checkpoint) = read_log_with_checkpoint(path, opts).map_err(|e| e.at_path(path))?;
+    if !log.header.compatible_with(&listed.header) {
+        return Err(LogError::new(
+            LogErrorCode::IdMismatch,
+            "the header read with the log differs from the listed header (the file changed while it was read)",
+        )
+        .at_path(path));
+    }
+    let fold_error = |e: host_api::surface::FoldError| LogError::from(e).at_path(path);
+    let mut fold = SurfaceFold::new();
+    for event in log.stored() {
+        fold.apply(event).map_err(fold_error)?;
+    }
+    let pre_closers = fold.clone();
+    let data = SessionData::new(log.header, log.events.into_iter().map(Arc::new).collect());
+    // Folding again with the closers: DSH's inspect() constructs a Session, so a log that does not fold
+    // is corrupt.
+    data.fold().map_err(|e| fold_error(e.clone()))?;
+    Ok((Arc::new(data), pre_closers, checkpoint))
+}
+
+/// A codec error without its path (the report names the path): `line N: seq S: message`.
+fn log_error_text(e: &LogError) -> String {
+    let mut out = String::new();
+    if let Some(line) = e.line {
+        out.push_str(&format!("line {line}: "));
+    }
+    if let Some(seq) = e.seq {
+        out.push_str(&format!("seq {seq}: "));
+    }
+    out.push_str(&e.message);
+    out
 }
 
 /// Live/disk pairs whose headers conflict: (id, log path).

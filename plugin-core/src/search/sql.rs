@@ -1,15 +1,15 @@
-//! The two search statements (spec §4.3, §4.4): one FTS5 query with metadata predicates, ranked by
-//! match spans (`dsh_spans`), then shorter documents, then newer, then the documented ties.
+//! The two search statements (spec §4.3, §4.4): one FTS5 query with the event metadata predicates and
+//! the match spans of each document (`dsh_spans`).
 //!
 //! Filters compile to parameterised predicates; list values bind as one JSON array each
 //! (`IN (SELECT value FROM json_each(?))`), so the statement's own bindings stay few whatever the lists
 //! hold (the spec's binding budget is still checked, in `request`). An empty list compiles to `0`.
 
-use host_api::abi::wire::search::{Range, SessionEventMetadataFilter, SessionResultFilter};
+use host_api::abi::wire::search::{Range, SessionEventMetadataFilter};
 use host_api::surface::Label;
 use rusqlite::types::Value as SqlValue;
 
-use crate::index::store::label_code;
+use crate::index::store::{label_code, rowid_range};
 
 /// SQL text and its bound values, numbered from `?1`.
 #[derive(Debug, Default)]
@@ -43,49 +43,12 @@ impl Sql {
         }
     }
 
-    fn nullable_list(&mut self, column: &str, values: &[Option<String>], out: &mut Vec<String>) {
-        let strings: Vec<String> = values.iter().flatten().cloned().collect();
-        let has_null = values.iter().any(Option::is_none);
-        out.push(match (strings.is_empty(), has_null) {
-            (true, false) => "0".into(),
-            (true, true) => format!("{column} IS NULL"),
-            (false, false) => format!("{column} IN {}", self.json_list(strings)),
-            (false, true) => format!(
-                "({column} IN {} OR {column} IS NULL)",
-                self.json_list(strings)
-            ),
-        });
-    }
-
     fn list(&mut self, column: &str, values: Vec<String>, out: &mut Vec<String>) {
         out.push(if values.is_empty() {
             "0".into()
         } else {
             format!("{column} IN {}", self.json_list(values))
         });
-    }
-
-    fn session_predicates(&mut self, filters: &[SessionResultFilter], out: &mut Vec<String>) {
-        for f in filters {
-            match f {
-                SessionResultFilter::Id { values } => self.list("s.id", values.clone(), out),
-                SessionResultFilter::Cwd { values } => self.nullable_list("s.cwd", values, out),
-                SessionResultFilter::Parent { values } => {
-                    self.nullable_list("s.parent_session", values, out)
-                }
-                SessionResultFilter::CreatedAt(r) => self.range("s.created_at", r, out),
-                SessionResultFilter::Availability { values } => {
-                    let live = values.iter().any(|v| v == "live");
-                    let persisted = values.iter().any(|v| v == "persisted");
-                    match (live, persisted) {
-                        (true, true) => {}
-                        (true, false) => out.push("s.is_live".into()),
-                        (false, true) => out.push("s.is_persisted".into()),
-                        (false, false) => out.push("0".into()),
-                    }
-                }
-            }
-        }
     }
 
     fn event_predicates(&mut self, filters: &[SessionEventMetadataFilter], out: &mut Vec<String>) {
@@ -114,49 +77,26 @@ impl Sql {
     }
 }
 
-/// Columns every hit row has: rowid, seq, type, time, surface code.
-pub const HIT_COLUMNS: usize = 5;
-
-/// Cross-session search: the best document of each matching visible session, ranked; rows are the hit
-/// columns, then the session's header columns (id, NULL, version, created_at, cwd, parent_session,
-/// seed_length, delegation_depth, agent_preset), then is_live, is_persisted.
-pub fn sessions_query(
-    phrase: &str,
-    sessions: &[SessionResultFilter],
-    events: &[SessionEventMetadataFilter],
-    limit_plus_one: u64,
-    offset: u64,
-) -> Sql {
+/// Cross-session candidates: every matching document of the index that passes the event clauses, as
+/// (sid, seq, time, len, match spans). Session clauses and visibility are applied by `rank`, over the
+/// in-memory rows, and so is the ranking: a window function over every match costs several times the
+/// scan itself.
+pub fn matches_query(phrase: &str, events: &[SessionEventMetadataFilter]) -> Sql {
     let mut sql = Sql::default();
     let m = sql.bind(SqlValue::Text(phrase.into()));
     let mut preds = Vec::new();
-    sql.session_predicates(sessions, &mut preds);
     sql.event_predicates(events, &mut preds);
     let extra: String = preds.iter().map(|p| format!(" AND {p}")).collect();
-    let lim = sql.bind(SqlValue::Integer(limit_plus_one as i64));
-    let off = sql.bind(SqlValue::Integer(offset.min(i64::MAX as u64) as i64));
     sql.text = format!(
-        "WITH m AS (
-             SELECT d.rowid AS rid, d.sid AS sid, d.seq AS seq, d.type AS type, d.time AS time,
-                    d.surface AS surface, d.len AS len, dsh_spans(fts) AS mc
-             FROM fts CROSS JOIN docs d ON d.rowid = fts.rowid CROSS JOIN sessions s ON s.sid = d.sid
-             WHERE fts MATCH {m} AND s.visible{extra}
-         ), r AS (
-             SELECT *, row_number() OVER (PARTITION BY sid ORDER BY mc DESC, len ASC, time DESC, seq DESC) AS rn
-             FROM m
-         )
-         SELECT r.rid, r.seq, r.type, r.time, r.surface,
-                s.id, NULL, s.version, s.created_at, s.cwd, s.parent_session, s.seed_length,
-                s.delegation_depth, s.agent_preset, s.is_live, s.is_persisted
-         FROM r JOIN sessions s ON s.sid = r.sid
-         WHERE r.rn = 1
-         ORDER BY r.mc DESC, r.len ASC, r.time DESC, s.id ASC, r.seq DESC
-         LIMIT {lim} OFFSET {off}"
+        "SELECT d.sid, d.seq, d.time, d.len, dsh_spans(fts)
+         FROM fts CROSS JOIN docs d ON d.rowid = fts.rowid
+         WHERE fts MATCH {m}{extra}"
     );
     sql
 }
 
-/// Within-session search over row `sid`: the hit columns, ranked.
+/// Within-session search over row `sid` (its rowid range): (rowid, seq, type, time, surface), ranked
+/// by spans, then shorter, then newer.
 pub fn events_query(
     phrase: &str,
     sid: i64,
@@ -166,7 +106,9 @@ pub fn events_query(
 ) -> Sql {
     let mut sql = Sql::default();
     let m = sql.bind(SqlValue::Text(phrase.into()));
-    let s = sql.bind(SqlValue::Integer(sid));
+    let (lo, hi) = rowid_range(sid);
+    let lo = sql.bind(SqlValue::Integer(lo));
+    let hi = sql.bind(SqlValue::Integer(hi));
     let mut preds = Vec::new();
     sql.event_predicates(events, &mut preds);
     let extra: String = preds.iter().map(|p| format!(" AND {p}")).collect();
@@ -175,7 +117,7 @@ pub fn events_query(
     sql.text = format!(
         "SELECT d.rowid, d.seq, d.type, d.time, d.surface
          FROM fts CROSS JOIN docs d ON d.rowid = fts.rowid
-         WHERE fts MATCH {m} AND d.sid = {s}{extra}
+         WHERE fts MATCH {m} AND fts.rowid BETWEEN {lo} AND {hi}{extra}
          ORDER BY dsh_spans(fts) DESC, d.len ASC, d.time DESC, d.seq DESC
          LIMIT {lim} OFFSET {off}"
     );

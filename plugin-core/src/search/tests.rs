@@ -86,14 +86,25 @@ impl Env {
     /// Writes a log and waits for the root's watch to see it (inotify reports asynchronously).
     fn disk(&self, id: &str, created_at: i64, log: &LogBuilder) -> PathBuf {
         let path = write_log(&self.root, &header(id, created_at), log);
-        settle();
+        self.settle();
         path
     }
-}
 
-/// Lets the watch deliver what the file system just reported.
-fn settle() {
-    std::thread::sleep(std::time::Duration::from_millis(60));
+    /// Waits until the root's watch has reported what the file system just did (inotify reports
+    /// asynchronously); returns at once when no watch runs yet (the first search lists anyway).
+    fn settle(&self) {
+        let deadline = std::time::Instant::now() + std::time::Duration::from_secs(5);
+        while std::time::Instant::now() < deadline {
+            let pending = match &*self.search.lock() {
+                super::State::Open(engine) => engine.change_pending(),
+                _ => None,
+            };
+            if pending != Some(false) {
+                return;
+            }
+            std::thread::sleep(std::time::Duration::from_millis(2));
+        }
+    }
 }
 
 fn code<T: std::fmt::Debug>(r: Result<T, PluginError>) -> ErrorCode {
@@ -261,8 +272,75 @@ fn disk_logs_that_grow_shrink_or_vanish_are_followed() {
     assert!(e.ids("beta").is_empty());
     assert_eq!(e.ids("gamma"), ["g"]);
     std::fs::remove_file(&path).unwrap();
-    settle();
+    e.settle();
     assert!(e.ids("gamma").is_empty());
+}
+
+#[test]
+fn a_grown_log_is_read_from_its_checkpoint_and_its_crash_closers_replaced() {
+    let e = env();
+    // A log that ends inside a turn: the read appends crash closers (indexed, as DSH's inspect shows them).
+    let mut log = LogBuilder::new();
+    log.turn_start(1);
+    log.user("first plum question");
+    log.assistant(1, "plum answer");
+    let path = e.disk("g", 1, &log);
+    assert_eq!(e.ids("plum"), ["g"]);
+    let diag = e.search.diagnostics(&e.corpus, &never).unwrap();
+    assert_eq!((diag.whole_reads, diag.resumed_reads), (1, 0));
+    let closers = e
+        .events(json!({"sessionId": "g", "query": "interrupted"}))
+        .unwrap()
+        .items;
+    // The turn goes on for real: appended bytes only.
+    log.turn_end(1);
+    log.turn_start(2);
+    log.user("second damson question");
+    log.checkpoint("summary of plum talk", 1, 2, vec![1, 2]);
+    log.turn_end(2);
+    let text = log.text(&header("g", 1));
+    let before = std::fs::read_to_string(&path).unwrap();
+    assert!(text.starts_with(&before));
+    use std::io::Write;
+    std::fs::OpenOptions::new()
+        .append(true)
+        .open(&path)
+        .unwrap()
+        .write_all(&text.as_bytes()[before.len()..])
+        .unwrap();
+    e.settle();
+    assert_eq!(e.ids("damson"), ["g"]);
+    let diag = e.search.diagnostics(&e.corpus, &never).unwrap();
+    assert_eq!((diag.whole_reads, diag.resumed_reads), (1, 1), "{diag:?}");
+    // Labels: the compaction appended later shadows the plum hits.
+    let hits = e.hits("g", "plum");
+    assert!(
+        hits.contains(&(1, "shadowed".into())) && hits.contains(&(2, "shadowed".into())),
+        "{hits:?}"
+    );
+    assert!(hits.contains(&(6, "current".into())), "{hits:?}");
+    // The closers' documents are gone: seq 3 is now the real turn/end.
+    assert_eq!(
+        closers.iter().map(|h| h.seq).collect::<Vec<_>>(),
+        [3],
+        "a crash closer was indexed"
+    );
+    let now = e
+        .events(json!({"sessionId": "g", "query": "interrupted"}))
+        .unwrap()
+        .items;
+    assert!(now.is_empty(), "{now:?}");
+    // And it answers exactly as a fresh build.
+    let fresh = env_over(&e.root, &e._dir.path().join("fresh.sqlite"));
+    assert_eq!(
+        answers_for(&e, &["plum", "damson", "interrupted", "summary"]),
+        answers_for(&fresh, &["plum", "damson", "interrupted", "summary"])
+    );
+    // A rewrite that is not an append is read whole.
+    e.disk("g", 1, &conversation("rewritten plum", "ok"));
+    assert_eq!(e.hits("g", "plum"), [(1, "current".into())]);
+    let diag = e.search.diagnostics(&e.corpus, &never).unwrap();
+    assert_eq!((diag.whole_reads, diag.resumed_reads), (2, 1), "{diag:?}");
 }
 
 #[test]
@@ -602,7 +680,7 @@ fn every_filter_kind_narrows_as_specified() {
     let mut child = LogBuilder::new();
     child.user("needle in child");
     write_log(&e.root, &child_h, &child);
-    settle();
+    e.settle();
     let ids = |filters: Value| -> Vec<String> {
         let mut ids: Vec<String> = e
             .sessions(json!({"query": "needle", "sessionFilters": filters}))
@@ -1018,8 +1096,12 @@ fn a_second_process_on_the_same_index_is_refused() {
 
 /// Every hit of a few queries, as comparable data.
 fn answers(e: &Env) -> Vec<String> {
+    answers_for(e, &["needle", "alpha", "beta", "测试", "ok"])
+}
+
+fn answers_for(e: &Env, queries: &[&str]) -> Vec<String> {
     let mut out = Vec::new();
-    for q in ["needle", "alpha", "beta", "测试", "ok"] {
+    for &q in queries {
         let page = e.sessions(json!({"query": q, "limit": 100})).unwrap();
         for h in &page.items {
             out.push(format!(
@@ -1181,9 +1263,8 @@ fn real_fixtures_are_searchable_and_the_broken_ones_reported() {
         for (file, dest, id) in copied {
             let name = file.file_name().unwrap().to_string_lossy();
             let opts = ReadOptions {
-                strict_header: false,
                 expected_id: Some(id.clone()),
-                crash_closers: true,
+                ..ReadOptions::default()
             };
             let direct = read_log(dest, &opts).and_then(|log| {
                 host_api::surface::SurfaceFold::fold(log.events.iter())

@@ -194,4 +194,10 @@ pub struct Diagnostics {
     /// Whether a file-system watch keeps the index fresh (else every search re-checks the sessions root).
     #[serde(default)]
     pub watching: bool,
+    /// Logs read whole since the index opened.
+    #[serde(default)]
+    pub whole_reads: u64,
+    /// Logs that grew and were read from their checkpoint (only the appended bytes) since it opened.
+    #[serde(default)]
+    pub resumed_reads: u64,
 }

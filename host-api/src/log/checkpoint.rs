@@ -1,0 +1,553 @@
+//! Read checkpoints: where a [`LogReader`] stopped, with what it needs to go on from there when the log
+//! has grown, and the checks that tell a grown log from a rewritten one.
+//!
+//! A checkpoint covers exactly the stored events a reader yielded (never a crash closer, never a torn
+//! tail). It holds a resume offset at a boundary the reader can restart at (raw: the start of a line;
+//! zstd: the start of a frame), the seq expected there, the physical line before it, and the state the
+//! read pipeline carries between lines (the legacy upgrader's message ids, the crash-closer tracker, the
+//! lenient-read notes). When the consumer stopped inside a packed row or a zstd frame, the offset is the
+//! start of that row or frame and the resumed reader skips the events below [`ReadCheckpoint::next_seq`].
+//!
+//! Guards against a log that changed other than by appending (DESIGN.md, "Data flow: a search"):
+//! - the file must not be shorter than the reader had seen it ([`ReReadReason::Shrunk`]);
+//! - its encoding must be the same ([`ReReadReason::CompressionChanged`]);
+//! - a hash of the last (up to) [`GUARD_BYTES`] bytes of the header record and a hash of the last (up to)
+//!   [`GUARD_BYTES`] bytes before the offset must match ([`ReReadReason::HeaderChanged`],
+//!   [`ReReadReason::Rewritten`]).
+//!
+//! Those guard bytes (and the 4-byte magic) are all a resume reads before the offset. The hash is 64-bit
+//! FNV-1a: it guards against accidents (a log replaced or rewritten in place), not against an adversary,
+//! who could as well edit bytes the guards do not cover. Nor is the partly yielded row or frame between
+//! the offset and the first uncovered event compared with what was yielded from it: it is decoded
+//! again and its covered events skipped by seq.
+
+use std::fs::File;
+use std::io::{self, Read, Seek, SeekFrom};
+use std::os::unix::fs::FileExt;
+use std::path::Path;
+use std::sync::atomic::{AtomicU64, Ordering};
+use std::sync::Arc;
+
+use serde::{Deserialize, Serialize};
+
+use super::bounds::open_regular;
+use super::error::{LogError, LogErrorCode};
+use super::legacy::LegacyState;
+use super::read::{LogReader, ReadNotes};
+use super::repair::CloserTracker;
+use super::zstd_frames;
+use super::Compression;
+
+/// The version of the checkpoint's own layout. A stored checkpoint of another version is not used
+/// ([`ReReadReason::InvalidCheckpoint`]): the log is read whole instead.
+pub const CHECKPOINT_VERSION: u32 = 1;
+
+/// How many bytes before an offset a guard hashes.
+pub const GUARD_BYTES: usize = 4096;
+
+/// A hash of the (up to) [`GUARD_BYTES`] bytes that end at file offset `end`.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Hash, Serialize, Deserialize)]
+pub struct Guard {
+    pub end: u64,
+    /// How many bytes the hash covers: `min(GUARD_BYTES, end)`.
+    pub len: u32,
+    pub hash: u64,
+}
+
+impl Guard {
+    /// The guard of `bytes`, which end at file offset `end`.
+    pub fn of(bytes: &[u8], end: u64) -> Self {
+        let tail = bytes
+            .get(bytes.len().saturating_sub(GUARD_BYTES)..)
+            .unwrap_or(bytes);
+        Self {
+            end,
+            len: tail.len() as u32,
+            hash: fnv1a(tail),
+        }
+    }
+
+    fn start(&self) -> u64 {
+        self.end.saturating_sub(u64::from(self.len))
+    }
+}
+
+/// 64-bit FNV-1a.
+fn fnv1a(bytes: &[u8]) -> u64 {
+    const OFFSET_BASIS: u64 = 0xcbf2_9ce4_8422_2325;
+    const PRIME: u64 = 0x0000_0100_0000_01b3;
+    bytes.iter().fold(OFFSET_BASIS, |hash, &b| {
+        (hash ^ u64::from(b)).wrapping_mul(PRIME)
+    })
+}
+
+/// The lenient-read notes a checkpoint carries ([`ReadNotes`] without the upgrade count, which the
+/// legacy state holds, and with the first invalid `request/header` reduced to where and why).
+#[derive(Debug, Clone, Default, PartialEq, Eq, Serialize, Deserialize)]
+pub(crate) struct NotesState {
+    invalid_request_headers: u64,
+    first_invalid_request_header: Option<NoteAt>,
+}
+
+#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
+struct NoteAt {
+    line: Option<u64>,
+    seq: Option<u64>,
+    message: String,
+}
+
+impl NotesState {
+    pub(crate) fn of(notes: &ReadNotes) -> Self {
+        Self {
+            invalid_request_headers: notes.invalid_request_headers,
+            first_invalid_request_header: notes.first_invalid_request_header.as_ref().map(|e| {
+                NoteAt {
+                    line: e.line,
+                    seq: e.seq,
+                    message: e.message.clone(),
+                }
+            }),
+        }
+    }
+
+    /// The notes again, the first invalid `request/header` located in the file at `path`.
+    pub(crate) fn into_notes(self, path: &Path) -> ReadNotes {
+        ReadNotes {
+            legacy_upgrades: 0,
+            invalid_request_headers: self.invalid_request_headers,
+            first_invalid_request_header: self.first_invalid_request_header.map(|at| {
+                let mut err =
+                    LogError::new(LogErrorCode::InvalidRequestHeader, at.message).at_path(path);
+                err.line = at.line;
+                err.seq = at.seq;
+                err
+            }),
+        }
+    }
+}
+
+/// Where a read stopped and what it needs to continue (see the module doc). Serialisable (JSON or any
+/// serde format) so an index can store it beside what it indexed.
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+pub struct ReadCheckpoint {
+    pub(crate) version: u32,
+    pub(crate) compression: Compression,
+    /// The resume offset: a line start (raw) or frame start (zstd).
+    pub(crate) offset: u64,
+    /// The physical line (header = 1; zstd: of the decompressed text) that ends at `offset`.
+    pub(crate) line: u64,
+    /// The seq of the first event that begins at `offset`.
+    pub(crate) scan_seq: u64,
+    /// The first seq not covered: events from `scan_seq` up to here are skipped on resume.
+    pub(crate) next_seq: u64,
+    /// How much of the file the reader had seen (its whole length once a read reached the end).
+    pub(crate) file_len: u64,
+    /// The header record as read (lossy UTF-8, which is how it is parsed anyway), so a resume does
+    /// not read it again; its guard tells whether the file still starts with it.
+    pub(crate) header_line: String,
+    pub(crate) header_guard: Guard,
+    pub(crate) tail_guard: Guard,
+    pub(crate) legacy: LegacyState,
+    pub(crate) closers: CloserTracker,
+    pub(crate) notes: NotesState,
+}
+
+impl ReadCheckpoint {
+    /// The resume offset in the file: the start of a line (raw) or of a zstd frame.
+    pub fn offset(&self) -> u64 {
+        self.offset
+    }
+
+    /// The seq of the first event a reader resumed here yields: the number of stored events covered.
+    pub fn next_seq(&self) -> u64 {
+        self.next_seq
+    }
+
+    /// The physical line (header = 1; zstd: of the decompressed text) that ends at the offset.
+    pub fn line(&self) -> u64 {
+        self.line
+    }
+
+    /// The file's length as far as the reader had read it when the checkpoint was taken (its whole
+    /// length once the read had reached the end). A log shorter than this was not only appended to.
+    pub fn file_len(&self) -> u64 {
+        self.file_len
+    }
+
+    pub fn compression(&self) -> Compression {
+        self.compression
+    }
+
+    /// Checks what can be checked without the file; `Err` says why the checkpoint cannot be used.
+    pub(crate) fn check_consistent(&self) -> Result<(), String> {
+        if self.version != CHECKPOINT_VERSION {
+            return Err(format!(
+                "checkpoint layout version {} is not this build's {CHECKPOINT_VERSION}",
+                self.version
+            ));
+        }
+        let guard_ok = |g: &Guard| {
+            usize::try_from(g.len).is_ok_and(|len| len <= GUARD_BYTES)
+                && u64::from(g.len) <= g.end
+                && (u64::from(g.len) == g.end || g.len as usize == GUARD_BYTES)
+        };
+        if !guard_ok(&self.header_guard) || !guard_ok(&self.tail_guard) {
+            return Err("a guard covers more or fewer bytes than it should".to_owned());
+        }
+        if self.tail_guard.end != self.offset
+            || self.header_guard.end == 0
+            || self.header_guard.end > self.offset
+            || self.offset > self.file_len
+        {
+            return Err(format!(
+                "offsets out of order: header ends at {}, resume offset {}, guard ends at {}, file seen to {}",
+                self.header_guard.end, self.offset, self.tail_guard.end, self.file_len
+            ));
+        }
+        if self.scan_seq > self.next_seq || self.line == 0 {
+            return Err(format!(
+                "seq {} at the offset is past the first uncovered seq {} (line {})",
+                self.scan_seq, self.next_seq, self.line
+            ));
+        }
+        if self
+            .closers
+            .last_seq()
+            .is_some_and(|last| last >= self.next_seq)
+        {
+            return Err("the crash-closer state has seen events past the checkpoint".to_owned());
+        }
+        Ok(())
+    }
+}
+
+/// Why a checkpoint cannot be resumed from: the log must be read whole again.
+#[derive(Debug, Clone, PartialEq, Eq, thiserror::Error)]
+pub enum ReReadReason {
+    #[error("the log is {len} bytes, shorter than the {seen} bytes read before: it was truncated or replaced")]
+    Shrunk { len: u64, seen: u64 },
+    #[error("the log is now {now:?}, not {was:?} as when it was checkpointed: it was replaced")]
+    CompressionChanged { was: Compression, now: Compression },
+    #[error("the log's header changed since it was checkpointed: it was replaced")]
+    HeaderChanged,
+    #[error("the bytes before offset {offset} changed since the checkpoint: the log was rewritten in place")]
+    Rewritten { offset: u64 },
+    #[error("the checkpoint cannot be used: {0}")]
+    InvalidCheckpoint(String),
+}
+
+/// What [`LogReader::resume`] found.
+// The reader is the common outcome and is moved on at once; boxing it would cost every resume.
+#[allow(clippy::large_enum_variant)]
+pub enum Resumed {
+    /// A reader that continues at the checkpoint: it yields the stored events from
+    /// [`ReadCheckpoint::next_seq`] on (then the crash closers, if asked for and a turn is still open).
+    Continue(LogReader),
+    /// The log changed other than by appending, or the checkpoint is unusable: read it whole.
+    ReRead(ReReadReason),
+}
+
+impl std::fmt::Debug for Resumed {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        match self {
+            Self::Continue(reader) => f
+                .debug_struct("Continue")
+                .field("next_seq", &reader.checkpoint().next_seq)
+                .finish_non_exhaustive(),
+            Self::ReRead(why) => f.debug_tuple("ReRead").field(why).finish(),
+        }
+    }
+}
+
+/// What a reader keeps for its checkpoints besides the pipeline state it already has.
+#[derive(Debug)]
+pub(crate) struct Tracking {
+    /// The header record's text (lossy UTF-8, which is how it is parsed anyway).
+    pub header_line: String,
+    pub header_guard: Guard,
+    pub window: GuardWindow,
+    /// Bytes read from the source so far, shared with the [`Counted`] wrapper under the input.
+    pub source_read: Arc<AtomicU64>,
+    /// The file offset the source starts at: 0, or the offset of the checkpoint resumed from.
+    pub source_base: u64,
+    /// Bytes a resume read before the offset (guards and magic).
+    pub guard_read: u64,
+    /// Events below this seq were yielded before a resume; they are decoded again only because they
+    /// share a packed row or zstd frame with what follows, and skipped.
+    pub skip_below: u64,
+    /// While a torn final zstd frame is salvaged: the checkpoint at its start, which is as far as a
+    /// checkpoint may go (its events are not committed).
+    pub torn: Option<Box<ReadCheckpoint>>,
+}
+
+impl Tracking {
+    /// Tracking for a read that starts at file offset `base`, counting through `source_read`.
+    pub fn new(source_read: Arc<AtomicU64>, base: u64) -> Self {
+        Self {
+            header_line: String::new(),
+            header_guard: Guard::of(&[], 0),
+            window: GuardWindow::default(),
+            source_read,
+            source_base: base,
+            guard_read: 0,
+            skip_below: 0,
+            torn: None,
+        }
+    }
+
+    /// Every byte read from the file (or stream) so far.
+    pub fn bytes_read(&self) -> u64 {
+        self.guard_read
+            .saturating_add(self.source_read.load(Ordering::Relaxed))
+    }
+
+    /// How far into the file the reader has read.
+    pub fn seen(&self) -> u64 {
+        self.source_base
+            .saturating_add(self.source_read.load(Ordering::Relaxed))
+    }
+}
+
+/// A byte stream that counts what is read through it (for [`LogReader::bytes_read`]); the count is
+/// shared because the stream itself disappears into the reader's buffers.
+pub(crate) struct Counted<R> {
+    inner: R,
+    count: Arc<AtomicU64>,
+}
+
+impl<R> Counted<R> {
+    pub fn new(inner: R, count: Arc<AtomicU64>) -> Self {
+        Self { inner, count }
+    }
+}
+
+impl<R: Read> Read for Counted<R> {
+    fn read(&mut self, buf: &mut [u8]) -> io::Result<usize> {
+        let n = self.inner.read(buf)?;
+        self.count.fetch_add(n as u64, Ordering::Relaxed);
+        Ok(n)
+    }
+}
+
+/// A log file reopened at a checkpoint, positioned at its offset, its guards checked.
+pub(crate) struct Reopened {
+    pub file: File,
+    /// The guard bytes before the offset (the last up to [`GUARD_BYTES`]).
+    pub tail: Vec<u8>,
+    /// Bytes read to check the guards.
+    pub bytes_read: u64,
+}
+
+/// Opens `path` for a resume at `checkpoint`: checks consistency, length, encoding and both guards
+/// (reading only the guard bytes and the 4-byte magic), then seeks to the offset.
+pub(crate) fn reopen(
+    path: &Path,
+    checkpoint: &ReadCheckpoint,
+) -> Result<Result<Reopened, ReReadReason>, LogError> {
+    if let Err(why) = checkpoint.check_consistent() {
+        return Ok(Err(ReReadReason::InvalidCheckpoint(why)));
+    }
+    let io = |e: io::Error| LogError::io(path, &e);
+    let mut file = open_regular(path)?;
+    let len = file.metadata().map_err(io)?.len();
+    if len < checkpoint.file_len {
+        return Ok(Err(ReReadReason::Shrunk {
+            len,
+            seen: checkpoint.file_len,
+        }));
+    }
+    let (header, tail) = (&checkpoint.header_guard, &checkpoint.tail_guard);
+    let spans = merge_spans([
+        (0, 4),
+        (header.start(), header.end),
+        (tail.start(), tail.end),
+    ]);
+    let mut read = Vec::with_capacity(spans.len());
+    let mut bytes_read = 0u64;
+    for (start, end) in spans {
+        let mut buf = vec![0; usize::try_from(end - start).unwrap_or(0)];
+        match file.read_exact_at(&mut buf, start) {
+            Ok(()) => {}
+            // Shorter than its stat said a moment ago: truncated under us.
+            Err(e) if e.kind() == io::ErrorKind::UnexpectedEof => {
+                return Ok(Err(ReReadReason::Shrunk {
+                    len: start,
+                    seen: checkpoint.file_len,
+                }))
+            }
+            Err(e) => return Err(io(e)),
+        }
+        bytes_read = bytes_read.saturating_add(buf.len() as u64);
+        read.push((start, buf));
+    }
+    let span = |start: u64, end: u64| -> &[u8] {
+        read.iter()
+            .find(|(s, buf)| *s <= start && s.saturating_add(buf.len() as u64) >= end)
+            .and_then(|(s, buf)| buf.get((start - s) as usize..(end - s) as usize))
+            .unwrap_or_default()
+    };
+    let now = if zstd_frames::has_zstd_magic(span(0, 4)) {
+        Compression::Zstd
+    } else {
+        Compression::None
+    };
+    if now != checkpoint.compression {
+        return Ok(Err(ReReadReason::CompressionChanged {
+            was: checkpoint.compression,
+            now,
+        }));
+    }
+    if Guard::of(span(header.start(), header.end), header.end) != *header {
+        return Ok(Err(ReReadReason::HeaderChanged));
+    }
+    let tail_bytes = span(tail.start(), tail.end).to_vec();
+    if Guard::of(&tail_bytes, tail.end) != *tail {
+        return Ok(Err(ReReadReason::Rewritten {
+            offset: checkpoint.offset,
+        }));
+    }
+    file.seek(SeekFrom::Start(checkpoint.offset)).map_err(io)?;
+    Ok(Ok(Reopened {
+        file,
+        tail: tail_bytes,
+        bytes_read,
+    }))
+}
+
+/// The byte ranges to read, sorted, overlapping or touching ones merged, so no byte is read twice.
+fn merge_spans<const N: usize>(spans: [(u64, u64); N]) -> Vec<(u64, u64)> {
+    let mut spans: Vec<(u64, u64)> = spans.into_iter().filter(|(s, e)| s < e).collect();
+    spans.sort_unstable();
+    let mut merged: Vec<(u64, u64)> = Vec::with_capacity(spans.len());
+    for (start, end) in spans {
+        match merged.last_mut() {
+            Some(last) if start <= last.1 => last.1 = last.1.max(end),
+            _ => merged.push((start, end)),
+        }
+    }
+    merged
+}
+
+/// The bytes just before the reader's possible resume points, kept while reading so a checkpoint can
+/// hash them without reading the file again.
+///
+/// The reader pushes each unit it commits, in file order: the header record, then each accepted line
+/// (raw) or each complete frame (zstd). A checkpoint is taken either at the end of the last unit or at
+/// its start (a packed row or frame only partly yielded), so the window keeps the [`GUARD_BYTES`] before
+/// the last unit's start and the last [`GUARD_BYTES`] of the unit: bounded however long a unit is, and
+/// amortised to about two copies of every byte (trimmed only once it holds twice what it needs).
+#[derive(Debug, Clone, Default)]
+pub(crate) struct GuardWindow {
+    buf: Vec<u8>,
+    /// Where the last unit (or its kept tail) starts in `buf`.
+    unit_start: usize,
+    /// Whether `buf[unit_start..]` is the whole last unit, rather than its last [`GUARD_BYTES`].
+    unit_whole: bool,
+}
+
+impl GuardWindow {
+    /// A window whose last unit is `bytes`, as a resumed reader starts: the guard bytes before its offset.
+    pub(crate) fn seeded(bytes: &[u8]) -> Self {
+        let mut window = Self::default();
+        window.push(bytes);
+        window
+    }
+
+    pub(crate) fn push(&mut self, unit: &[u8]) {
+        if !self.unit_whole {
+            // The kept tail of a long unit is exactly the guard of what follows it.
+            self.buf.drain(..self.unit_start);
+        }
+        if self.buf.len() > 2 * GUARD_BYTES {
+            self.buf.drain(..self.buf.len() - GUARD_BYTES);
+        }
+        self.unit_start = self.buf.len();
+        self.unit_whole = unit.len() <= GUARD_BYTES;
+        let kept = unit
+            .get(unit.len().saturating_sub(GUARD_BYTES)..)
+            .unwrap_or(unit);
+        self.buf.extend_from_slice(kept);
+    }
+
+    /// The guard bytes that end where the last unit ends.
+    pub(crate) fn at_end(&self) -> &[u8] {
+        tail_of(&self.buf)
+    }
+
+    /// The guard bytes that end where the last unit starts.
+    pub(crate) fn before_unit(&self) -> &[u8] {
+        tail_of(self.buf.get(..self.unit_start).unwrap_or_default())
+    }
+}
+
+fn tail_of(bytes: &[u8]) -> &[u8] {
+    bytes
+        .get(bytes.len().saturating_sub(GUARD_BYTES)..)
+        .unwrap_or(bytes)
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn fnv1a_matches_the_reference_vectors() {
+        assert_eq!(fnv1a(b""), 0xcbf2_9ce4_8422_2325);
+        assert_eq!(fnv1a(b"a"), 0xaf63_dc4c_8601_ec8c);
+        assert_eq!(fnv1a(b"foobar"), 0x8594_4171_f739_67e8);
+    }
+
+    #[test]
+    fn guard_hashes_only_the_last_guard_bytes() {
+        let long: Vec<u8> = (0..10_000u32).map(|i| (i % 251) as u8).collect();
+        let g = Guard::of(&long, 20_000);
+        assert_eq!((g.end, g.len as usize), (20_000, GUARD_BYTES));
+        assert_eq!(g, Guard::of(&long[long.len() - GUARD_BYTES..], 20_000));
+        assert_ne!(g, Guard::of(&long[..long.len() - 1], 20_000));
+        assert_eq!(Guard::of(b"abc", 3).len, 3);
+    }
+
+    /// The window against a plain copy of everything pushed.
+    #[test]
+    fn window_keeps_the_guard_bytes_at_both_ends_of_the_last_unit() {
+        let mut window = GuardWindow::default();
+        let mut all: Vec<u8> = Vec::new();
+        let sizes = [
+            0usize, 7, 300, 5000, 1, 4096, 4097, 2, 9000, 3, 3, 100, 8191, 8193, 12,
+        ];
+        for (k, &size) in sizes.iter().enumerate() {
+            let unit: Vec<u8> = (0..size).map(|i| (i * 31 + k * 7) as u8).collect();
+            let start = all.len();
+            all.extend_from_slice(&unit);
+            window.push(&unit);
+            assert_eq!(window.at_end(), tail_of(&all), "end after unit {k}");
+            assert_eq!(
+                window.before_unit(),
+                tail_of(&all[..start]),
+                "start of unit {k}"
+            );
+            assert!(
+                window.buf.len() <= 3 * GUARD_BYTES,
+                "bounded after unit {k}"
+            );
+        }
+        let seeded = GuardWindow::seeded(b"xyz");
+        assert_eq!(
+            (seeded.at_end(), seeded.before_unit()),
+            (&b"xyz"[..], &b""[..])
+        );
+    }
+
+    #[test]
+    fn spans_merge_when_they_touch_or_overlap() {
+        assert_eq!(
+            merge_spans([(0, 4), (100, 200), (150, 400)]),
+            [(0, 4), (100, 400)]
+        );
+        assert_eq!(merge_spans([(0, 4), (0, 90), (90, 90)]), [(0, 90)]);
+        assert_eq!(
+            merge_spans([(0, 4), (4, 10), (20, 30)]),
+            [(0, 10), (20, 30)]
+        );
+    }
+}

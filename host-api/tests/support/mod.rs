@@ -1,0 +1,3 @@
+//! Helpers shared by the integration tests of `host-api` (and, by path, its benchmarks).
+
+pub mod bombs;

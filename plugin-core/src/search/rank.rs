@@ -1,0 +1,200 @@
+//! Cross-session ranking (spec §4.4) and session clauses (spec §4.3), over the matches the FTS5 scan
+//! returns and the in-memory session rows.
+//!
+//! Each session keeps its best document by `match_count DESC, document_length ASC, time DESC, seq DESC`;
+//! sessions are ordered by `match_count DESC, document_length ASC, time DESC, session_id ASC (bytes),
+//! seq DESC`. Doing this here rather than with a window function in SQL keeps a common term's cost close
+//! to the FTS5 scan's own.
+
+use std::cmp::Ordering;
+use std::collections::HashMap;
+
+use host_api::abi::wire::search::{Range, SessionResultFilter};
+
+use crate::index::store::SessionRow;
+
+/// One matching document.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub struct Match {
+    pub sid: i64,
+    pub seq: u64,
+    pub time: i64,
+    pub len: i64,
+    pub spans: i64,
+}
+
+/// Better first, within a session.
+fn within(a: &Match, b: &Match) -> Ordering {
+    b.spans
+        .cmp(&a.spans)
+        .then(a.len.cmp(&b.len))
+        .then(b.time.cmp(&a.time))
+        .then(b.seq.cmp(&a.seq))
+}
+
+fn in_range(value: i64, r: &Range) -> bool {
+    // `CAST(col AS INTEGER) >= ?` with a possibly fractional bound compares numerically.
+    let v = value as f64;
+    r.from.is_none_or(|f| v >= f) && r.to.is_none_or(|t| v <= t)
+}
+
+fn in_nullable(value: Option<&str>, values: &[Option<String>]) -> bool {
+    values.iter().any(|v| v.as_deref() == value)
+}
+
+/// Whether a visible row passes every session clause (an AND; list values OR-ed).
+pub fn session_passes(row: &SessionRow, filters: &[SessionResultFilter]) -> bool {
+    filters.iter().all(|f| match f {
+        SessionResultFilter::Id { values } => values.contains(&row.header.id),
+        SessionResultFilter::Cwd { values } => in_nullable(row.header.cwd.as_deref(), values),
+        SessionResultFilter::Parent { values } => {
+            in_nullable(row.header.parent_session.as_deref(), values)
+        }
+        SessionResultFilter::CreatedAt(r) => in_range(row.header.created_at, r),
+        SessionResultFilter::Availability { values } => values.iter().any(|v| match v.as_str() {
+            "live" => row.is_live,
+            "persisted" => row.is_persisted,
+            _ => false,
+        }),
+    })
+}
+
+/// The best match of each candidate session so far: matches are offered one at a time as the FTS5 scan
+/// yields them, so memory holds one match per session, never one per matching document.
+pub struct Best<'a> {
+    sessions: &'a HashMap<i64, &'a SessionRow>,
+    best: HashMap<i64, Match>,
+}
+
+impl<'a> Best<'a> {
+    /// `sessions` maps row id to the row, for the rows that are visible and pass the session clauses.
+    pub fn new(sessions: &'a HashMap<i64, &'a SessionRow>) -> Self {
+        Self {
+            sessions,
+            best: HashMap::new(),
+        }
+    }
+
+    pub fn offer(&mut self, m: Match) {
+        if !self.sessions.contains_key(&m.sid) {
+            return;
+        }
+        self.best
+            .entry(m.sid)
+            .and_modify(|b| {
+                if within(&m, b) == Ordering::Less {
+                    *b = m;
+                }
+            })
+            .or_insert(m);
+    }
+
+    /// Each session's best match with its row, in the documented order.
+    pub fn ranked(self) -> Vec<(Match, &'a SessionRow)> {
+        let sessions = self.sessions;
+        let mut ranked: Vec<(Match, &SessionRow)> = self
+            .best
+            .into_values()
+            .filter_map(|m| sessions.get(&m.sid).map(|row| (m, *row)))
+            .collect();
+        ranked.sort_by(|(a, ra), (b, rb)| {
+            b.spans
+                .cmp(&a.spans)
+                .then(a.len.cmp(&b.len))
+                .then(b.time.cmp(&a.time))
+                .then(ra.header.id.as_bytes().cmp(rb.header.id.as_bytes()))
+                .then(b.seq.cmp(&a.seq))
+        });
+        ranked
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use crate::index::store::Source;
+    use host_api::abi::wire::search::HitHeader;
+
+    fn row(sid: i64, id: &str) -> SessionRow {
+        SessionRow {
+            sid,
+            source: Source::Persisted,
+            header: HitHeader {
+                id: id.into(),
+                created_at: 10,
+                ..Default::default()
+            },
+            path: None,
+            stamp: String::new(),
+            event_count: 0,
+            title: None,
+            generation: 0,
+            visible: true,
+            is_live: false,
+            is_persisted: true,
+        }
+    }
+
+    fn m(sid: i64, seq: u64, time: i64, len: i64, spans: i64) -> Match {
+        Match {
+            sid,
+            seq,
+            time,
+            len,
+            spans,
+        }
+    }
+
+    #[test]
+    fn best_per_session_then_documented_order() {
+        let (a, b, c) = (row(1, "b"), row(2, "a"), row(3, "c"));
+        let sessions: HashMap<i64, &SessionRow> = [(1, &a), (2, &b), (3, &c)].into_iter().collect();
+        let mut best = Best::new(&sessions);
+        for m in [
+            m(1, 0, 5, 10, 1),
+            m(1, 1, 5, 8, 1),  // shorter: session 1's best
+            m(2, 3, 5, 8, 1),  // ties with session 1's best except the id: "a" < "b"
+            m(3, 0, 1, 50, 2), // more spans beats everything
+            m(4, 0, 1, 1, 9),  // not a candidate session
+        ] {
+            best.offer(m);
+        }
+        let ranked = best.ranked();
+        let order: Vec<(&str, u64)> = ranked
+            .iter()
+            .map(|(m, r)| (r.header.id.as_str(), m.seq))
+            .collect();
+        assert_eq!(order, [("c", 0), ("a", 3), ("b", 1)]);
+    }
+
+    #[test]
+    fn session_clauses() {
+        let mut r = row(1, "x");
+        r.header.cwd = None;
+        r.header.parent_session = Some("p".into());
+        let pass = |f: serde_json::Value| {
+            let f: Vec<SessionResultFilter> = serde_json::from_value(f).unwrap();
+            session_passes(&r, &f)
+        };
+        assert!(pass(serde_json::json!([{"kind": "cwd", "values": [null]}])));
+        assert!(!pass(
+            serde_json::json!([{"kind": "cwd", "values": ["/w"]}])
+        ));
+        assert!(pass(
+            serde_json::json!([{"kind": "parent", "values": ["p"]}])
+        ));
+        assert!(pass(
+            serde_json::json!([{"kind": "created-at", "from": 9.5, "to": 10}])
+        ));
+        assert!(!pass(
+            serde_json::json!([{"kind": "created-at", "from": 10.5}])
+        ));
+        assert!(pass(
+            serde_json::json!([{"kind": "availability", "values": ["persisted"]}])
+        ));
+        assert!(!pass(
+            serde_json::json!([{"kind": "availability", "values": ["live"]}])
+        ));
+        assert!(!pass(serde_json::json!([{"kind": "id", "values": []}])));
+    }
+}
