@@ -18,6 +18,10 @@ use std::path::{Path, PathBuf};
 pub enum LockError {
     #[error("index {index} is in use by another process (pid {pid})")]
     Held { index: PathBuf, pid: String },
+    #[error(
+        "index {index} is already open in this process (only one instance may own it at a time)"
+    )]
+    HeldHere { index: PathBuf },
     #[error("cannot lock {lock}: {source}")]
     Io {
         lock: PathBuf,
@@ -66,6 +70,11 @@ impl OwnerLock {
                 let mut pid = String::new();
                 let _ = file.read_to_string(&mut pid);
                 let pid = pid.trim();
+                if pid == std::process::id().to_string() {
+                    return Err(LockError::HeldHere {
+                        index: index.to_path_buf(),
+                    });
+                }
                 return Err(LockError::Held {
                     index: index.to_path_buf(),
                     pid: if pid.is_empty() {
@@ -94,18 +103,15 @@ mod tests {
     use super::*;
 
     #[test]
-    fn second_owner_is_refused_with_the_holders_pid_until_the_first_drops() {
+    fn second_owner_is_refused_until_the_first_drops() {
         let dir = tempfile::tempdir().unwrap();
         let index = dir.path().join("index.sqlite");
         let first = OwnerLock::acquire(&index).unwrap();
         assert_eq!(first.path(), dir.path().join("index.sqlite.lock"));
+        // In this process: said so (another process gets the holder's pid: see the search tests).
         let err = OwnerLock::acquire(&index).unwrap_err();
-        let text = err.to_string();
-        assert!(matches!(err, LockError::Held { .. }), "{text}");
-        assert!(
-            text.contains(&format!("(pid {})", std::process::id())),
-            "{text}"
-        );
+        assert!(matches!(err, LockError::HeldHere { .. }), "{err}");
+        assert!(err.to_string().contains("already open in this process"));
         drop(first);
         OwnerLock::acquire(&index).unwrap();
     }

@@ -1,19 +1,20 @@
 //! A file-system watch of the sessions root: tells the search whether anything under it may have changed
 //! since it last looked, so an unchanged corpus costs no file opens and no per-file stat.
 //!
-//! The watch only raises a flag; the search clears it *before* it lists the root, so a change that lands
-//! while it lists is seen next time. When the watch cannot be set up (no root yet, no inotify) the flag
-//! stays raised and every search re-lists: slower, never stale.
+//! The watch raises a flag and remembers which paths changed (up to [`MAX_PATHS`]; more, or a rescan
+//! notice, means "everything"); the search takes both *before* it looks, so a change that lands while it
+//! looks is seen next time. When the watch cannot be set up (no root yet, no inotify) every search
+//! re-lists the root: slower, never stale.
 //!
 //! notify runs its own event thread and does not join it on drop. The handler owns a channel sender whose
 //! only job is to be dropped with it: when the watcher is dropped, notify's thread drops the handler as it
 //! exits, the channel disconnects, and [`RootWatch`]'s `Drop` waits for exactly that, so the thread has
 //! stopped before the `Search` that owns it is gone.
 
-use std::path::Path;
+use std::collections::HashSet;
+use std::path::{Path, PathBuf};
 use std::sync::atomic::{AtomicBool, Ordering};
-use std::sync::mpsc;
-use std::sync::Arc;
+use std::sync::{mpsc, Arc, Mutex};
 use std::time::Duration;
 
 use notify::{EventKind, RecursiveMode, Watcher};
@@ -21,9 +22,29 @@ use notify::{EventKind, RecursiveMode, Watcher};
 /// How long `Drop` waits for notify's thread to finish.
 const JOIN_TIMEOUT: Duration = Duration::from_secs(5);
 
+/// Most changed paths remembered between two looks; past that, everything is re-listed.
+pub const MAX_PATHS: usize = 256;
+
+/// What changed since the last look.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub enum Pending {
+    Nothing,
+    /// Only these paths (files or folders) changed.
+    Paths(Vec<PathBuf>),
+    /// Anything may have changed: list everything.
+    Everything,
+}
+
+#[derive(Default)]
+struct Changed {
+    paths: HashSet<PathBuf>,
+    overflow: bool,
+}
+
 /// A watch of one folder tree.
 pub struct RootWatch {
     dirty: Arc<AtomicBool>,
+    changed: Arc<Mutex<Changed>>,
     watcher: Option<notify::RecommendedWatcher>,
     stopped: Option<mpsc::Receiver<()>>,
 }
@@ -32,23 +53,39 @@ impl RootWatch {
     /// Watches `root` recursively. Never fails: without a watch, [`RootWatch::take_dirty`] is always true.
     pub fn new(root: Option<&Path>) -> Self {
         let dirty = Arc::new(AtomicBool::new(true));
+        let changed = Arc::new(Mutex::new(Changed {
+            paths: HashSet::new(),
+            overflow: true,
+        }));
+        let unwatched = |dirty, changed| Self {
+            dirty,
+            changed,
+            watcher: None,
+            stopped: None,
+        };
         let Some(root) = root else {
-            return Self {
-                dirty,
-                watcher: None,
-                stopped: None,
-            };
+            return unwatched(dirty, changed);
         };
         let (alive, stopped) = mpsc::channel::<()>();
         let flag = dirty.clone();
+        let record = changed.clone();
         let handler = move |event: notify::Result<notify::Event>| {
             // Held so that it is dropped, with this closure, when notify's thread exits.
             let _ = &alive;
+            let mut changed = record.lock().unwrap_or_else(|p| p.into_inner());
             match event {
                 // Reading a log (ours included) is not a change.
-                Ok(e) if matches!(e.kind, EventKind::Access(_)) => {}
-                _ => flag.store(true, Ordering::SeqCst),
+                Ok(e) if matches!(e.kind, EventKind::Access(_)) => return,
+                Ok(e) if !e.need_rescan() && !e.paths.is_empty() => {
+                    changed.paths.extend(e.paths);
+                    if changed.paths.len() > MAX_PATHS {
+                        changed.overflow = true;
+                    }
+                }
+                _ => changed.overflow = true,
             }
+            drop(changed);
+            flag.store(true, Ordering::SeqCst);
         };
         let watcher = notify::recommended_watcher(handler).and_then(|mut w| {
             w.watch(root, RecursiveMode::Recursive)?;
@@ -57,14 +94,11 @@ impl RootWatch {
         match watcher {
             Ok(w) => Self {
                 dirty,
+                changed,
                 watcher: Some(w),
                 stopped: Some(stopped),
             },
-            Err(_) => Self {
-                dirty,
-                watcher: None,
-                stopped: None,
-            },
+            Err(_) => unwatched(dirty, changed),
         }
     }
 
@@ -76,10 +110,27 @@ impl RootWatch {
     /// Whether something may have changed since the last call; lowers the flag. Always true without a
     /// watch.
     pub fn take_dirty(&self) -> bool {
+        self.take() != Pending::Nothing
+    }
+
+    /// What changed since the last call; forgets it. Always [`Pending::Everything`] without a watch, and
+    /// on the first call.
+    pub fn take(&self) -> Pending {
         if self.watcher.is_none() {
-            return true;
+            return Pending::Everything;
         }
-        self.dirty.swap(false, Ordering::SeqCst)
+        if !self.dirty.swap(false, Ordering::SeqCst) {
+            return Pending::Nothing;
+        }
+        let mut changed = self.changed.lock().unwrap_or_else(|p| p.into_inner());
+        let taken = std::mem::take(&mut *changed);
+        if taken.overflow {
+            Pending::Everything
+        } else {
+            let mut paths: Vec<PathBuf> = taken.paths.into_iter().collect();
+            paths.sort();
+            Pending::Paths(paths)
+        }
     }
 
     /// Whether a change was reported and not yet taken, without lowering the flag.
@@ -87,8 +138,12 @@ impl RootWatch {
         self.dirty.load(Ordering::SeqCst)
     }
 
-    /// Raises the flag (e.g. after a failed refresh, so the next one looks again).
+    /// Makes the next look list everything (e.g. after a failed refresh).
     pub fn mark_dirty(&self) {
+        self.changed
+            .lock()
+            .unwrap_or_else(|p| p.into_inner())
+            .overflow = true;
         self.dirty.store(true, Ordering::SeqCst);
     }
 }
@@ -129,6 +184,27 @@ mod tests {
         std::fs::create_dir(dir.path().join("p")).unwrap();
         std::fs::write(dir.path().join("p/x.jsonl"), "x").unwrap();
         assert!(wait_dirty(&w));
+        // After the first look, changes come as paths.
+        std::fs::write(dir.path().join("p/x.jsonl"), "xy").unwrap();
+        let deadline = Instant::now() + Duration::from_secs(5);
+        let mut seen = Pending::Nothing;
+        while Instant::now() < deadline {
+            match w.take() {
+                Pending::Nothing => std::thread::sleep(Duration::from_millis(10)),
+                other => {
+                    seen = other;
+                    break;
+                }
+            }
+        }
+        match seen {
+            Pending::Paths(paths) => {
+                assert!(paths.contains(&dir.path().join("p/x.jsonl")), "{paths:?}")
+            }
+            other => panic!("{other:?}"),
+        }
+        w.mark_dirty();
+        assert_eq!(w.take(), Pending::Everything);
         let started = Instant::now();
         drop(w);
         assert!(
@@ -142,7 +218,9 @@ mod tests {
         let w = RootWatch::new(Some(Path::new("/no/such/root")));
         assert!(!w.is_watching());
         assert!(w.take_dirty() && w.take_dirty());
+        assert_eq!(w.take(), Pending::Everything);
         let none = RootWatch::new(None);
         assert!(none.take_dirty());
+        assert_eq!(none.take(), Pending::Everything);
     }
 }

@@ -7,6 +7,14 @@
 //! FTS5 query → snippets for the page's hits only → a page with an opaque cursor and the `skipped` report.
 //! A page therefore never mixes generations.
 //!
+//! Where this differs from the reference on purpose (DESIGN.md deviation 2): a session left out of search
+//! is reported in every page's `skipped` instead of failing the search, and `search_events` on such a
+//! session names why (`SESSION_QUERY_SOURCE_CONFLICT` for a conflicting live/disk pair,
+//! `SESSION_QUERY_PERSISTENCE_FAILED` for an unreadable log) rather than `SESSION_QUERY_SESSION_NOT_FOUND`.
+//!
+//! A `Search` owns its index file (and its owner lock) for its whole life; nothing else in the process
+//! may open the same index path.
+//!
 //! Module map: [`request`] (normalisation, budgets, fingerprints), [`refresh`] (incremental indexing),
 //! [`sql`] (the statements), [`rank`] (session clauses and cross-session ranking), [`snippet`] (`makeSnippet`), [`cursor`] (MAC-protected cursors). The index
 //! file itself is `crate::index`.

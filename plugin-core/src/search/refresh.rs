@@ -5,8 +5,10 @@
 //!   only grew gets its new events' documents (fetched from the host from the last indexed seq), and a
 //!   replacement among them relabels the older documents it shadowed with an UPDATE; anything else (a
 //!   new epoch, a new header) re-reads the session whole;
-//! - logs on disk are listed only when the root's watch reported something (or no watch runs), and each
-//!   is compared by its revision (device, inode, size, mtime, ctime); a changed log is read again
+//! - logs on disk are looked at only when the root's watch reported something: just the transcripts it
+//!   named (their header and the layout's lookup for that id), or the whole root when it named a folder
+//!   or too much, or when no watch runs; each is compared by its revision (device, inode, size, mtime,
+//!   ctime); a log that grew is read from its checkpoint, any other change whole
 //!   ([`read_changed_log`]), an unchanged broken log is not retried, and a log that left the listing
 //!   leaves the index.
 //!
@@ -24,14 +26,16 @@ use std::sync::Arc;
 use host_api::abi::wire::search::{HitHeader, Skipped};
 use host_api::abi::{ErrorCode, LiveSession, PluginError};
 use host_api::log::checkpoint::{ReadCheckpoint, Resumed};
-use host_api::log::layout::ListedSession;
-use host_api::log::read::{read_log_with_checkpoint, LogReader, ReadOptions, SessionLog};
-use host_api::log::{Event, LogError, LogErrorCode, SessionHeader};
+use host_api::log::layout::{ListedSession, SessionsRoot};
+use host_api::log::read::{
+    read_header, read_log_with_checkpoint, LogReader, ReadOptions, SessionLog,
+};
+use host_api::log::{Compression, Event, LogError, LogErrorCode, SessionHeader};
 use host_api::surface::{Label, SurfaceFold};
 
 use crate::corpus::{Corpus, LoadedSession, SessionData};
 use crate::index::store::{self, Doc, Replacement, RowKey, SessionRow, Source, Visibility};
-use crate::index::watch::RootWatch;
+use crate::index::watch::{Pending, RootWatch};
 use crate::index::Index;
 use crate::reads::title_of;
 
@@ -51,6 +55,8 @@ fn live_epoch(_session: &LiveSession) -> u64 {
 pub struct ReadCounts {
     pub whole: u64,
     pub resumed: u64,
+    /// Full listings of the sessions root (each opens every log's header).
+    pub listings: u64,
 }
 
 /// Where a grown log resumes: the fold of its stored events (crash closers excluded) and the checkpoint
@@ -62,8 +68,9 @@ struct ResumeState {
     used: u64,
 }
 
-/// Most logs whose resume state is kept (a fold holds a few bytes per event).
-const RESUME_STATES: usize = 64;
+/// Most folded events over all kept resume states (a fold holds a few bytes per event), and most states.
+const RESUME_EVENTS: u64 = 2_000_000;
+const RESUME_STATES: usize = 20_000;
 
 /// Why a resumed read could not be written.
 enum Failure {
@@ -90,6 +97,8 @@ pub(super) struct Engine {
     resume: HashMap<PathBuf, ResumeState>,
     /// A counter ordering `resume` entries by last use.
     clock: u64,
+    /// Folded events over all `resume` entries.
+    resume_events: u64,
     /// How many logs were read whole and how many resumed from a checkpoint.
     pub reads: ReadCounts,
     /// Live sessions that failed, by id, with the stamp that failed and the report.
@@ -189,6 +198,7 @@ impl Engine {
             failed: HashMap::new(),
             resume: HashMap::new(),
             clock: 0,
+            resume_events: 0,
             reads: ReadCounts::default(),
             live_failed: HashMap::new(),
             skipped: Vec::new(),
@@ -248,16 +258,33 @@ impl Engine {
             return Err(aborted());
         }
         let root = corpus.sessions_root().map(Path::to_path_buf);
-        if self.watch.as_ref().is_none_or(|(r, _)| *r != root) {
+        // A root that did not exist (so could not be watched) is watched once it does.
+        let rewatch = |(r, w): &(Option<PathBuf>, RootWatch)| {
+            *r != root || (!w.is_watching() && root.as_deref().is_some_and(Path::is_dir))
+        };
+        if self.watch.as_ref().is_none_or(rewatch) {
             self.watch = Some((root.clone(), RootWatch::new(root.as_deref())));
             self.listing = None;
         }
-        let dirty = self.watch.as_ref().is_some_and(|(_, w)| w.take_dirty());
-        if dirty || self.listing.is_none() {
+        let pending = self
+            .watch
+            .as_ref()
+            .map_or(Pending::Everything, |(_, w)| w.take());
+        let patched = match (&pending, &root) {
+            (Pending::Nothing, _) => self.listing.is_some(),
+            (Pending::Paths(paths), Some(root)) => self.patch_listing(corpus, root, paths),
+            _ => false,
+        };
+        if !patched {
             self.listing = Some(corpus.list_persisted()?);
+            self.reads.listings += 1;
+        }
+        let live: Vec<LiveSession> = corpus.host().live_sessions().into_iter().collect();
+        if patched && pending == Pending::Nothing && self.live_unchanged(&live) {
+            // Nothing on disk was reported and every live session is as indexed: nothing to compare.
+            return Ok(());
         }
         let listing = self.listing.clone().unwrap_or_default();
-        let live: Vec<LiveSession> = corpus.host().live_sessions().into_iter().collect();
         let live_ids: HashSet<String> = live.iter().map(|s| s.header.id.to_string()).collect();
 
         // What changed.
@@ -363,6 +390,81 @@ impl Engine {
         Ok(())
     }
 
+    /// Whether every live session is exactly as the index (or the record of its failure) has it, and no
+    /// other session is live: O(live sessions), no I/O.
+    fn live_unchanged(&self, live: &[LiveSession]) -> bool {
+        let live_rows = self
+            .rows
+            .keys()
+            .filter(|k| matches!(k, RowKey::Live(_)))
+            .count();
+        if live_rows + self.live_failed.len() != live.len() {
+            return false;
+        }
+        live.iter().all(|s| {
+            let id = s.header.id.as_str();
+            let stamp = format!("{}:{}", live_epoch(s), s.event_count);
+            match self.rows.get(&RowKey::Live(id.to_string())) {
+                Some(row) => {
+                    row.stamp == stamp && row.header == hit_header(&SessionHeader::from(&s.header))
+                }
+                None => self.live_failed.get(id).is_some_and(|(st, _)| *st == stamp),
+            }
+        })
+    }
+
+    /// Updates the cached listing for the transcripts the watch named, without listing the root: each
+    /// one that exists is looked up by its header's id (the layout's own rules for that id), each one
+    /// gone is dropped. `false` (list everything) for anything else: a folder, a path the corpus reports
+    /// a problem for, a lookup that fails or finds the session elsewhere.
+    fn patch_listing(&mut self, corpus: &Corpus, root: &Path, paths: &[PathBuf]) -> bool {
+        let Some(listing) = self.listing.as_mut() else {
+            return false;
+        };
+        let problems: HashSet<String> = corpus
+            .known_problems()
+            .iter()
+            .map(|p| p.path.to_string())
+            .collect();
+        let sessions_root = SessionsRoot::new(root);
+        let transcripts = [
+            Compression::None.transcript_name(),
+            Compression::Zstd.transcript_name(),
+        ];
+        for path in paths {
+            if problems.contains(&path.display().to_string()) {
+                return false;
+            }
+            let is_transcript = path
+                .file_name()
+                .is_some_and(|n| transcripts.iter().any(|t| n == *t));
+            let meta = std::fs::symlink_metadata(path);
+            if !is_transcript {
+                // A writer's temporary file comes and goes; a folder changes what lists.
+                match meta {
+                    Ok(m) if m.is_file() => continue,
+                    _ => return false,
+                }
+            }
+            if meta.is_err() {
+                listing.retain(|l| l.path != *path);
+                continue;
+            }
+            let Ok((header, _, _)) = read_header(path, &ReadOptions::default()) else {
+                return false;
+            };
+            match sessions_root.find(&header.id) {
+                Ok(Some(found)) if found.path == *path => {
+                    listing.retain(|l| l.path != *path);
+                    listing.push(found);
+                }
+                _ => return false,
+            }
+        }
+        listing.sort_by(|a, b| a.path.cmp(&b.path));
+        true
+    }
+
     /// Indexes one new or changed log; `Ok(true)` when the index was written. A log that only grew
     /// since it was last read (in this process) is read from its checkpoint: only the appended bytes
     /// are read, the fold goes on from where it stopped, and the crash closers the last read appended
@@ -375,7 +477,7 @@ impl Engine {
             expected_id: Some(listed.header.id.clone()),
             ..ReadOptions::default()
         };
-        if let (Some(row), Some(state)) = (&old, self.resume.remove(&listed.path)) {
+        if let (Some(row), Some(state)) = (&old, self.take_resume(&listed.path)) {
             let resumed = match LogReader::resume(&listed.path, &state.checkpoint, &opts) {
                 Ok(Resumed::Continue(reader)) => Some(reader.into_log_with_checkpoint()),
                 Ok(Resumed::ReRead(_)) => None,
@@ -503,9 +605,11 @@ impl Engine {
         Ok(())
     }
 
-    /// Keeps where `path` resumes, forgetting the least recently used entries past the bound.
+    /// Keeps where `path` resumes, forgetting the least recently used entries past the bounds.
     fn remember_resume(&mut self, path: &Path, fold: SurfaceFold, checkpoint: ReadCheckpoint) {
+        self.take_resume(path);
         self.clock += 1;
+        self.resume_events += fold.folded();
         self.resume.insert(
             path.to_path_buf(),
             ResumeState {
@@ -514,7 +618,7 @@ impl Engine {
                 used: self.clock,
             },
         );
-        while self.resume.len() > RESUME_STATES {
+        while self.resume.len() > RESUME_STATES || self.resume_events > RESUME_EVENTS {
             let Some(oldest) = self
                 .resume
                 .iter()
@@ -523,8 +627,14 @@ impl Engine {
             else {
                 break;
             };
-            self.resume.remove(&oldest);
+            self.take_resume(&oldest);
         }
+    }
+
+    fn take_resume(&mut self, path: &Path) -> Option<ResumeState> {
+        let state = self.resume.remove(path)?;
+        self.resume_events = self.resume_events.saturating_sub(state.fold.folded());
+        Some(state)
     }
 
     /// Records a log that cannot be indexed (reported in `skipped` until its file changes) and drops
@@ -544,7 +654,7 @@ impl Engine {
             reason: log_error_text(e),
         };
         self.failed.insert(listed.path.clone(), (stamp, report));
-        self.resume.remove(&listed.path);
+        self.take_resume(&listed.path);
         if let Some(sid) = old_sid {
             store::delete_session(self.conn()?, sid, generation).map_err(index_failed)?;
             self.rows.remove(&RowKey::Persisted(listed.path.clone()));

@@ -90,6 +90,13 @@ impl Env {
         path
     }
 
+    fn counts(&self) -> super::refresh::ReadCounts {
+        match &*self.search.lock() {
+            super::State::Open(engine) => engine.reads,
+            _ => Default::default(),
+        }
+    }
+
     /// Waits until the root's watch has reported what the file system just did (inotify reports
     /// asynchronously); returns at once when no watch runs yet (the first search lists anyway).
     fn settle(&self) {
@@ -308,8 +315,14 @@ fn a_grown_log_is_read_from_its_checkpoint_and_its_crash_closers_replaced() {
         .unwrap()
         .write_all(&text.as_bytes()[before.len()..])
         .unwrap();
+    let listings = e.counts().listings;
     e.settle();
     assert_eq!(e.ids("damson"), ["g"]);
+    assert_eq!(
+        e.counts().listings,
+        listings,
+        "an append is looked up by path, not by listing the root"
+    );
     let diag = e.search.diagnostics(&e.corpus, &never).unwrap();
     assert_eq!((diag.whole_reads, diag.resumed_reads), (1, 1), "{diag:?}");
     // Labels: the compaction appended later shadows the plum hits.
@@ -1314,4 +1327,28 @@ fn real_fixtures_are_searchable_and_the_broken_ones_reported() {
     eprintln!("fixtures: {searchable} searchable, {reported} reported, {unreadable_headers} without a readable header");
     assert!(searchable > 100, "{searchable}");
     assert!(reported > 0);
+}
+
+#[test]
+fn without_a_watch_every_search_looks_again() {
+    // The root does not exist yet, so no watch can be set up: each search lists the root instead.
+    let dir = tempfile::tempdir().unwrap();
+    let root = dir.path().join("later");
+    let (state, corpus, host) = corpus_and_host(Some(&root));
+    let search = Search::open(&Config::default(), &dir.path().join("i.sqlite"), host).unwrap();
+    let e = Env {
+        _dir: dir,
+        root: root.clone(),
+        index: PathBuf::new(),
+        state,
+        corpus,
+        search,
+    };
+    assert!(e.ids("needle").is_empty());
+    assert!(!e.search.diagnostics(&e.corpus, &never).unwrap().watching);
+    write_log(&root, &header("a", 1), &conversation("needle", "ok"));
+    assert_eq!(e.ids("needle"), ["a"], "found with no watch and no wait");
+    assert!(e.counts().listings >= 2);
+    // Once the root exists it is watched.
+    assert!(e.search.diagnostics(&e.corpus, &never).unwrap().watching);
 }
