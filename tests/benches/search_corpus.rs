@@ -658,6 +658,15 @@ mod ours {
                 .collect())
         }
 
+        /// Whether the index watches the sessions root (then a no-change check need not list it).
+        pub fn watching(&mut self) -> Result<bool, String> {
+            let diagnostics = self
+                .search
+                .diagnostics(&self.corpus, &|| false)
+                .map_err(err)?;
+            Ok(diagnostics.watching)
+        }
+
         /// The freshness check alone (what every search runs first), timed.
         pub fn refresh(&mut self) -> Result<Duration, String> {
             let (done, t) = timed(|| self.search.refresh(&self.corpus, &|| false, &|_, _| {}));
@@ -911,6 +920,15 @@ fn measure(
     println!("queries …");
     let mut naive_conn = or_note("naive index", naive::open(&naive_db));
     let mut ours = or_note("our index", ours::Ours::open(root, &ours_db));
+    if let Some(watching) = ours
+        .as_mut()
+        .and_then(|o| or_note("our diagnostics", o.watching()))
+    {
+        println!(
+            "our index watches the sessions root: {}",
+            if watching { "yes" } else { "no" }
+        );
+    }
     let biggest = info
         .sessions
         .iter()
