@@ -1,6 +1,8 @@
 //! Shared support for the integration tests: where the real fixtures are, and how a test that needs them
 //! skips (loudly) when they are absent.
 
+pub mod corpus_gen;
+
 use std::path::PathBuf;
 
 /// The real DSH session logs, read in place from `../shared/fixtures/dsh-real` beside the checkout (they

@@ -1,0 +1,1164 @@
+//! The search benchmark over a large generated DSH corpus: our index against two naive baselines,
+//! measured in the same run (the machines are shared and noisy, so only side-by-side figures mean much).
+//!
+//! - Corpus: [`tests::corpus_gen`] (default 1 GB of JSONL in 10,000 sessions), generated once into a
+//!   folder and reused while its marker matches. One extra scratch session is written for the append
+//!   measurement and removed afterwards, so the corpus itself is never changed.
+//! - Baseline "naive": one plain FTS5 `unicode61` table filled with the extracted text (`host_api::text`)
+//!   of every event of every log, one row per document (session, seq, time UNINDEXED), in one
+//!   transaction; queried with the spec §4.4 ranking computed from `highlight()` span counts.
+//! - Baseline "scan": read every log, extract, case-insensitive substring match, as `rg -z` would.
+//! - Ours: the plugin's index through `plugin-core`'s Rust API (see `ours` below).
+//!
+//! Cold builds run in a child process (this same binary) so that VmHWM is the build's own peak.
+//! "Cold" means a fresh index file; the logs themselves are usually in the page cache (dropping it would
+//! disturb everyone else on the machine).
+//!
+//! ```sh
+//! cargo bench -p tests --bench search_corpus -- --size 200MB            # 2,000 sessions
+//! cargo bench -p tests --bench search_corpus -- --size 1GB --sessions 10000 --corpus /some/dir
+//! ```
+//! Options: `--size` (bytes, with kB/MB/GB), `--sessions`, `--seed`, `--corpus DIR` (or the environment
+//! variable `DSH_BENCH_CORPUS`; default `target/search-corpus/<size>-<sessions>`), `--generate-only`.
+
+use std::collections::BTreeSet;
+use std::fs;
+use std::path::{Path, PathBuf};
+use std::process::Command;
+use std::time::{Duration, Instant};
+
+use host_api::log::layout::{Revision, SessionsRoot};
+use host_api::log::read::{read_log, ReadOptions};
+use host_api::log::write::{LogWriter, WriteOptions};
+use host_api::log::Event;
+use host_api::text::{event_text, sanitize_for_index};
+use rusqlite::{params, Connection};
+use serde_json::json;
+use tests::corpus_gen::{
+    ensure_corpus, write_scratch_session, CorpusInfo, CorpusParams, SessionInfo,
+    SCRATCH_PROJECT_DIR,
+};
+
+/// The common term of the "top 20" query.
+const COMMON: &str = "error";
+/// Hits per page, as the spec's default limit.
+const LIMIT: usize = 20;
+/// Rounds over every rare term after the warm-up round (samples = rounds × terms).
+const RARE_ROUNDS: usize = 2;
+const COMMON_RUNS: usize = 10;
+const WITHIN_RUNS: usize = 50;
+const NOCHANGE_RUNS: usize = 20;
+const CHILD_TAG: &str = "RESULT ";
+/// Time one repeated measurement may take before it stops sampling.
+const REPEAT_BUDGET: Duration = Duration::from_secs(5);
+
+// -------------------------------------------------------------------------------------------------
+// Command line
+
+struct Options {
+    params: CorpusParams,
+    corpus: PathBuf,
+    /// Only make sure the corpus exists (e.g. to generate a large one ahead of a run).
+    generate_only: bool,
+}
+
+enum Mode {
+    Run(Options),
+    /// `--child naive|ours ROOT INDEX`: one cold build, its figures printed as one tagged JSON line.
+    Child {
+        which: String,
+        root: PathBuf,
+        index: PathBuf,
+    },
+}
+
+fn parse_size(text: &str) -> Result<u64, String> {
+    let lower = text.trim().to_ascii_lowercase();
+    let (digits, unit) = match lower.find(|c: char| !c.is_ascii_digit()) {
+        Some(at) => lower.split_at(at),
+        None => (lower.as_str(), ""),
+    };
+    let n: u64 = digits
+        .parse()
+        .map_err(|_| format!("--size {text:?}: expected a number of bytes such as 200MB"))?;
+    let unit = match unit.trim() {
+        "" | "b" => 1,
+        "kb" | "k" => 1_000,
+        "mb" | "m" => 1_000_000,
+        "gb" | "g" => 1_000_000_000,
+        other => {
+            return Err(format!(
+                "--size {text:?}: unknown unit {other:?} (use kB, MB or GB)"
+            ))
+        }
+    };
+    Ok(n * unit)
+}
+
+fn parse_args(args: &[String]) -> Result<Mode, String> {
+    let mut size = None;
+    let mut sessions = None;
+    let mut seed = None;
+    let mut corpus = std::env::var_os("DSH_BENCH_CORPUS").map(PathBuf::from);
+    let mut generate_only = false;
+    let mut it = args.iter();
+    while let Some(arg) = it.next() {
+        let mut value = |name: &str| {
+            it.next()
+                .cloned()
+                .ok_or_else(|| format!("{name} needs a value"))
+        };
+        match arg.as_str() {
+            "--child" => {
+                let which = value("--child")?;
+                let root = PathBuf::from(value("--child ROOT")?);
+                let index = PathBuf::from(value("--child INDEX")?);
+                return Ok(Mode::Child { which, root, index });
+            }
+            "--size" => size = Some(parse_size(&value("--size")?)?),
+            "--sessions" => {
+                let v = value("--sessions")?;
+                sessions = Some(
+                    v.parse()
+                        .map_err(|_| format!("--sessions {v:?}: not a number"))?,
+                );
+            }
+            "--seed" => {
+                let v = value("--seed")?;
+                seed = Some(
+                    v.parse()
+                        .map_err(|_| format!("--seed {v:?}: not a number"))?,
+                );
+            }
+            "--corpus" => corpus = Some(PathBuf::from(value("--corpus")?)),
+            "--generate-only" => generate_only = true,
+            // cargo passes `--bench` to every bench binary.
+            "--bench" => {}
+            other => return Err(format!("unknown argument {other:?}")),
+        }
+    }
+    let mut params = CorpusParams::sized(size.unwrap_or(CorpusParams::full().target_bytes));
+    if let Some(n) = sessions {
+        params.sessions = n;
+    }
+    if let Some(s) = seed {
+        params.seed = s;
+    }
+    let corpus = corpus.unwrap_or_else(|| {
+        PathBuf::from(env!("CARGO_MANIFEST_DIR"))
+            .join("../target/search-corpus")
+            .join(format!("{}-{}", params.target_bytes, params.sessions))
+    });
+    Ok(Mode::Run(Options {
+        params,
+        corpus,
+        generate_only,
+    }))
+}
+
+// -------------------------------------------------------------------------------------------------
+// Measuring
+
+/// Peak resident set size of this process so far (VmHWM), in kB.
+fn vm_hwm_kb() -> Option<u64> {
+    let status = fs::read_to_string("/proc/self/status").ok()?;
+    let line = status.lines().find(|l| l.starts_with("VmHWM:"))?;
+    line.split_whitespace().nth(1)?.parse().ok()
+}
+
+/// Bytes of an SQLite database and its WAL.
+fn db_bytes(db: &Path) -> u64 {
+    let wal = PathBuf::from(format!("{}-wal", db.display()));
+    [db.to_path_buf(), wal]
+        .iter()
+        .filter_map(|p| fs::metadata(p).ok())
+        .map(|m| m.len())
+        .sum()
+}
+
+/// Nearest-rank percentile.
+fn percentile(samples: &[Duration], p: f64) -> Duration {
+    if samples.is_empty() {
+        return Duration::ZERO;
+    }
+    let mut sorted = samples.to_vec();
+    sorted.sort();
+    let rank = ((p / 100.0) * sorted.len() as f64).ceil() as usize;
+    sorted[rank.clamp(1, sorted.len()) - 1]
+}
+
+fn ms(d: Duration) -> f64 {
+    d.as_secs_f64() * 1e3
+}
+
+fn timed<T>(f: impl FnOnce() -> T) -> (T, Duration) {
+    let start = Instant::now();
+    let value = f();
+    (value, start.elapsed())
+}
+
+/// A search hit as every engine here reports it: which document of which session.
+#[derive(Debug, Clone, PartialEq, Eq, PartialOrd, Ord)]
+struct Hit {
+    session: String,
+    seq: u64,
+}
+
+type Hits = Result<Vec<Hit>, String>;
+
+/// A cold build's figures, as a child process reports them.
+#[derive(Debug, Clone, Copy, Default)]
+struct Build {
+    secs: f64,
+    index_bytes: u64,
+    peak_kb: u64,
+    docs: u64,
+}
+
+fn report_child(build: Result<(u64, f64, u64), String>) {
+    match build {
+        Ok((docs, secs, index_bytes)) => println!(
+            "{CHILD_TAG}{}",
+            json!({"docs": docs, "secs": secs, "indexBytes": index_bytes, "peakKb": vm_hwm_kb().unwrap_or(0)})
+        ),
+        Err(message) => println!("{CHILD_TAG}{}", json!({ "error": message })),
+    }
+}
+
+/// Runs one cold build in a child process (this binary with `--child`).
+fn build_in_child(which: &str, root: &Path, index: &Path) -> Result<Build, String> {
+    for suffix in ["", "-wal", "-shm"] {
+        let _ = fs::remove_file(format!("{}{suffix}", index.display()));
+    }
+    let exe = std::env::current_exe().map_err(|e| format!("locating the benchmark binary: {e}"))?;
+    let out = Command::new(exe)
+        .arg("--child")
+        .arg(which)
+        .arg(root)
+        .arg(index)
+        .output()
+        .map_err(|e| format!("starting the {which} build: {e}"))?;
+    let stdout = String::from_utf8_lossy(&out.stdout);
+    let line = stdout
+        .lines()
+        .find_map(|l| l.strip_prefix(CHILD_TAG))
+        .ok_or_else(|| {
+            format!(
+                "the {which} build printed no result (status {}): {}",
+                out.status,
+                String::from_utf8_lossy(&out.stderr)
+            )
+        })?;
+    // What the build said on the side (skipped sessions, warnings) is worth seeing next to its figures.
+    for note in String::from_utf8_lossy(&out.stderr).lines().take(20) {
+        eprintln!("{which} build: {note}");
+    }
+    let value: serde_json::Value =
+        serde_json::from_str(line).map_err(|e| format!("the {which} build's result: {e}"))?;
+    if let Some(message) = value.get("error").and_then(|m| m.as_str()) {
+        return Err(message.to_string());
+    }
+    let num = |key: &str| value.get(key).and_then(|v| v.as_f64()).unwrap_or(0.0);
+    Ok(Build {
+        secs: num("secs"),
+        index_bytes: num("indexBytes") as u64,
+        peak_kb: num("peakKb") as u64,
+        docs: num("docs") as u64,
+    })
+}
+
+// -------------------------------------------------------------------------------------------------
+// Baseline: a plain FTS5 table
+
+mod naive {
+    use super::*;
+
+    /// One literal FTS5 phrase, as spec §4.2 builds it.
+    pub fn phrase(query: &str) -> String {
+        format!("\"{}\"", query.replace('"', "\"\""))
+    }
+
+    fn sql<E: std::fmt::Display>(what: &'static str) -> impl Fn(E) -> String {
+        move |err| format!("naive index, {what}: {err}")
+    }
+
+    pub fn open(index: &Path) -> Result<Connection, String> {
+        let conn = Connection::open(index).map_err(sql("opening"))?;
+        conn.pragma_update(None, "journal_mode", "wal")
+            .map_err(sql("journal mode"))?;
+        Ok(conn)
+    }
+
+    /// Inserts the documents of one log; returns how many.
+    fn insert_log(conn: &Connection, path: &Path, id: &str) -> Result<u64, String> {
+        let log = read_log(path, &ReadOptions::default())
+            .map_err(|e| format!("reading {}: {e}", path.display()))?;
+        let mut insert = conn
+            .prepare_cached("INSERT INTO docs(text, session_id, seq, time) VALUES (?1, ?2, ?3, ?4)")
+            .map_err(sql("preparing the insert"))?;
+        let mut docs = 0;
+        for event in &log.events {
+            let text = event_text(event);
+            if text.is_empty() {
+                continue;
+            }
+            insert
+                .execute(params![
+                    sanitize_for_index(&text).as_ref(),
+                    id,
+                    event.seq as i64,
+                    event.time
+                ])
+                .map_err(sql("inserting"))?;
+            docs += 1;
+        }
+        Ok(docs)
+    }
+
+    /// The whole build: list the root, read and extract every log, one transaction.
+    pub fn build(root: &Path, index: &Path) -> Result<u64, String> {
+        let listing = SessionsRoot::new(root)
+            .list()
+            .map_err(|e| format!("listing {}: {e}", root.display()))?;
+        let mut conn = open(index)?;
+        conn.execute_batch(
+            "CREATE VIRTUAL TABLE docs USING fts5(text, session_id UNINDEXED, seq UNINDEXED, \
+             time UNINDEXED, tokenize='unicode61');",
+        )
+        .map_err(sql("creating the table"))?;
+        let tx = conn.transaction().map_err(sql("begin"))?;
+        let mut docs = 0;
+        for session in &listing.sessions {
+            docs += insert_log(&tx, &session.path, &session.header.id)?;
+        }
+        tx.commit().map_err(sql("commit"))?;
+        Ok(docs)
+    }
+
+    /// The naive way to take in an appended event: drop the session's rows and insert its log again.
+    pub fn refresh_session(conn: &mut Connection, path: &Path, id: &str) -> Result<(), String> {
+        let tx = conn.transaction().map_err(sql("begin"))?;
+        tx.execute("DELETE FROM docs WHERE session_id = ?1", [id])
+            .map_err(sql("deleting a session"))?;
+        insert_log(&tx, path, id)?;
+        tx.commit().map_err(sql("commit"))
+    }
+
+    /// Documents matching the phrase with spec §4.4's inputs: span count from `highlight()` markers
+    /// (U+FDD0 opens a span) and code-point length.
+    const SCORED: &str = "SELECT session_id, seq, time, length(text) AS len, \
+         (length(h) - length(replace(h, char(64976), ''))) AS matches \
+         FROM (SELECT session_id, seq, time, text, \
+               highlight(docs, 0, char(64976), char(64977)) AS h FROM docs WHERE docs MATCH ?1";
+
+    /// Cross-session search (spec §4.4): the best document of each session, sessions ranked.
+    pub fn search_sessions(conn: &Connection, query: &str, limit: usize) -> Hits {
+        let sql_text = format!(
+            "WITH scored AS ({SCORED})), best AS (SELECT *, row_number() OVER (PARTITION BY session_id \
+             ORDER BY matches DESC, len ASC, time DESC, seq DESC) AS rn FROM scored) \
+             SELECT session_id, seq FROM best WHERE rn = 1 \
+             ORDER BY matches DESC, len ASC, time DESC, session_id ASC, seq DESC LIMIT ?2"
+        );
+        let mut stmt = conn.prepare_cached(&sql_text).map_err(sql("preparing"))?;
+        let rows = stmt
+            .query_map(params![phrase(query), (limit + 1) as i64], |r| {
+                Ok(Hit {
+                    session: r.get(0)?,
+                    seq: r.get::<_, i64>(1)? as u64,
+                })
+            })
+            .map_err(sql("searching"))?;
+        let mut hits = rows
+            .collect::<Result<Vec<_>, _>>()
+            .map_err(sql("reading hits"))?;
+        hits.truncate(limit);
+        Ok(hits)
+    }
+
+    /// Within-session search (spec §4.4).
+    pub fn search_events(conn: &Connection, session: &str, query: &str, limit: usize) -> Hits {
+        let sql_text = format!(
+            "{SCORED} AND session_id = ?3) \
+             ORDER BY matches DESC, len ASC, time DESC, seq DESC LIMIT ?2"
+        );
+        let mut stmt = conn.prepare_cached(&sql_text).map_err(sql("preparing"))?;
+        let rows = stmt
+            .query_map(params![phrase(query), (limit + 1) as i64, session], |r| {
+                Ok(Hit {
+                    session: r.get(0)?,
+                    seq: r.get::<_, i64>(1)? as u64,
+                })
+            })
+            .map_err(sql("searching"))?;
+        let mut hits = rows
+            .collect::<Result<Vec<_>, _>>()
+            .map_err(sql("reading hits"))?;
+        hits.truncate(limit);
+        Ok(hits)
+    }
+}
+
+// -------------------------------------------------------------------------------------------------
+// Baseline: a plain scan
+
+mod scan {
+    use super::*;
+
+    /// The best matching document of one session: (count desc, length asc, time desc, seq desc).
+    #[derive(Debug, Clone)]
+    struct Best {
+        count: usize,
+        len: usize,
+        time: i64,
+        seq: u64,
+    }
+
+    impl Best {
+        fn key(
+            &self,
+        ) -> (
+            std::cmp::Reverse<usize>,
+            usize,
+            std::cmp::Reverse<i64>,
+            std::cmp::Reverse<u64>,
+        ) {
+            use std::cmp::Reverse;
+            (
+                Reverse(self.count),
+                self.len,
+                Reverse(self.time),
+                Reverse(self.seq),
+            )
+        }
+    }
+
+    /// Case-insensitive occurrences of `needle` (lower case) in one log, per matching document.
+    fn log_matches(path: &Path, needle: &str) -> Result<Vec<Best>, String> {
+        let log = read_log(path, &ReadOptions::default())
+            .map_err(|e| format!("reading {}: {e}", path.display()))?;
+        let mut out = Vec::new();
+        for event in &log.events {
+            let text = event_text(event);
+            if text.is_empty() {
+                continue;
+            }
+            let count = text.to_lowercase().matches(needle).count();
+            if count > 0 {
+                out.push(Best {
+                    count,
+                    len: text.chars().count(),
+                    time: event.time,
+                    seq: event.seq,
+                });
+            }
+        }
+        Ok(out)
+    }
+
+    /// Every log read, extracted and matched; the best document per session, sessions ranked.
+    pub fn search_sessions(root: &Path, query: &str, limit: usize) -> Hits {
+        let needle = query.to_lowercase();
+        let listing = SessionsRoot::new(root)
+            .list()
+            .map_err(|e| format!("listing {}: {e}", root.display()))?;
+        let mut best: Vec<(Best, String)> = Vec::new();
+        for session in &listing.sessions {
+            let docs = log_matches(&session.path, &needle)?;
+            if let Some(top) = docs.into_iter().min_by_key(Best::key) {
+                best.push((top, session.header.id.clone()));
+            }
+        }
+        best.sort_by(|(a, ia), (b, ib)| {
+            let (ka, kb) = (a.key(), b.key());
+            (ka.0, ka.1, ka.2, ia.as_str(), ka.3).cmp(&(kb.0, kb.1, kb.2, ib.as_str(), kb.3))
+        });
+        Ok(best
+            .into_iter()
+            .take(limit)
+            .map(|(b, session)| Hit {
+                session,
+                seq: b.seq,
+            })
+            .collect())
+    }
+
+    pub fn search_events(path: &Path, session: &str, query: &str, limit: usize) -> Hits {
+        let mut docs = log_matches(path, &query.to_lowercase())?;
+        docs.sort_by_key(Best::key);
+        Ok(docs
+            .into_iter()
+            .take(limit)
+            .map(|b| Hit {
+                session: session.to_string(),
+                seq: b.seq,
+            })
+            .collect())
+    }
+
+    /// The simplest no-change check: walk the root and stat every transcript.
+    pub fn stat_all(root: &Path) -> Result<u64, String> {
+        let mut n = 0;
+        let read =
+            |dir: &Path| fs::read_dir(dir).map_err(|e| format!("reading {}: {e}", dir.display()));
+        for project in read(root)? {
+            let project = project.map_err(|e| e.to_string())?.path();
+            if !project.is_dir() {
+                continue;
+            }
+            for session in read(&project)? {
+                let session = session.map_err(|e| e.to_string())?.path();
+                for name in ["session.jsonl", "session.jsonl.zstd"] {
+                    if Revision::of(&session.join(name)).is_ok() {
+                        n += 1;
+                    }
+                }
+            }
+        }
+        Ok(n)
+    }
+}
+
+// -------------------------------------------------------------------------------------------------
+// Ours
+
+/// The plugin's index through `plugin-core`'s plain Rust API (`Search` over a `Corpus`), with a host
+/// that lends no live sessions: the corpus is the sessions root alone.
+mod ours {
+    use std::sync::Arc;
+
+    use host_api::abi::host::DiskOnlyHost;
+    use host_api::abi::wire::search::{SessionEventSearchRequest, SessionSearchRequest};
+    use plugin_core::config::Config;
+    use plugin_core::corpus::Corpus;
+    use plugin_core::search::Search;
+
+    use super::*;
+
+    fn err(e: impl std::fmt::Debug) -> String {
+        format!("our index: {e:?}")
+    }
+
+    pub struct Ours {
+        search: Search,
+        corpus: Corpus,
+    }
+
+    /// One cold build of the index at `index` over `root`; returns the documents indexed.
+    pub fn cold_build(root: &Path, index: &Path) -> Result<u64, String> {
+        let ours = Ours::open(root, index)?;
+        ours.search
+            .refresh(&ours.corpus, &|| false, &|_, _| {})
+            .map_err(err)?;
+        let diagnostics = ours
+            .search
+            .diagnostics(&ours.corpus, &|| false)
+            .map_err(err)?;
+        if !diagnostics.skipped.is_empty() {
+            eprintln!(
+                "our index skipped {} sessions: {:?}",
+                diagnostics.skipped.len(),
+                diagnostics.skipped.first()
+            );
+        }
+        Ok(diagnostics.indexed_events)
+    }
+
+    impl Ours {
+        pub fn open(root: &Path, index: &Path) -> Result<Self, String> {
+            let host = Arc::new(
+                DiskOnlyHost {
+                    sessions_root: Some(root.display().to_string()),
+                }
+                .boxed(),
+            );
+            let config = Config {
+                index_path: Some(index.to_path_buf()),
+                sessions_root: Some(root.to_path_buf()),
+                ..Config::default()
+            };
+            let search = Search::open(&config, index, host.clone()).map_err(err)?;
+            let corpus = Corpus::new(host, Some(root.to_path_buf()));
+            Ok(Self { search, corpus })
+        }
+
+        pub fn search_sessions(&mut self, query: &str, limit: usize) -> Hits {
+            let req = SessionSearchRequest {
+                query: json!(query),
+                session_filters: None,
+                event_filters: None,
+                limit: Some(json!(limit)),
+                cursor: None,
+            };
+            let page = self
+                .search
+                .search_sessions(&self.corpus, req, &|| false)
+                .map_err(err)?;
+            Ok(page
+                .items
+                .into_iter()
+                .map(|h| Hit {
+                    session: h.best_match.session_id,
+                    seq: h.best_match.seq,
+                })
+                .collect())
+        }
+
+        pub fn search_events(&mut self, session: &str, query: &str, limit: usize) -> Hits {
+            let req = SessionEventSearchRequest {
+                session_id: json!(session),
+                query: json!(query),
+                filters: None,
+                limit: Some(json!(limit)),
+                cursor: None,
+            };
+            let page = self
+                .search
+                .search_events(&self.corpus, req, &|| false)
+                .map_err(err)?;
+            Ok(page
+                .items
+                .into_iter()
+                .map(|h| Hit {
+                    session: h.session_id,
+                    seq: h.seq,
+                })
+                .collect())
+        }
+
+        /// Whether the index watches the sessions root (then a no-change check need not list it).
+        pub fn watching(&mut self) -> Result<bool, String> {
+            let diagnostics = self
+                .search
+                .diagnostics(&self.corpus, &|| false)
+                .map_err(err)?;
+            Ok(diagnostics.watching)
+        }
+
+        /// The freshness check alone (what every search runs first), timed.
+        pub fn refresh(&mut self) -> Result<Duration, String> {
+            let (done, t) = timed(|| self.search.refresh(&self.corpus, &|| false, &|_, _| {}));
+            done.map_err(err)?;
+            Ok(t)
+        }
+    }
+}
+
+// -------------------------------------------------------------------------------------------------
+// The run
+
+/// One figure of the table: ours, the naive FTS5 table, the scan, and the aim for ours.
+struct Row {
+    what: String,
+    ours: Option<f64>,
+    naive: Option<f64>,
+    scan: Option<f64>,
+    unit: &'static str,
+    /// `(text, met)`.
+    aim: Option<(String, bool)>,
+}
+
+fn fmt_value(v: Option<f64>, unit: &str) -> String {
+    match v {
+        None => "n/a".into(),
+        Some(v) if unit == "MB" || unit == "MB/s" => format!("{v:.1} {unit}"),
+        Some(v) => format!("{v:.3} {unit}"),
+    }
+}
+
+fn print_table(rows: &[Row]) {
+    println!();
+    println!(
+        "| {:<54} | {:>14} | {:>14} | {:>14} | {:>13} | {:<26} |",
+        "figure", "ours", "naive FTS5", "scan", "ours ÷ naive", "aim (ours)"
+    );
+    println!("|{}|", ["---"; 6].join("|"));
+    for row in rows {
+        let ratio = match (row.ours, row.naive) {
+            (Some(o), Some(n)) if n > 0.0 => format!("{:.2}×", o / n),
+            _ => "n/a".into(),
+        };
+        let aim = match &row.aim {
+            None => String::new(),
+            Some((text, _)) if row.ours.is_none() => format!("{text}: not measured"),
+            Some((text, met)) => format!("{text}: {}", if *met { "met" } else { "NOT met" }),
+        };
+        println!(
+            "| {:<54} | {:>14} | {:>14} | {:>14} | {:>13} | {:<26} |",
+            row.what,
+            fmt_value(row.ours, row.unit),
+            fmt_value(row.naive, row.unit),
+            fmt_value(row.scan, row.unit),
+            ratio,
+            aim
+        );
+    }
+}
+
+/// Checks a result against the known answer; a wrong answer makes a timing meaningless, so it is shown.
+fn check_sessions(engine: &str, term: &str, hits: &[Hit], expected: &BTreeSet<&str>) -> bool {
+    let got: BTreeSet<&str> = hits.iter().map(|h| h.session.as_str()).collect();
+    if &got != expected {
+        eprintln!(
+            "WRONG ANSWER from {engine} for {term:?}: expected sessions {expected:?}, got {got:?}"
+        );
+        return false;
+    }
+    true
+}
+
+/// Timings of every rare term, after one warm-up round.
+fn rare_samples(
+    info: &CorpusInfo,
+    engine: &str,
+    mut search: impl FnMut(&str) -> Hits,
+) -> Result<Vec<Duration>, String> {
+    let mut wrong = 0;
+    for term in &info.rare_terms {
+        let hits = search(&term.term)?;
+        if !check_sessions(engine, &term.term, &hits, &term.sessions()) {
+            wrong += 1;
+        }
+    }
+    if wrong > 0 {
+        eprintln!(
+            "{engine}: {wrong} of {} rare-term answers were wrong",
+            info.rare_terms.len()
+        );
+    }
+    let mut samples = Vec::new();
+    for _ in 0..RARE_ROUNDS {
+        for term in &info.rare_terms {
+            let (hits, t) = timed(|| search(&term.term));
+            hits?;
+            samples.push(t);
+        }
+    }
+    Ok(samples)
+}
+
+/// A warm-up call, then up to `runs` timed calls; stops early once the timed calls took
+/// [`REPEAT_BUDGET`] (after three of them, or after one when one alone overran it), so a slow baseline
+/// cannot stretch the run.
+fn repeat(runs: usize, mut f: impl FnMut() -> Hits) -> Result<(Vec<Duration>, Vec<Hit>), String> {
+    let mut last = f()?;
+    let mut samples: Vec<Duration> = Vec::with_capacity(runs);
+    for _ in 0..runs {
+        let (hits, t) = timed(&mut f);
+        last = hits?;
+        samples.push(t);
+        let spent = samples.iter().sum::<Duration>();
+        if spent > REPEAT_BUDGET && (samples.len() >= 3 || t > REPEAT_BUDGET / 2) {
+            break;
+        }
+    }
+    Ok((samples, last))
+}
+
+fn or_note<T>(what: &str, result: Result<T, String>) -> Option<T> {
+    match result {
+        Ok(v) => Some(v),
+        Err(e) => {
+            eprintln!("{what}: {e}");
+            None
+        }
+    }
+}
+
+fn run(opts: Options) -> Result<(), String> {
+    let started = Instant::now();
+    println!(
+        "corpus: {} sessions, {} MB target, seed {}, in {}",
+        opts.params.sessions,
+        opts.params.target_bytes / 1_000_000,
+        opts.params.seed,
+        opts.corpus.display()
+    );
+    let (info, gen_time) = timed(|| ensure_corpus(&opts.corpus, opts.params));
+    let info = info.map_err(|e| e.to_string())?;
+    let root = CorpusInfo::root(&opts.corpus);
+    println!(
+        "corpus ready in {:.1} s: {} sessions, {:.1} MB JSONL ({:.1} MB on disk), {} events, {} rare terms",
+        gen_time.as_secs_f64(),
+        info.sessions.len(),
+        info.plain_bytes() as f64 / 1e6,
+        info.file_bytes() as f64 / 1e6,
+        info.events(),
+        info.rare_terms.len()
+    );
+    let mut sizes: Vec<u64> = info.sessions.iter().map(|s| s.plain_bytes).collect();
+    if sizes.is_empty() {
+        return Err(format!(
+            "the corpus in {} has no sessions",
+            opts.corpus.display()
+        ));
+    }
+    sizes.sort_unstable();
+    println!(
+        "session sizes: median {:.0} kB, largest {:.1} MB; {} zstd, {} live-looking",
+        sizes[sizes.len() / 2] as f64 / 1e3,
+        sizes[sizes.len() - 1] as f64 / 1e6,
+        info.sessions.iter().filter(|s| s.zstd).count(),
+        info.sessions.iter().filter(|s| s.live).count()
+    );
+    if opts.generate_only {
+        return Ok(());
+    }
+
+    // The scratch session the append goes to: a realistic, average-sized log outside the marker's corpus.
+    let scratch_dir = root.join(SCRATCH_PROJECT_DIR);
+    let _ = fs::remove_dir_all(&scratch_dir);
+    let average = info.plain_bytes() / info.sessions.len().max(1) as u64;
+    let scratch =
+        write_scratch_session(&root, info.params.seed, 0, average).map_err(|e| e.to_string())?;
+    let result = measure(&opts, &info, &root, &scratch);
+    let _ = fs::remove_dir_all(&scratch_dir);
+    println!("\nwhole run: {:.1} s", started.elapsed().as_secs_f64());
+    result
+}
+
+fn measure(
+    opts: &Options,
+    info: &CorpusInfo,
+    root: &Path,
+    scratch: &SessionInfo,
+) -> Result<(), String> {
+    let work = opts.corpus.join("work");
+    fs::create_dir_all(&work).map_err(|e| format!("creating {}: {e}", work.display()))?;
+    let naive_db = work.join("naive.sqlite");
+    let ours_db = work.join("ours.sqlite");
+    let corpus_mb = (info.plain_bytes() + scratch.plain_bytes) as f64 / 1e6;
+    let mut rows = Vec::new();
+
+    // Cold builds, each in its own process.
+    println!("cold builds …");
+    let naive_build = or_note("naive build", build_in_child("naive", root, &naive_db));
+    let ours_build = or_note("our build", build_in_child("ours", root, &ours_db));
+    let mbps = |b: &Option<Build>| b.map(|b| corpus_mb / b.secs);
+    let naive_mbps = mbps(&naive_build);
+    let ours_mbps = mbps(&ours_build);
+    rows.push(Row {
+        what: format!("cold index time ({corpus_mb:.0} MB JSONL)"),
+        ours: ours_build.map(|b| b.secs),
+        naive: naive_build.map(|b| b.secs),
+        scan: None,
+        unit: "s",
+        aim: None,
+    });
+    rows.push(Row {
+        what: "cold index throughput".into(),
+        ours: ours_mbps,
+        naive: naive_mbps,
+        scan: None,
+        unit: "MB/s",
+        aim: Some((
+            "≥ 1.5× naive".into(),
+            matches!((ours_mbps, naive_mbps), (Some(o), Some(n)) if o >= 1.5 * n),
+        )),
+    });
+    let size = |b: &Option<Build>| b.map(|b| b.index_bytes as f64 / 1e6);
+    rows.push(Row {
+        what: "index size on disk (db + wal)".into(),
+        ours: size(&ours_build),
+        naive: size(&naive_build),
+        scan: None,
+        unit: "MB",
+        aim: Some((
+            "≤ naive".into(),
+            matches!((ours_build, naive_build), (Some(o), Some(n)) if o.index_bytes <= n.index_bytes),
+        )),
+    });
+    let peak = |b: &Option<Build>| b.map(|b| b.peak_kb as f64 / 1e3);
+    rows.push(Row {
+        what: "peak RSS while indexing (VmHWM)".into(),
+        ours: peak(&ours_build),
+        naive: peak(&naive_build),
+        scan: None,
+        unit: "MB",
+        aim: Some((
+            "≤ 200 MB".into(),
+            ours_build.is_some_and(|b| b.peak_kb <= 200_000),
+        )),
+    });
+    if let (Some(n), Some(o)) = (naive_build, ours_build) {
+        println!("documents indexed: naive {}, ours {}", n.docs, o.docs);
+    }
+
+    // Warm queries.
+    println!("queries …");
+    let mut naive_conn = or_note("naive index", naive::open(&naive_db));
+    let mut ours = or_note("our index", ours::Ours::open(root, &ours_db));
+    if let Some(watching) = ours
+        .as_mut()
+        .and_then(|o| or_note("our diagnostics", o.watching()))
+    {
+        println!(
+            "our index watches the sessions root: {}",
+            if watching { "yes" } else { "no" }
+        );
+    }
+    let biggest = info
+        .sessions
+        .iter()
+        .max_by_key(|s| s.plain_bytes)
+        .ok_or("the corpus has no sessions")?;
+
+    let rare_naive = naive_conn.as_ref().and_then(|c| {
+        or_note(
+            "naive rare terms",
+            rare_samples(info, "naive", |t| naive::search_sessions(c, t, LIMIT)),
+        )
+    });
+    let rare_ours = ours.as_mut().and_then(|o| {
+        or_note(
+            "our rare terms",
+            rare_samples(info, "ours", |t| o.search_sessions(t, LIMIT)),
+        )
+    });
+    // One scan per query kind: every scan reads the whole corpus, so one is its cost.
+    let (probe, fresh_probe) = match info.rare_terms.as_slice() {
+        [a, b, ..] => (a, b),
+        _ => return Err("the corpus records fewer than two rare terms".into()),
+    };
+    let (scan_rare, t_scan_rare) = timed(|| scan::search_sessions(root, &probe.term, LIMIT));
+    let scan_rare = or_note("scan rare term", scan_rare)
+        .map(|hits| check_sessions("scan", &probe.term, &hits, &probe.sessions()))
+        .map(|_| ms(t_scan_rare));
+    let p = |s: &Option<Vec<Duration>>, q: f64| s.as_ref().map(|s| ms(percentile(s, q)));
+    rows.push(Row {
+        what: format!(
+            "rare term p50 ({} terms × {RARE_ROUNDS})",
+            info.rare_terms.len()
+        ),
+        ours: p(&rare_ours, 50.0),
+        naive: p(&rare_naive, 50.0),
+        scan: scan_rare,
+        unit: "ms",
+        aim: Some((
+            "≤ 1 ms".into(),
+            p(&rare_ours, 50.0).is_some_and(|v| v <= 1.0),
+        )),
+    });
+    rows.push(Row {
+        what: "rare term p99".into(),
+        ours: p(&rare_ours, 99.0),
+        naive: p(&rare_naive, 99.0),
+        scan: scan_rare,
+        unit: "ms",
+        aim: Some((
+            "≤ 10 ms".into(),
+            p(&rare_ours, 99.0).is_some_and(|v| v <= 10.0),
+        )),
+    });
+
+    let common_naive = naive_conn.as_ref().and_then(|c| {
+        or_note(
+            "naive common",
+            repeat(COMMON_RUNS, || naive::search_sessions(c, COMMON, LIMIT)),
+        )
+    });
+    let common_ours = ours.as_mut().and_then(|o| {
+        or_note(
+            "our common",
+            repeat(COMMON_RUNS, || o.search_sessions(COMMON, LIMIT)),
+        )
+    });
+    let (scan_common, t_scan_common) = timed(|| scan::search_sessions(root, COMMON, LIMIT));
+    let scan_common = or_note("scan common", scan_common).map(|_| ms(t_scan_common));
+    let med =
+        |s: &Option<(Vec<Duration>, Vec<Hit>)>| s.as_ref().map(|(s, _)| ms(percentile(s, 50.0)));
+    if let (Some((_, n)), Some((_, o))) = (&common_naive, &common_ours) {
+        if n != o {
+            eprintln!("note: our top {LIMIT} for {COMMON:?} differs from the naive table's ({} vs {} hits)", o.len(), n.len());
+        }
+    }
+    rows.push(Row {
+        what: format!("\"{COMMON}\" top {LIMIT}, p50 of ≤ {COMMON_RUNS}"),
+        ours: med(&common_ours),
+        naive: med(&common_naive),
+        scan: scan_common,
+        unit: "ms",
+        aim: Some((
+            "≤ 50 ms".into(),
+            med(&common_ours).is_some_and(|v| v <= 50.0),
+        )),
+    });
+    let p99 =
+        |s: &Option<(Vec<Duration>, Vec<Hit>)>| s.as_ref().map(|(s, _)| ms(percentile(s, 99.0)));
+    rows.push(Row {
+        what: format!("\"{COMMON}\" top {LIMIT}, p99"),
+        ours: p99(&common_ours),
+        naive: p99(&common_naive),
+        scan: scan_common,
+        unit: "ms",
+        aim: None,
+    });
+
+    // Within one session: a typical (median-sized) one and the largest one.
+    let mut by_size: Vec<&SessionInfo> = info.sessions.iter().collect();
+    by_size.sort_by_key(|s| s.plain_bytes);
+    let median_session = by_size[by_size.len() / 2];
+    for (label, target) in [("median", median_session), ("largest", biggest)] {
+        let path = root.join(&target.path);
+        let within_naive = naive_conn.as_ref().and_then(|c| {
+            or_note(
+                "naive within",
+                repeat(WITHIN_RUNS, || {
+                    naive::search_events(c, &target.id, COMMON, LIMIT)
+                }),
+            )
+        });
+        let within_ours = ours.as_mut().and_then(|o| {
+            or_note(
+                "our within",
+                repeat(WITHIN_RUNS, || o.search_events(&target.id, COMMON, LIMIT)),
+            )
+        });
+        let within_scan = or_note(
+            "scan within",
+            repeat(5, || scan::search_events(&path, &target.id, COMMON, LIMIT)),
+        );
+        rows.push(Row {
+            what: format!(
+                "\"{COMMON}\" within the {label} session ({:.2} MB), p50",
+                target.plain_bytes as f64 / 1e6
+            ),
+            ours: med(&within_ours),
+            naive: med(&within_naive),
+            scan: med(&within_scan),
+            unit: "ms",
+            aim: Some(("≤ 5 ms".into(), med(&within_ours).is_some_and(|v| v <= 5.0))),
+        });
+    }
+
+    // Freshness: nothing changed, then one appended event.
+    let probe_term = &fresh_probe.term;
+    let nochange_ours = ours.as_mut().and_then(|o| {
+        or_note(
+            "our no-change",
+            (0..NOCHANGE_RUNS)
+                .map(|_| o.refresh())
+                .collect::<Result<Vec<_>, _>>()
+                .map(|samples| ms(percentile(&samples, 50.0))),
+        )
+    });
+    let stat_all = or_note("stat all", repeat_plain(5, || scan::stat_all(root)));
+    rows.push(Row {
+        what: format!("no-change check ({} sessions)", info.sessions.len() + 1),
+        ours: nochange_ours,
+        naive: None,
+        scan: stat_all,
+        unit: "ms",
+        aim: Some(("≤ 2 ms".into(), nochange_ours.is_some_and(|v| v <= 2.0))),
+    });
+
+    let scratch_path = root.join(&scratch.path);
+    let fresh_term = "rqappendedzz";
+    let append = || -> Result<(), String> {
+        let mut writer = LogWriter::open_append(&scratch_path, WriteOptions::default())
+            .map_err(|e| format!("opening the scratch log: {e}"))?;
+        let seq = writer.next_seq();
+        let data = json!({"content": [{"type": "text", "text": format!("one more line: {fresh_term}")}],
+            "source": {"kind": "user"}, "role": "user", "id": format!("bench-append-{seq}")});
+        writer
+            .append(&[Event::appended(
+                "user/message",
+                seq,
+                1_790_000_000_000,
+                data,
+            )])
+            .map_err(|e| format!("appending to the scratch log: {e}"))
+    };
+    let mut append_ours = None;
+    if let Some(o) = ours.as_mut() {
+        append_ours = or_note(
+            "our append",
+            (|| {
+                let (before, _) = repeat(10, || o.search_sessions(probe_term, LIMIT))?;
+                append()?;
+                let (hits, after) = timed(|| o.search_sessions(probe_term, LIMIT));
+                hits?;
+                let found = o.search_sessions(fresh_term, LIMIT)?;
+                if !found.iter().any(|h| h.session == scratch.id) {
+                    eprintln!("WRONG ANSWER from ours: the appended event is not found");
+                }
+                Ok(ms(after.saturating_sub(percentile(&before, 50.0))))
+            })(),
+        );
+    }
+    let mut append_naive = None;
+    if let Some(conn) = naive_conn.as_mut() {
+        append_naive = or_note(
+            "naive append",
+            (|| {
+                if append_ours.is_none() {
+                    append()?;
+                }
+                let (done, t) = timed(|| naive::refresh_session(conn, &scratch_path, &scratch.id));
+                done?;
+                let found = naive::search_sessions(conn, fresh_term, LIMIT)?;
+                if !found.iter().any(|h| h.session == scratch.id) {
+                    eprintln!("WRONG ANSWER from naive: the appended event is not found");
+                }
+                Ok(ms(t))
+            })(),
+        );
+    }
+    rows.push(Row {
+        what: "one appended event: added to the next query".into(),
+        ours: append_ours,
+        naive: append_naive,
+        scan: Some(0.0),
+        unit: "ms",
+        aim: Some(("≤ 10 ms".into(), append_ours.is_some_and(|v| v <= 10.0))),
+    });
+
+    print_table(&rows);
+    println!(
+        "\nnaive: one FTS5 unicode61 table, one transaction, no surface labels, no CJK splitting; its append \
+         figure re-inserts the whole session (delete + read + insert). scan: list + read + extract + \
+         lowercase substring over every log (one pass per query; 'within' reads one log; always fresh, so \
+         nothing is added by an append). no-change baseline: walk the root and stat every transcript."
+    );
+    Ok(())
+}
+
+fn repeat_plain<T>(runs: usize, mut f: impl FnMut() -> Result<T, String>) -> Result<f64, String> {
+    f()?;
+    let mut samples = Vec::new();
+    for _ in 0..runs {
+        let (r, t) = timed(&mut f);
+        r?;
+        samples.push(t);
+    }
+    Ok(ms(percentile(&samples, 50.0)))
+}
+
+fn child(which: &str, root: &Path, index: &Path) {
+    let result = (|| {
+        let (docs, t) = timed(|| match which {
+            "naive" => naive::build(root, index),
+            "ours" => ours::cold_build(root, index),
+            other => Err(format!("unknown build {other:?}")),
+        });
+        let docs = docs?;
+        Ok((docs, t.as_secs_f64(), db_bytes(index)))
+    })();
+    report_child(result);
+}
+
+fn main() {
+    let args: Vec<String> = std::env::args().skip(1).collect();
+    match parse_args(&args) {
+        Ok(Mode::Child { which, root, index }) => child(&which, &root, &index),
+        Ok(Mode::Run(opts)) => {
+            if let Err(e) = run(opts) {
+                eprintln!("search_corpus: {e}");
+                std::process::exit(1);
+            }
+        }
+        Err(e) => {
+            eprintln!("search_corpus: {e}");
+            std::process::exit(2);
+        }
+    }
+}
