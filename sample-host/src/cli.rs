@@ -110,6 +110,31 @@ pub enum Command {
     Search(SearchArgs),
     /// What the search index holds and every session it left out, with path, code and reason.
     Diagnostics,
+    /// Chat with a deterministic stand-in model over a live session: cite other sessions inline with
+    /// @[label](dsh-session:…), /search, /cite, /compact, /help. Hot-reloads the plugin while it runs.
+    Chat {
+        /// Continue this session (live, or on disk under the sessions root); a new one by default.
+        #[arg(long, value_name = "ID")]
+        session: Option<OsString>,
+    },
+    /// Cite sessions into another: prepare the snapshot and append it, then the line.
+    Cite {
+        /// The session the citation is appended to.
+        #[arg(long, value_name = "ID")]
+        into: OsString,
+        /// The user's line, with at least one @[label](dsh-session:…) mention.
+        #[arg(long, value_name = "TEXT")]
+        message: OsString,
+    },
+    /// Sessions that can be cited, with the mention to paste.
+    Candidates {
+        /// Keep those whose id, cwd or title contains this.
+        #[arg(value_name = "QUERY")]
+        query: Option<String>,
+        /// The citing session (it is never its own candidate; sessions of its cwd come first).
+        #[arg(long, value_name = "ID")]
+        session: Option<OsString>,
+    },
     /// Keep running and hot-reload plugin libraries as they change.
     Watch,
 }

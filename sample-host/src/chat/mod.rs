@@ -1,8 +1,8 @@
 //! The sample host as a chat tool: a REPL over one live session, a deterministic stand-in model,
 //! citations of other sessions, search and compaction.
 //!
-//! - [`services`]: what the chat needs from the plugin, as JSON in the spec's shapes;
-//!   [`fake`] implements it in-process for tests;
+//! - [`services`]: what the chat needs from the plugin, as JSON in the spec's shapes; [`plugin`]
+//!   implements it over the loaded plugin, [`fake`] in-process for tests;
 //! - [`mention`]: the one call into mention parsing;
 //! - [`session`]: a chat session — the citation append flow and its cache figures;
 //! - [`compact`]: `/compact`'s checkpoint; [`model`]: the stand-in model;
@@ -15,6 +15,7 @@ pub mod compact;
 pub mod fake;
 pub mod mention;
 pub mod model;
+pub mod plugin;
 pub mod repl;
 pub mod services;
 pub mod session;

@@ -1,6 +1,7 @@
 //! Running a parsed command line: the options every command shares, starting the plugin host, and the
 //! typed error every command ends with (printed as text or as one JSON object by `main`).
 
+pub mod chat;
 pub mod demo;
 pub mod plugins;
 pub mod read;
@@ -192,6 +193,21 @@ pub fn run(cli: Cli, out: &mut dyn Write) -> Result<i32, CommandError> {
         Command::Search(args) => {
             let host = start_host(&options, options.sessions_dir())?;
             search::run(&host, &args, &options, out)
+        }
+        Command::Chat { session } => {
+            let session = session.as_deref().map(session_id).transpose()?;
+            chat::chat(&options, session, out)
+        }
+        Command::Cite { into, message } => {
+            let into = session_id(&into)?;
+            let message = message
+                .into_string()
+                .map_err(|_| CommandError::Usage("--message must be UTF-8 text".into()))?;
+            chat::cite(&options, into, message, out)
+        }
+        Command::Candidates { query, session } => {
+            let session = session.as_deref().map(session_id).transpose()?;
+            chat::candidates(&options, query.unwrap_or_default(), session, out)
         }
         Command::Diagnostics => {
             let host = start_host(&options, options.sessions_dir())?;
