@@ -1,0 +1,312 @@
+//! Search and citations end to end, as a user runs them: the `sample-host` binary, the real plugin
+//! cdylib loaded through the ABI, a real sessions root and a real SQLite index on disk.
+
+use std::path::{Path, PathBuf};
+use std::process::Command;
+
+use serde_json::Value;
+use tests::libs::{install, libs};
+
+struct Env {
+    _dir: tempfile::TempDir,
+    plugins: PathBuf,
+    sessions: PathBuf,
+    index: PathBuf,
+}
+
+fn env() -> Env {
+    let dir = tempfile::tempdir().unwrap();
+    let plugins = dir.path().join("plugins");
+    std::fs::create_dir(&plugins).unwrap();
+    install(&libs().plugin, &plugins, "libdsh_session_search.so");
+    let sessions = dir.path().join("sessions");
+    sample_host::demo::write_demo_corpus(&sessions).unwrap();
+    let index = dir.path().join("index.sqlite");
+    Env {
+        _dir: dir,
+        plugins,
+        sessions,
+        index,
+    }
+}
+
+/// Runs `sample-host … ARGS --json` and parses its one JSON value.
+fn run(env: &Env, args: &[&str]) -> (i32, Value) {
+    let out = Command::new(&libs().sample_host)
+        .arg("--plugins")
+        .arg(&env.plugins)
+        .arg("--sessions")
+        .arg(&env.sessions)
+        .arg("--index")
+        .arg(&env.index)
+        .args(args)
+        .arg("--json")
+        .output()
+        .expect("sample-host runs");
+    let stdout = String::from_utf8(out.stdout).unwrap();
+    let value = serde_json::from_str(stdout.trim()).unwrap_or_else(|e| {
+        panic!(
+            "{args:?}: not JSON ({e}): {stdout}\nstderr: {}",
+            String::from_utf8_lossy(&out.stderr)
+        )
+    });
+    (out.status.code().unwrap_or(-1), value)
+}
+
+fn log_file(root: &Path, id: &str) -> PathBuf {
+    for project in std::fs::read_dir(root).unwrap().flatten() {
+        let candidate = project.path().join(id).join("session.jsonl");
+        if candidate.exists() {
+            return candidate;
+        }
+    }
+    panic!("no log for {id} under {}", root.display());
+}
+
+#[test]
+fn search_through_the_plugin_labels_pages_and_reports_broken_sessions() {
+    let env = env();
+    let (code, page) = run(&env, &["search", "parser"]);
+    assert_eq!(code, 0, "{page}");
+    let items = page["items"].as_array().unwrap();
+    assert!(!items.is_empty(), "{page}");
+    for hit in items {
+        for key in [
+            "sessionId",
+            "seq",
+            "type",
+            "time",
+            "surface",
+            "snippet",
+            "header",
+        ] {
+            assert!(hit.get(key).is_some(), "{key} missing in {hit}");
+        }
+        assert!(
+            hit["live"].is_boolean() && hit["persisted"] == true,
+            "{hit}"
+        );
+    }
+    assert_eq!(page["skipped"], serde_json::json!([]));
+
+    // Inside the compacted session every label is searchable, and a surface filter narrows.
+    let (code, inside) = run(&env, &["search", "parser", "--session", "demo-ci-fix"]);
+    assert_eq!(code, 0, "{inside}");
+    let labels: Vec<&str> = inside["items"]
+        .as_array()
+        .unwrap()
+        .iter()
+        .map(|h| h["surface"].as_str().unwrap())
+        .collect();
+    for label in ["current", "shadowed", "log-only"] {
+        assert!(labels.contains(&label), "{label} not among {labels:?}");
+    }
+    let (_, shadowed) = run(
+        &env,
+        &[
+            "search",
+            "parser",
+            "--session",
+            "demo-ci-fix",
+            "--surface",
+            "shadowed",
+        ],
+    );
+    let narrowed = shadowed["items"].as_array().unwrap();
+    assert!(!narrowed.is_empty() && narrowed.iter().all(|h| h["surface"] == "shadowed"));
+
+    // Paging one hit at a time returns every hit of the full page exactly once, in order.
+    let all: Vec<(String, u64)> = labels_of(&inside);
+    let mut paged = Vec::new();
+    let mut cursor: Option<String> = None;
+    loop {
+        let mut args = vec![
+            "search",
+            "parser",
+            "--session",
+            "demo-ci-fix",
+            "--limit",
+            "1",
+        ];
+        if let Some(c) = &cursor {
+            args.extend(["--cursor", c.as_str()]);
+        }
+        let (code, page) = run(&env, &args);
+        assert_eq!(code, 0, "{page}");
+        paged.extend(labels_of(&page));
+        match page["nextCursor"].as_str() {
+            Some(c) => cursor = Some(c.to_string()),
+            None => break,
+        }
+    }
+    assert_eq!(paged, all);
+
+    // A cursor edited by hand is refused, never a page.
+    let (_, first) = run(
+        &env,
+        &[
+            "search",
+            "parser",
+            "--session",
+            "demo-ci-fix",
+            "--limit",
+            "1",
+        ],
+    );
+    let mut forged = first["nextCursor"].as_str().unwrap().to_string();
+    let last = forged.pop().unwrap();
+    forged.push(if last == 'A' { 'B' } else { 'A' });
+    let (code, err) = run(
+        &env,
+        &[
+            "search",
+            "parser",
+            "--session",
+            "demo-ci-fix",
+            "--limit",
+            "1",
+            "--cursor",
+            &forged,
+        ],
+    );
+    assert_eq!(code, 1);
+    assert_eq!(
+        err["error"]["code"], "SESSION_QUERY_INVALID_CURSOR",
+        "{err}"
+    );
+
+    // A session that grows on disk is searchable on the next call, CJK runs inside a sentence too.
+    let docs = log_file(&env.sessions, "demo-docs");
+    let mut writer =
+        host_api::log::write::LogWriter::open_append(&docs, Default::default()).unwrap();
+    let seq = writer.next_seq();
+    let line = |seq: u64, kind: &str, data: Value| {
+        host_api::log::Event::new(kind, seq, 1_785_200_000_000 + seq as i64, data)
+    };
+    let user = host_api::log::Event::appended(
+        "user/message",
+        seq + 1,
+        1_785_200_000_000 + seq as i64 + 1,
+        serde_json::json!({"id": "u-cjk", "role": "user", "source": {"kind": "user"},
+            "content": [{"type": "text", "text": "我们的测试失败了，因为解析器在嵌套数组上崩溃"}]}),
+    );
+    writer
+        .append(&[
+            line(seq, "turn/start", serde_json::json!({"turn": 90})),
+            user,
+            line(
+                seq + 2,
+                "turn/end",
+                serde_json::json!({"turn": 90, "reason": {"kind": "completed"}}),
+            ),
+        ])
+        .unwrap();
+    for query in ["测", "测试", "测试失败", "cargo 测试失败"] {
+        let (code, page) = run(&env, &["search", query, "--session", "demo-docs"]);
+        assert_eq!(code, 0, "{page}");
+        let hits = page["items"].as_array().unwrap();
+        if query.starts_with("cargo") {
+            assert!(hits.is_empty(), "{query}: {page}");
+        } else {
+            assert_eq!(hits.len(), 1, "{query}: {page}");
+            assert_eq!(hits[0]["seq"].as_u64(), Some(seq + 1));
+            assert!(
+                hits[0]["snippet"].as_str().unwrap().contains(query),
+                "{page}"
+            );
+        }
+    }
+
+    // A log made unreadable is left out and reported; the rest stays searchable.
+    let broken_dir = env.sessions.join("--broken--").join("broken-one");
+    std::fs::create_dir_all(&broken_dir).unwrap();
+    std::fs::write(broken_dir.join("session.jsonl"), b"{not a header}\n").unwrap();
+    let (code, page) = run(&env, &["search", "parser"]);
+    assert_eq!(code, 0, "{page}");
+    assert!(!page["items"].as_array().unwrap().is_empty());
+    let (code, report) = run(&env, &["diagnostics"]);
+    assert_eq!(code, 0, "{report}");
+    let skipped = report["skipped"].as_array().unwrap();
+    assert!(
+        skipped.iter().any(|s| s.to_string().contains("broken-one")),
+        "{report}"
+    );
+}
+
+fn labels_of(page: &Value) -> Vec<(String, u64)> {
+    page["items"]
+        .as_array()
+        .unwrap()
+        .iter()
+        .map(|h| {
+            (
+                h["surface"].as_str().unwrap().to_string(),
+                h["seq"].as_u64().unwrap(),
+            )
+        })
+        .collect()
+}
+
+#[test]
+fn cite_appends_the_context_then_the_line_and_keeps_the_prefix() {
+    let env = env();
+    let (code, candidates) = run(&env, &["candidates", "--session", "demo-ci-fix-child"]);
+    assert_eq!(code, 0, "{candidates}");
+    let list = candidates.as_array().unwrap();
+    assert!(list.iter().all(|c| c["sessionId"] != "demo-ci-fix-child"));
+    let mention = list
+        .iter()
+        .find(|c| c["sessionId"] == "demo-docs")
+        .expect("demo-docs is a candidate")["mention"]
+        .as_str()
+        .unwrap()
+        .to_string();
+
+    let target = log_file(&env.sessions, "demo-ci-fix-child");
+    let message = format!("what did we plan in {mention}?");
+    let (code, cited) = run(
+        &env,
+        &["cite", "--into", "demo-ci-fix-child", "--message", &message],
+    );
+    assert_eq!(code, 0, "{cited}");
+    assert_eq!(
+        cited["sharedPrefixBytes"], cited["previousRequestBytes"],
+        "{cited}"
+    );
+    let appended = cited["appended"].as_array().unwrap();
+    let users: Vec<&Value> = appended
+        .iter()
+        .filter(|e| e["type"] == "user/message")
+        .collect();
+    assert_eq!(users.len(), 2, "{cited}");
+    assert_eq!(users[0]["data"]["source"]["kind"], "session-reference");
+    assert_eq!(users[1]["data"]["source"]["kind"], "user");
+    assert_eq!(
+        users[1]["seq"].as_u64().unwrap(),
+        users[0]["seq"].as_u64().unwrap() + 1,
+        "context then line, contiguous"
+    );
+    let prompt = users[0]["data"]["content"][0]["text"].as_str().unwrap();
+    assert_eq!(prompt.matches("<referenced-sessions>").count(), 1);
+    assert_eq!(prompt.matches("</referenced-sessions>").count(), 1);
+
+    // A refused citation leaves the target log byte-identical.
+    let before = std::fs::read(&target).unwrap();
+    let self_mention = host_api::mention::format_mention("demo-ci-fix-child", None);
+    let (code, err) = run(
+        &env,
+        &[
+            "cite",
+            "--into",
+            "demo-ci-fix-child",
+            "--message",
+            &format!("see {self_mention}"),
+        ],
+    );
+    assert_eq!(code, 1);
+    assert_eq!(
+        err["error"]["code"], "SESSION_REFERENCE_SELF_REFERENCE",
+        "{err}"
+    );
+    assert_eq!(std::fs::read(&target).unwrap(), before);
+}
