@@ -310,3 +310,77 @@ fn cite_appends_the_context_then_the_line_and_keeps_the_prefix() {
     );
     assert_eq!(std::fs::read(&target).unwrap(), before);
 }
+
+/// `chat` keeps watching the plugin folder: a new build dropped in while the chat runs answers the
+/// next command of the same session.
+#[test]
+fn chat_hot_reloads_the_plugin_between_two_lines() {
+    use std::io::Write as _;
+    use std::process::Stdio;
+    use std::time::{Duration, Instant};
+
+    let env = env();
+    let mut child = Command::new(&libs().sample_host)
+        .arg("--plugins")
+        .arg(&env.plugins)
+        .arg("--sessions")
+        .arg(&env.sessions)
+        .arg("--index")
+        .arg(&env.index)
+        .arg("chat")
+        .stdin(Stdio::piped())
+        .stdout(Stdio::piped())
+        .stderr(Stdio::null())
+        .spawn()
+        .expect("sample-host chat starts");
+    let mut stdin = child.stdin.take().unwrap();
+    // Read the chat's output as it comes, to see when the new build serves.
+    let seen = std::sync::Arc::new(std::sync::Mutex::new(String::new()));
+    let reader = {
+        let seen = seen.clone();
+        let mut stdout = child.stdout.take().unwrap();
+        std::thread::spawn(move || {
+            let mut buf = [0u8; 4096];
+            while let Ok(n) = std::io::Read::read(&mut stdout, &mut buf) {
+                if n == 0 {
+                    break;
+                }
+                seen.lock()
+                    .unwrap()
+                    .push_str(&String::from_utf8_lossy(&buf[..n]));
+            }
+        })
+    };
+    let output = || seen.lock().unwrap().clone();
+    writeln!(stdin, "/plugins").unwrap();
+    writeln!(stdin, "/search parser").unwrap();
+    stdin.flush().unwrap();
+    let deadline = Instant::now() + Duration::from_secs(20);
+    while !output().contains("demo-ci-fix") {
+        assert!(Instant::now() < deadline, "no answer:\n{}", output());
+        std::thread::sleep(Duration::from_millis(50));
+    }
+    // A new build is published while the chat runs; ask until it serves.
+    install(
+        &libs().next_version,
+        &env.plugins,
+        "libdsh_session_search.so",
+    );
+    while !output().contains("0.2.0-next") {
+        assert!(Instant::now() < deadline, "no reload seen:\n{}", output());
+        writeln!(stdin, "/plugins").unwrap();
+        std::thread::sleep(Duration::from_millis(300));
+    }
+    let answered = output().matches("demo-ci-fix").count();
+    writeln!(stdin, "/search parser").unwrap();
+    drop(stdin);
+    let status = child.wait().unwrap();
+    reader.join().unwrap();
+    let text = output();
+    assert_eq!(status.code(), Some(0), "{text}");
+    let first = text.find("dsh-session-search 0.1.0").expect(&text);
+    let second = text.find("0.2.0-next").unwrap();
+    assert!(first < second, "{text}");
+    // The search after the reload was answered too, by the new build.
+    assert!(text.matches("demo-ci-fix").count() > answered, "{text}");
+}
