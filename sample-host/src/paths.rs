@@ -30,11 +30,6 @@ pub fn default_index_path() -> PathBuf {
     xdg("XDG_CACHE_HOME", ".cache").join("index.sqlite")
 }
 
-/// `$XDG_DATA_HOME/dsh-session-search/demo`: the demo's own corpus, rewritten on every run.
-pub fn default_demo_dir() -> PathBuf {
-    xdg("XDG_DATA_HOME", ".local/share").join("demo")
-}
-
 /// Where plugins are loaded from when `--plugins` is not given, and whether only the real plugin's file
 /// is to be loaded there. In order: `plugins/` beside the binary; `$XDG_CONFIG_HOME/dsh-session-search/plugins`;
 /// else the binary's own folder — where `cargo build` puts the plugin — loading only the plugin's file
