@@ -27,6 +27,8 @@ pub mod snippet;
 pub mod sql;
 
 #[cfg(test)]
+mod hot_tests;
+#[cfg(test)]
 mod tests;
 
 use std::collections::{BTreeMap, HashMap};
@@ -43,7 +45,7 @@ use rusqlite::Connection;
 use crate::config::{Config, OpenAt, LIMIT_CEILING};
 use crate::corpus::Corpus;
 use crate::index::store::{self, label_of, RowKey, SessionRow, Source};
-use crate::index::{cjk, Index};
+use crate::index::{cjk, hot, Index};
 use refresh::{aborted, Engine};
 
 /// The search config keys (spec §4.9).
@@ -212,7 +214,24 @@ impl Search {
             .index
             .connection()
             .ok_or_else(|| index_failed("index is closed"))?;
-        let ranked = scan(conn, &sql, &candidates, cancelled)?;
+        // Enough of the ranking for this page and whether another follows.
+        let need =
+            usize::try_from(offset.saturating_add(limit).saturating_add(1)).unwrap_or(usize::MAX);
+        let hot_id = if events.is_empty() {
+            hot::phrase_id(conn, &query.phrase).map_err(index_failed)?
+        } else {
+            None
+        };
+        let ranked = match hot_id {
+            Some(id) => hot_ranked(conn, id, &candidates, need, cancelled)?,
+            None => {
+                let (ranked, matched) = scan(conn, &sql, &candidates, cancelled)?;
+                if events.is_empty() && matched >= hot::MIN_MATCHES {
+                    hot::materialise(conn, &query.phrase).map_err(index_failed)?;
+                }
+                ranked
+            }
+        };
         let start = usize::try_from(offset)
             .unwrap_or(usize::MAX)
             .min(ranked.len());
@@ -297,7 +316,15 @@ impl Search {
             .index
             .connection()
             .ok_or_else(|| index_failed("index is closed"))?;
-        let mut rows = run(conn, &sql, hit_columns)?;
+        let hot_id = if events.is_empty() {
+            hot::phrase_id(conn, &query.phrase).map_err(index_failed)?
+        } else {
+            None
+        };
+        let mut rows = match hot_id {
+            Some(id) => hot_events(conn, id, target.sid, limit + 1, offset)?,
+            None => run(conn, &sql, hit_columns)?,
+        };
         let more = rows.len() as u64 > limit;
         rows.truncate(limit as usize);
         let snippets = snippets(
@@ -456,14 +483,83 @@ impl HitRow {
     }
 }
 
+/// Sessions' best matches with their rows, in rank order.
+type Ranked<'a> = Vec<(rank::Match, &'a SessionRow)>;
+
+/// The first `need` sessions of the ranking from a materialised phrase's rows (`index::hot`); checks for
+/// cancellation every few thousand rows.
+fn hot_ranked<'a>(
+    conn: &Connection,
+    id: i64,
+    candidates: &'a HashMap<i64, &'a SessionRow>,
+    need: usize,
+    cancelled: &dyn Fn() -> bool,
+) -> Result<Ranked<'a>, PluginError> {
+    let mut prefix = rank::Prefix::new(candidates, need);
+    let mut seen = 0u64;
+    let mut stopped = false;
+    hot::ranked(conn, id, |h| {
+        seen += 1;
+        if seen.is_multiple_of(4096) && cancelled() {
+            stopped = true;
+            return false;
+        }
+        prefix.offer(hot_match(h))
+    })
+    .map_err(index_failed)?;
+    if stopped {
+        return Err(aborted());
+    }
+    Ok(prefix.ranked())
+}
+
+/// A page (and one more) of session row `sid`'s matches from a materialised phrase's rows, ranked as
+/// `sql::events_query` ranks them.
+fn hot_events(
+    conn: &Connection,
+    id: i64,
+    sid: i64,
+    limit_plus_one: u64,
+    offset: u64,
+) -> Result<Vec<HitRow>, PluginError> {
+    let (lo, hi) = store::rowid_range(sid);
+    let mut hits = hot::in_range(conn, id, lo, hi).map_err(index_failed)?;
+    // The rowid order within one session is the seq order.
+    hits.sort_unstable_by(|a, b| {
+        b.spans
+            .cmp(&a.spans)
+            .then(a.len.cmp(&b.len))
+            .then(b.time.cmp(&a.time))
+            .then(b.doc.cmp(&a.doc))
+    });
+    let start = usize::try_from(offset)
+        .unwrap_or(usize::MAX)
+        .min(hits.len());
+    let end = start.saturating_add(usize::try_from(limit_plus_one).unwrap_or(usize::MAX));
+    hits[start..end.min(hits.len())]
+        .iter()
+        .map(|h| doc_hit(conn, h.doc))
+        .collect()
+}
+
+fn hot_match(h: hot::HotHit) -> rank::Match {
+    rank::Match {
+        sid: h.doc >> 32,
+        seq: (h.doc as u64) & store::SEQ_MASK,
+        time: h.time,
+        len: h.len,
+        spans: h.spans,
+    }
+}
+
 /// Runs the cross-session scan, keeping each candidate session's best match as rows stream by; checks
-/// for cancellation every few thousand rows.
+/// for cancellation every few thousand rows. Also returns how many documents matched.
 fn scan<'a>(
     conn: &Connection,
     sql: &sql::Sql,
     candidates: &'a HashMap<i64, &'a SessionRow>,
     cancelled: &dyn Fn() -> bool,
-) -> Result<Vec<(rank::Match, &'a SessionRow)>, PluginError> {
+) -> Result<(Ranked<'a>, u64), PluginError> {
     let mut stmt = conn.prepare_cached(&sql.text).map_err(index_failed)?;
     let mut rows = stmt
         .query(rusqlite::params_from_iter(sql.params.iter()))
@@ -483,7 +579,7 @@ fn scan<'a>(
             spans: r.get(4).map_err(index_failed)?,
         });
     }
-    Ok(best.ranked())
+    Ok((best.ranked(), seen))
 }
 
 /// The hit columns of document `rowid`.

@@ -1,0 +1,143 @@
+//! Hot phrases: the ranking keys of every document matching a common query phrase, kept in a regular
+//! table ordered like the ranking (spec §4.4), so a common phrase's top page is an index range scan
+//! instead of an FTS5 scan computing the match spans of every matching document.
+//!
+//! Which phrases: a search whose FTS5 scan matched at least [`MIN_MATCHES`] documents materialises its
+//! phrase (one `INSERT … SELECT` over the same scan), up to [`MAX_PHRASES`] phrases per index; the cold
+//! build therefore pays nothing, and rare phrases never get here. Once materialised, a phrase's rows are
+//! maintained by the write path in the same transaction as the documents (`store`): inserted for new
+//! documents, deleted with them. Labels are not stored: a search with event clauses uses the scan.
+//!
+//! Tables (schema version 4): `hot_phrases (id, phrase)` and `hot_hits (phrase, spans, len, time, doc)`,
+//! a `WITHOUT ROWID` table whose key is `(phrase, spans DESC, len, time DESC, doc DESC)` — the
+//! within-session order, `doc` (the document rowid: session row in the high bits, seq in the low) last,
+//! so a session's first row in key order is its best document — and `hot_hits_doc (phrase, doc)` for
+//! deletions and within-session reads.
+
+use rusqlite::{params, Connection, Transaction};
+
+/// A phrase matching at least this many documents is materialised on its first search.
+pub const MIN_MATCHES: u64 = 1000;
+
+/// At most this many phrases are materialised; later common phrases keep using the scan.
+pub const MAX_PHRASES: i64 = 64;
+
+/// One materialised row: a matching document's ranking key.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub struct HotHit {
+    pub spans: i64,
+    pub len: i64,
+    pub time: i64,
+    pub doc: i64,
+}
+
+/// The id of `phrase` when it is materialised.
+pub fn phrase_id(conn: &Connection, phrase: &str) -> rusqlite::Result<Option<i64>> {
+    let mut stmt = conn.prepare_cached("SELECT id FROM hot_phrases WHERE phrase = ?1")?;
+    let mut rows = stmt.query([phrase])?;
+    rows.next()?.map(|r| r.get(0)).transpose()
+}
+
+/// Materialises `phrase` (which must not be yet) in one transaction, unless [`MAX_PHRASES`] are
+/// already; returns its id when it was. The statement is the search's own FTS5 scan, so the rows equal
+/// what the scan computes.
+pub fn materialise(conn: &Connection, phrase: &str) -> rusqlite::Result<Option<i64>> {
+    let tx = conn.unchecked_transaction()?;
+    let count: i64 = tx.query_row("SELECT count(*) FROM hot_phrases", [], |r| r.get(0))?;
+    if count >= MAX_PHRASES {
+        return Ok(None);
+    }
+    tx.execute("INSERT INTO hot_phrases (phrase) VALUES (?1)", [phrase])?;
+    let id = tx.last_insert_rowid();
+    tx.execute(
+        "INSERT INTO hot_hits (phrase, spans, len, time, doc)
+         SELECT ?1, dsh_spans(fts), d.len, d.time, fts.rowid
+         FROM fts CROSS JOIN docs d ON d.rowid = fts.rowid
+         WHERE fts MATCH ?2",
+        params![id, phrase],
+    )?;
+    tx.commit()?;
+    Ok(Some(id))
+}
+
+fn phrases(tx: &Transaction<'_>) -> rusqlite::Result<Vec<(i64, String)>> {
+    let mut stmt = tx.prepare_cached("SELECT id, phrase FROM hot_phrases")?;
+    let rows = stmt.query_map([], |r| Ok((r.get(0)?, r.get(1)?)))?;
+    rows.collect()
+}
+
+/// Write path: drops the rows of documents `lo..=hi` for every phrase.
+pub fn delete_range(tx: &Transaction<'_>, lo: i64, hi: i64) -> rusqlite::Result<()> {
+    let mut stmt =
+        tx.prepare_cached("DELETE FROM hot_hits WHERE phrase = ?1 AND doc BETWEEN ?2 AND ?3")?;
+    for (id, _) in phrases(tx)? {
+        stmt.execute(params![id, lo, hi])?;
+    }
+    Ok(())
+}
+
+/// Write path: (re)computes the rows of documents `lo..=hi` for every phrase, after their documents
+/// were written. Rows already there for the range are replaced.
+pub fn index_range(tx: &Transaction<'_>, lo: i64, hi: i64) -> rusqlite::Result<()> {
+    let list = phrases(tx)?;
+    if list.is_empty() {
+        return Ok(());
+    }
+    let mut delete =
+        tx.prepare_cached("DELETE FROM hot_hits WHERE phrase = ?1 AND doc BETWEEN ?2 AND ?3")?;
+    // The rowid range goes inside the FTS5 query, which seeks to it in each doclist.
+    let mut insert = tx.prepare_cached(
+        "INSERT INTO hot_hits (phrase, spans, len, time, doc)
+         SELECT ?1, dsh_spans(fts), d.len, d.time, fts.rowid
+         FROM fts CROSS JOIN docs d ON d.rowid = fts.rowid
+         WHERE fts MATCH ?2 AND fts.rowid BETWEEN ?3 AND ?4",
+    )?;
+    for (id, phrase) in list {
+        delete.execute(params![id, lo, hi])?;
+        insert.execute(params![id, phrase, lo, hi])?;
+    }
+    Ok(())
+}
+
+/// Every row of phrase `id`, best first (`spans DESC, len ASC, time DESC, doc DESC`), to `visit` until it
+/// returns `false`.
+pub fn ranked(
+    conn: &Connection,
+    id: i64,
+    mut visit: impl FnMut(HotHit) -> bool,
+) -> rusqlite::Result<()> {
+    let mut stmt = conn.prepare_cached(
+        "SELECT spans, len, time, doc FROM hot_hits WHERE phrase = ?1
+         ORDER BY spans DESC, len ASC, time DESC, doc DESC",
+    )?;
+    let mut rows = stmt.query([id])?;
+    while let Some(r) = rows.next()? {
+        let hit = HotHit {
+            spans: r.get(0)?,
+            len: r.get(1)?,
+            time: r.get(2)?,
+            doc: r.get(3)?,
+        };
+        if !visit(hit) {
+            break;
+        }
+    }
+    Ok(())
+}
+
+/// The rows of phrase `id` for documents `lo..=hi`, in no particular order.
+pub fn in_range(conn: &Connection, id: i64, lo: i64, hi: i64) -> rusqlite::Result<Vec<HotHit>> {
+    let mut stmt = conn.prepare_cached(
+        "SELECT spans, len, time, doc FROM hot_hits INDEXED BY hot_hits_doc
+         WHERE phrase = ?1 AND doc BETWEEN ?2 AND ?3",
+    )?;
+    let rows = stmt.query_map(params![id, lo, hi], |r| {
+        Ok(HotHit {
+            spans: r.get(0)?,
+            len: r.get(1)?,
+            time: r.get(2)?,
+            doc: r.get(3)?,
+        })
+    })?;
+    rows.collect()
+}
