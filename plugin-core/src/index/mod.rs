@@ -18,6 +18,7 @@ pub mod lock;
 pub mod schema;
 pub mod spans;
 pub mod store;
+pub mod tokens;
 pub mod watch;
 
 use std::fs::{DirBuilder, OpenOptions};

@@ -45,6 +45,7 @@ use rusqlite::Connection;
 use crate::config::{Config, OpenAt, LIMIT_CEILING};
 use crate::corpus::Corpus;
 use crate::index::store::{self, label_of, RowKey, SessionRow, Source};
+use crate::index::tokens::Tokenizer;
 use crate::index::{cjk, hot, Index};
 use refresh::{aborted, Engine};
 
@@ -247,7 +248,7 @@ impl Search {
         }
         let snippets = snippets(
             conn,
-            &query.phrase,
+            &query.text,
             hits.iter().map(|(h, _)| h.rowid),
             self.limits.snippet_chars,
         )?;
@@ -329,7 +330,7 @@ impl Search {
         rows.truncate(limit as usize);
         let snippets = snippets(
             conn,
-            &query.phrase,
+            &query.text,
             rows.iter().map(|h| h.rowid),
             self.limits.snippet_chars,
         )?;
@@ -614,66 +615,45 @@ fn run<T>(
     rows.collect::<Result<Vec<T>, _>>().map_err(index_failed)
 }
 
-/// Snippets for the page's documents, in order: the stored texts go (CJK split) into a
-/// connection-local FTS5 table with the index's tokenizer, FTS5's own `highlight()` marks them in one
-/// query, the CJK separators are stripped, and `makeSnippet` cuts them.
+/// Snippets for the page's documents, in order: each stored text is CJK-split as in the index, the
+/// phrase's first match is found with the index's tokenizer (`index::tokens`) and marked where
+/// `highlight()` would put its first marker, the separators are stripped and `makeSnippet` cuts it.
 fn snippets(
     conn: &Connection,
-    phrase: &str,
+    query_text: &str,
     rowids: impl Iterator<Item = i64>,
     max_chars: usize,
 ) -> Result<Vec<String>, PluginError> {
-    conn.execute_batch(&format!(
-        "CREATE VIRTUAL TABLE IF NOT EXISTS temp.snip USING fts5 (text, tokenize = \"{}\");
-         DELETE FROM temp.snip;",
-        cjk::TOKENIZE
-    ))
-    .map_err(index_failed)?;
-    let mut texts: Vec<(i64, String)> = Vec::new();
-    {
-        let mut read = conn
-            .prepare_cached("SELECT text, len FROM docs WHERE rowid = ?1")
-            .map_err(index_failed)?;
-        let mut insert = conn
-            .prepare_cached("INSERT INTO temp.snip (rowid, text) VALUES (?1, ?2)")
-            .map_err(index_failed)?;
-        for rowid in rowids {
+    let tokenizer = Tokenizer::new(conn, cjk::TOKENIZE).map_err(index_failed)?;
+    let phrase = tokenizer
+        .phrase_tokens(&cjk::split(query_text))
+        .map_err(index_failed)?;
+    let mut read = conn
+        .prepare_cached("SELECT text, len FROM docs WHERE rowid = ?1")
+        .map_err(index_failed)?;
+    rowids
+        .map(|rowid| {
             let (stored, len): (Vec<u8>, i64) = read
                 .query_row([rowid], |r| Ok((r.get(0)?, r.get(1)?)))
                 .map_err(|e| index_failed(format!("document {rowid}: {e}")))?;
             let text = store::unpack_text(&stored, len.max(0) as usize)
                 .map_err(|e| index_failed(format!("document {rowid} does not unpack: {e}")))?;
-            insert
-                .execute(rusqlite::params![rowid, cjk::split(&text).as_ref()])
-                .map_err(index_failed)?;
-            texts.push((rowid, text));
-        }
-    }
-    let mut marked: HashMap<i64, String> = HashMap::with_capacity(texts.len());
-    {
-        let mut stmt = conn
-            .prepare_cached(
-                "SELECT rowid, highlight(snip, 0, char(64976), char(64977)) FROM temp.snip WHERE snip MATCH ?1",
-            )
-            .map_err(index_failed)?;
-        let rows = stmt
-            .query_map([phrase], |r| {
-                Ok((r.get::<_, i64>(0)?, r.get::<_, String>(1)?))
-            })
-            .map_err(index_failed)?;
-        for row in rows {
-            let (rowid, text) = row.map_err(index_failed)?;
-            marked.insert(rowid, cjk::unsplit(&text).into_owned());
-        }
-    }
-    conn.execute_batch("DELETE FROM temp.snip")
-        .map_err(index_failed)?;
-    Ok(texts
-        .into_iter()
-        .map(|(rowid, text)| {
-            // Every hit matched the same phrase in the index; the plain text is a fallback only.
-            let marked = marked.remove(&rowid).unwrap_or(text);
-            snippet::make_snippet(&marked, max_chars)
+            let split = cjk::split(&text);
+            let marked = match tokenizer
+                .first_match(&split, &phrase)
+                .map_err(index_failed)?
+            {
+                Some(at) => {
+                    let mut marked = String::with_capacity(split.len() + 3);
+                    marked.push_str(&cjk::unsplit(&split[..at]));
+                    marked.push(snippet::OPEN);
+                    marked.push_str(&cjk::unsplit(&split[at..]));
+                    marked
+                }
+                // Every hit matched the same phrase in the index; the plain text is a fallback only.
+                None => text.clone(),
+            };
+            Ok(snippet::make_snippet(&marked, max_chars))
         })
-        .collect())
+        .collect()
 }
