@@ -141,3 +141,89 @@ pub fn in_range(conn: &Connection, id: i64, lo: i64, hi: i64) -> rusqlite::Resul
     })?;
     rows.collect()
 }
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use crate::index::schema;
+
+    fn index() -> Connection {
+        let mut conn = Connection::open_in_memory().unwrap();
+        schema::apply(&mut conn, schema::Verdict::Create).unwrap();
+        crate::index::spans::register(&conn).unwrap();
+        conn
+    }
+
+    #[test]
+    fn the_ranked_read_walks_the_key_without_sorting() {
+        let conn = index();
+        let plan: Vec<String> = conn
+            .prepare(
+                "EXPLAIN QUERY PLAN SELECT spans, len, time, doc FROM hot_hits WHERE phrase = ?1
+                 ORDER BY spans DESC, len ASC, time DESC, doc DESC",
+            )
+            .unwrap()
+            .query_map([1], |r| r.get::<_, String>(3))
+            .unwrap()
+            .collect::<Result<_, _>>()
+            .unwrap();
+        assert!(
+            plan.iter().all(|step| !step.contains("TEMP B-TREE")),
+            "{plan:?}"
+        );
+    }
+
+    #[test]
+    fn materialises_rows_equal_to_the_scan_and_stops_at_the_cap() {
+        let conn = index();
+        for (rowid, text, len) in [
+            (1i64 << 32, "error error", 11),
+            ((2 << 32) | 5, "an error", 8),
+        ] {
+            conn.execute(
+                "INSERT INTO docs VALUES (?1, ?1 >> 32, ?1 & 4294967295, 'user/message', 7, 0, ?2, x'00')",
+                params![rowid, len],
+            )
+            .unwrap();
+            conn.execute(
+                "INSERT INTO fts (rowid, text) VALUES (?1, ?2)",
+                params![rowid, text],
+            )
+            .unwrap();
+        }
+        let id = materialise(&conn, "\"error\"").unwrap().unwrap();
+        assert_eq!(phrase_id(&conn, "\"error\"").unwrap(), Some(id));
+        let mut rows = Vec::new();
+        ranked(&conn, id, |h| {
+            rows.push(h);
+            true
+        })
+        .unwrap();
+        assert_eq!(
+            rows,
+            [
+                HotHit {
+                    spans: 2,
+                    len: 11,
+                    time: 7,
+                    doc: 1 << 32
+                },
+                HotHit {
+                    spans: 1,
+                    len: 8,
+                    time: 7,
+                    doc: (2 << 32) | 5
+                },
+            ]
+        );
+        assert_eq!(
+            in_range(&conn, id, 2 << 32, (3 << 32) - 1).unwrap(),
+            rows[1..]
+        );
+        for n in 1..MAX_PHRASES {
+            assert!(materialise(&conn, &format!("\"p{n}\"")).unwrap().is_some());
+        }
+        assert_eq!(materialise(&conn, "\"one more\"").unwrap(), None);
+        assert_eq!(phrase_id(&conn, "\"one more\"").unwrap(), None);
+    }
+}
