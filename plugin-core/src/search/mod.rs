@@ -204,12 +204,14 @@ impl Search {
         if cancelled() {
             return Err(aborted());
         }
-        let candidates: HashMap<i64, &SessionRow> = engine
-            .rows
-            .values()
-            .filter(|r| r.visible && rank::session_passes(r, &sessions))
-            .map(|r| (r.sid, r))
-            .collect();
+        // The rows a hit may come from, restricted to those `wanted` (sessions that matched).
+        let rows = &engine.rows;
+        let candidates = |wanted: &dyn Fn(i64) -> bool| -> HashMap<i64, &SessionRow> {
+            rows.values()
+                .filter(|r| wanted(r.sid) && r.visible && rank::session_passes(r, &sessions))
+                .map(|r| (r.sid, r))
+                .collect()
+        };
         let sql = sql::matches_query(&query.phrase, &events);
         let conn = engine
             .index
@@ -223,14 +225,19 @@ impl Search {
         } else {
             None
         };
+        let every_candidate;
         let ranked = match hot_id {
-            Some(id) => hot_ranked(conn, id, &candidates, need, cancelled)?,
+            Some(id) => {
+                every_candidate = candidates(&|_| true);
+                hot_ranked(conn, id, &every_candidate, need, cancelled)?
+            }
             None => {
-                let (ranked, matched) = scan(conn, &sql, &candidates, cancelled)?;
+                let (best, matched) = scan(conn, &sql, cancelled)?;
                 if events.is_empty() && matched >= hot::MIN_MATCHES {
                     hot::materialise(conn, &query.phrase).map_err(index_failed)?;
                 }
-                ranked
+                let matched_candidates = candidates(&|sid| best.contains(sid));
+                best.ranked(&matched_candidates)
             }
         };
         let start = usize::try_from(offset)
@@ -553,19 +560,18 @@ fn hot_match(h: hot::HotHit) -> rank::Match {
     }
 }
 
-/// Runs the cross-session scan, keeping each candidate session's best match as rows stream by; checks
-/// for cancellation every few thousand rows. Also returns how many documents matched.
-fn scan<'a>(
+/// Runs the cross-session scan, keeping each session's best match as rows stream by; checks for
+/// cancellation every few thousand rows. Also returns how many documents matched.
+fn scan(
     conn: &Connection,
     sql: &sql::Sql,
-    candidates: &'a HashMap<i64, &'a SessionRow>,
     cancelled: &dyn Fn() -> bool,
-) -> Result<(Ranked<'a>, u64), PluginError> {
+) -> Result<(rank::Best, u64), PluginError> {
     let mut stmt = conn.prepare_cached(&sql.text).map_err(index_failed)?;
     let mut rows = stmt
         .query(rusqlite::params_from_iter(sql.params.iter()))
         .map_err(index_failed)?;
-    let mut best = rank::Best::new(candidates);
+    let mut best = rank::Best::new();
     let mut seen = 0u64;
     while let Some(r) = rows.next().map_err(index_failed)? {
         seen += 1;
@@ -580,7 +586,7 @@ fn scan<'a>(
             spans: r.get(4).map_err(index_failed)?,
         });
     }
-    Ok((best.ranked(), seen))
+    Ok((best, seen))
 }
 
 /// The hit columns of document `rowid`.

@@ -59,26 +59,21 @@ pub fn session_passes(row: &SessionRow, filters: &[SessionResultFilter]) -> bool
     })
 }
 
-/// The best match of each candidate session so far: matches are offered one at a time as the FTS5 scan
-/// yields them, so memory holds one match per session, never one per matching document.
-pub struct Best<'a> {
-    sessions: &'a HashMap<i64, &'a SessionRow>,
+/// The best match of each session so far: matches are offered one at a time as the FTS5 scan yields
+/// them, so memory holds one match per matching session, never one per matching document. Session
+/// clauses and visibility apply at the end ([`Best::ranked`]), so that only the sessions that matched are
+/// ever looked up (a rare term touches a handful of the corpus's sessions).
+#[derive(Default)]
+pub struct Best {
     best: HashMap<i64, Match>,
 }
 
-impl<'a> Best<'a> {
-    /// `sessions` maps row id to the row, for the rows that are visible and pass the session clauses.
-    pub fn new(sessions: &'a HashMap<i64, &'a SessionRow>) -> Self {
-        Self {
-            sessions,
-            best: HashMap::new(),
-        }
+impl Best {
+    pub fn new() -> Self {
+        Self::default()
     }
 
     pub fn offer(&mut self, m: Match) {
-        if !self.sessions.contains_key(&m.sid) {
-            return;
-        }
         self.best
             .entry(m.sid)
             .and_modify(|b| {
@@ -89,9 +84,17 @@ impl<'a> Best<'a> {
             .or_insert(m);
     }
 
-    /// Each session's best match with its row, in the documented order.
-    pub fn ranked(self) -> Vec<(Match, &'a SessionRow)> {
-        let sessions = self.sessions;
+    /// Whether session row `sid` matched.
+    pub fn contains(&self, sid: i64) -> bool {
+        self.best.contains_key(&sid)
+    }
+
+    /// Each candidate session's best match with its row, in the documented order; `sessions` maps row
+    /// id to the row, for rows that are visible and pass the session clauses (others are left out).
+    pub fn ranked<'a>(
+        self,
+        sessions: &HashMap<i64, &'a SessionRow>,
+    ) -> Vec<(Match, &'a SessionRow)> {
         let mut ranked: Vec<(Match, &SessionRow)> = self
             .best
             .into_values()
@@ -122,7 +125,7 @@ pub struct Prefix<'a> {
 }
 
 impl<'a> Prefix<'a> {
-    /// `sessions` as for [`Best::new`]; `need` sessions are wanted (a page, its offset and one more).
+    /// `sessions` as for [`Best::ranked`]; `need` sessions are wanted (a page, its offset and one more).
     pub fn new(sessions: &'a HashMap<i64, &'a SessionRow>, need: usize) -> Self {
         Self {
             sessions,
@@ -212,7 +215,7 @@ mod tests {
     fn best_per_session_then_documented_order() {
         let (a, b, c) = (row(1, "b"), row(2, "a"), row(3, "c"));
         let sessions: HashMap<i64, &SessionRow> = [(1, &a), (2, &b), (3, &c)].into_iter().collect();
-        let mut best = Best::new(&sessions);
+        let mut best = Best::new();
         for m in [
             m(1, 0, 5, 10, 1),
             m(1, 1, 5, 8, 1),  // shorter: session 1's best
@@ -222,7 +225,7 @@ mod tests {
         ] {
             best.offer(m);
         }
-        let ranked = best.ranked();
+        let ranked = best.ranked(&sessions);
         let order: Vec<(&str, u64)> = ranked
             .iter()
             .map(|(m, r)| (r.header.id.as_str(), m.seq))
@@ -293,11 +296,15 @@ mod tests {
                     ));
                 }
             }
-            let mut best = Best::new(&sessions);
+            let mut best = Best::new();
             for x in &matches {
                 best.offer(*x);
             }
-            let full: Vec<(i64, u64)> = best.ranked().iter().map(|(x, _)| (x.sid, x.seq)).collect();
+            let full: Vec<(i64, u64)> = best
+                .ranked(&sessions)
+                .iter()
+                .map(|(x, _)| (x.sid, x.seq))
+                .collect();
             let doc = |x: &Match| (x.sid << 32) | x.seq as i64;
             matches.sort_by(|a, b| {
                 b.spans
