@@ -4,7 +4,9 @@
 //!
 //! Every call is serialised on one lock and runs: normalise the request (spec §4.2, first failure wins)
 //! → bring the index up to date ([`refresh`]) → decode the cursor → check the predicate budgets → one
-//! FTS5 query → snippets for the page's hits only → a page with an opaque cursor and the `skipped` report.
+//! FTS5 query (or, for a phrase materialised in `index::hot` and no event clauses, a range scan of its
+//! ranking keys that stops once the page is ranked; a scan matching many documents materialises its
+//! phrase) → snippets for the page's hits only → a page with an opaque cursor and the `skipped` report.
 //! A page therefore never mixes generations.
 //!
 //! Where this differs from the reference on purpose (DESIGN.md deviation 2): a session left out of search
