@@ -3,8 +3,10 @@
 //! instead of an FTS5 scan computing the match spans of every matching document.
 //!
 //! Which phrases: a search whose FTS5 scan matched at least [`MIN_MATCHES`] documents materialises its
-//! phrase (one `INSERT … SELECT` over the same scan), up to [`MAX_PHRASES`] phrases per index; the cold
-//! build therefore pays nothing, and rare phrases never get here. Once materialised, a phrase's rows are
+//! phrase (one `INSERT … SELECT` over the same scan), up to [`MAX_PHRASES`] phrases and
+//! [`ROWS_PER_DOC`] rows per document in all (checked when a phrase is materialised, so that the index
+//! stays smaller than a plain FTS5 table with its content); the cold build therefore pays nothing, and
+//! rare phrases never get here. Nothing is evicted: past the caps, common phrases keep using the scan. Once materialised, a phrase's rows are
 //! maintained by the write path in the same transaction as the documents (`store`): inserted for new
 //! documents, deleted with them. Labels are not stored: a search with event clauses uses the scan.
 //!
@@ -22,6 +24,10 @@ pub const MIN_MATCHES: u64 = 1000;
 /// At most this many phrases are materialised; later common phrases keep using the scan.
 pub const MAX_PHRASES: i64 = 64;
 
+/// All phrases together hold at most this many rows per document, so the table stays a small part of the
+/// index (a row and its `hot_hits_doc` entry take ~55 bytes; a document's text and FTS5 entries, ~700).
+pub const ROWS_PER_DOC: i64 = 4;
+
 /// One materialised row: a matching document's ranking key.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
 pub struct HotHit {
@@ -38,13 +44,23 @@ pub fn phrase_id(conn: &Connection, phrase: &str) -> rusqlite::Result<Option<i64
     rows.next()?.map(|r| r.get(0)).transpose()
 }
 
-/// Materialises `phrase` (which must not be yet) in one transaction, unless [`MAX_PHRASES`] are
-/// already; returns its id when it was. The statement is the search's own FTS5 scan, so the rows equal
-/// what the scan computes.
-pub fn materialise(conn: &Connection, phrase: &str) -> rusqlite::Result<Option<i64>> {
+/// Materialises `phrase` (which must not be yet), which matched `matched` documents, in one
+/// transaction, unless [`MAX_PHRASES`] are already or its rows would pass the [`ROWS_PER_DOC`] budget;
+/// returns its id when it was. The statement is the search's own FTS5 scan, so the rows equal what the
+/// scan computes.
+pub fn materialise(conn: &Connection, phrase: &str, matched: u64) -> rusqlite::Result<Option<i64>> {
     let tx = conn.unchecked_transaction()?;
     let count: i64 = tx.query_row("SELECT count(*) FROM hot_phrases", [], |r| r.get(0))?;
     if count >= MAX_PHRASES {
+        return Ok(None);
+    }
+    let (rows, docs): (i64, i64) = tx.query_row(
+        "SELECT (SELECT count(*) FROM hot_hits), (SELECT count(*) FROM docs)",
+        [],
+        |r| Ok((r.get(0)?, r.get(1)?)),
+    )?;
+    let matched = i64::try_from(matched).unwrap_or(i64::MAX);
+    if rows.saturating_add(matched) > docs.saturating_mul(ROWS_PER_DOC) {
         return Ok(None);
     }
     tx.execute("INSERT INTO hot_phrases (phrase) VALUES (?1)", [phrase])?;
@@ -191,7 +207,9 @@ mod tests {
             )
             .unwrap();
         }
-        let id = materialise(&conn, "\"error\"").unwrap().unwrap();
+        // Two documents: a budget of eight rows.
+        assert_eq!(materialise(&conn, "\"x\"", 9).unwrap(), None);
+        let id = materialise(&conn, "\"error\"", 2).unwrap().unwrap();
         assert_eq!(phrase_id(&conn, "\"error\"").unwrap(), Some(id));
         let mut rows = Vec::new();
         ranked(&conn, id, |h| {
@@ -221,9 +239,11 @@ mod tests {
             rows[1..]
         );
         for n in 1..MAX_PHRASES {
-            assert!(materialise(&conn, &format!("\"p{n}\"")).unwrap().is_some());
+            assert!(materialise(&conn, &format!("\"p{n}\""), 0)
+                .unwrap()
+                .is_some());
         }
-        assert_eq!(materialise(&conn, "\"one more\"").unwrap(), None);
+        assert_eq!(materialise(&conn, "\"one more\"", 0).unwrap(), None);
         assert_eq!(phrase_id(&conn, "\"one more\"").unwrap(), None);
     }
 }

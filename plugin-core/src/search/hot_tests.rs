@@ -74,7 +74,7 @@ impl Side {
         };
         let conn = engine.index.connection().unwrap();
         if hot::phrase_id(conn, phrase).unwrap().is_none() {
-            assert!(hot::materialise(conn, phrase).unwrap().is_some());
+            assert!(hot::materialise(conn, phrase, 0).unwrap().is_some());
         }
     }
 

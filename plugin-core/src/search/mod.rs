@@ -236,7 +236,7 @@ impl Search {
             None => {
                 let (best, matched) = scan(conn, &sql, cancelled)?;
                 if events.is_empty() && matched >= hot::MIN_MATCHES {
-                    hot::materialise(conn, &query.phrase).map_err(index_failed)?;
+                    hot::materialise(conn, &query.phrase, matched).map_err(index_failed)?;
                 }
                 let matched_candidates = candidates(&|sid| best.contains(sid));
                 best.ranked(&matched_candidates)
