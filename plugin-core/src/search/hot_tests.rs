@@ -1,27 +1,34 @@
 //! Materialised phrases (`index::hot`) answer exactly as the FTS5 scan does: random corpora searched
 //! through two indexes over the same sessions root, one materialising the queried phrases and one
-//! scanning, compared page by page, across appends, rewrites and deletions of logs and live sessions.
+//! scanning, compared page by page, across appends, rewrites and deletions of logs, and live sessions
+//! added, grown and removed.
 
 use std::path::Path;
+use std::sync::Arc;
 
 use host_api::abi::wire::search::{SessionEventSearchRequest, SessionSearchRequest};
 use serde_json::json;
 
 use super::{Search, State};
 use crate::config::Config;
-use crate::corpus::testing::{corpus_and_host, header, write_log, LogBuilder};
+use crate::corpus::testing::{corpus_and_host, header, write_log, FakeState, LogBuilder};
 use crate::corpus::Corpus;
 use crate::index::hot;
 
 struct Side {
+    state: Arc<FakeState>,
     corpus: Corpus,
     search: Search,
 }
 
 fn side(root: &Path, index: &Path) -> Side {
-    let (_state, corpus, host) = corpus_and_host(Some(root));
+    let (state, corpus, host) = corpus_and_host(Some(root));
     let search = Search::open(&Config::default(), index, host).unwrap();
-    Side { corpus, search }
+    Side {
+        state,
+        corpus,
+        search,
+    }
 }
 
 fn never() -> bool {
@@ -249,5 +256,24 @@ fn materialised_phrases_answer_like_the_scan_across_changes() {
             &format!("seed {seed}, rewritten and deleted"),
             true,
         );
+        // Live sessions: one shadowing a disk session, one new; grown; then gone.
+        let mut shadow = random_log(&mut rng, 3);
+        let mut fresh = random_log(&mut rng, 2);
+        for side in [&hot, &scan] {
+            side.state.set_live(&header(&logs[0].0, 5), &shadow.events);
+            side.state.set_live(&header("live-only", 5), &fresh.events);
+        }
+        compare(&hot, &scan, &format!("seed {seed}, live"), false);
+        shadow.user(&sentence(&mut rng));
+        fresh.user(&sentence(&mut rng));
+        for side in [&hot, &scan] {
+            side.state.grow_live(&logs[0].0, &shadow.events);
+            side.state.grow_live("live-only", &fresh.events);
+        }
+        compare(&hot, &scan, &format!("seed {seed}, live grown"), false);
+        for side in [&hot, &scan] {
+            side.state.remove_live(&logs[0].0);
+        }
+        compare(&hot, &scan, &format!("seed {seed}, live gone"), false);
     }
 }
