@@ -13,10 +13,12 @@
 //! process that lent them, so they are dropped on open and re-observed by the next search.
 
 pub mod cjk;
+pub mod hot;
 pub mod lock;
 pub mod schema;
 pub mod spans;
 pub mod store;
+pub mod tokens;
 pub mod watch;
 
 use std::fs::{DirBuilder, OpenOptions};

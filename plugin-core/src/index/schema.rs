@@ -12,7 +12,8 @@
 //!   type, time, surface label, code-point length and the sanitised text (zstd when that pays) for
 //!   snippets. Labels live here so a later replacement relabels with an UPDATE, never re-indexing text;
 //! - `fts`: a contentless FTS5 table (`unicode61`, see `cjk::TOKENIZE`) over the text with CJK characters split into one-token
-//!   runs (`super::cjk`); `contentless_delete=1` lets a session's documents be deleted by rowid.
+//!   runs (`super::cjk`); `contentless_delete=1` lets a session's documents be deleted by rowid;
+//! - `hot_phrases`, `hot_hits`: common phrases' ranking keys, ordered like the ranking (`super::hot`).
 
 use rusqlite::Connection;
 
@@ -20,10 +21,10 @@ use rusqlite::Connection;
 pub const APPLICATION_ID: i32 = 0x4453_4851;
 
 /// `PRAGMA user_version` of the current schema. An index of ours with another version is rebuilt.
-pub const SCHEMA_VERSION: i32 = 3;
+pub const SCHEMA_VERSION: i32 = 4;
 
 /// Every table the current schema creates (FTS5 shadow tables included).
-const OUR_TABLES: [&str; 8] = [
+const OUR_TABLES: [&str; 10] = [
     "state",
     "sessions",
     "docs",
@@ -32,6 +33,8 @@ const OUR_TABLES: [&str; 8] = [
     "fts_idx",
     "fts_docsize",
     "fts_config",
+    "hot_phrases",
+    "hot_hits",
 ];
 
 /// Why a database is not ours to use.
@@ -171,7 +174,20 @@ pub fn apply(conn: &mut Connection, verdict: Verdict) -> Result<(), SchemaError>
          CREATE INDEX IF NOT EXISTS docs_sid ON docs (sid, seq);
          CREATE VIRTUAL TABLE IF NOT EXISTS fts USING fts5 (
              text, content = '', contentless_delete = 1, tokenize = \"{tokenize}\"
-         );"
+         );
+         CREATE TABLE IF NOT EXISTS hot_phrases (
+             id INTEGER PRIMARY KEY,
+             phrase TEXT NOT NULL UNIQUE
+         ) STRICT;
+         CREATE TABLE IF NOT EXISTS hot_hits (
+             phrase INTEGER NOT NULL,
+             spans INTEGER NOT NULL,
+             len INTEGER NOT NULL,
+             time INTEGER NOT NULL,
+             doc INTEGER NOT NULL,
+             PRIMARY KEY (phrase, spans DESC, len, time DESC, doc DESC)
+         ) STRICT, WITHOUT ROWID;
+         CREATE INDEX IF NOT EXISTS hot_hits_doc ON hot_hits (phrase, doc);"
     ))?;
     let has_state: bool = tx.query_row("SELECT count(*) > 0 FROM state", [], |r| r.get(0))?;
     if !has_state {

@@ -55,7 +55,7 @@ pub fn register(conn: &Connection) -> Result<(), rusqlite::Error> {
 }
 
 /// The connection's `fts5_api` pointer (null when FTS5 is missing).
-fn fts5_api(conn: &Connection) -> Result<*mut ffi::fts5_api, rusqlite::Error> {
+pub(crate) fn fts5_api(conn: &Connection) -> Result<*mut ffi::fts5_api, rusqlite::Error> {
     const PTR_TYPE: &CStr = c"fts5_api_ptr";
     let mut api: *mut ffi::fts5_api = ptr::null_mut();
     // SAFETY: `conn.handle()` is the open connection's handle, used only within this call while `conn` is

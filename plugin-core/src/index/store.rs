@@ -14,7 +14,7 @@ use host_api::abi::wire::search::HitHeader;
 use host_api::surface::Label;
 use rusqlite::{params, Connection, Transaction, TransactionBehavior};
 
-use super::cjk;
+use super::{cjk, hot};
 
 /// Where an indexed session came from.
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Hash, PartialOrd, Ord)]
@@ -211,6 +211,8 @@ fn delete_docs(tx: &Transaction<'_>, sid: i64) -> rusqlite::Result<()> {
         [sid],
     )?;
     tx.execute("DELETE FROM docs WHERE sid = ?1", [sid])?;
+    let (lo, hi) = rowid_range(sid);
+    hot::delete_range(tx, lo, hi)?;
     Ok(())
 }
 
@@ -326,6 +328,8 @@ pub fn replace_session<'a>(
     )?;
     let sid = tx.last_insert_rowid();
     insert_docs(&tx, sid, docs)?;
+    let (lo, hi) = rowid_range(sid);
+    hot::index_range(&tx, lo, hi)?;
     set_generation(&tx, generation)?;
     tx.commit()?;
     Ok(sid)
@@ -367,7 +371,20 @@ pub fn extend_session<'a>(
             params![lo, hi],
         )?;
     }
+    // Hot rows follow the documents: from the first dropped or new seq to the session's end.
+    let mut first_new: Option<u64> = None;
+    let docs = docs.into_iter().inspect(|d| {
+        first_new = Some(first_new.map_or(d.seq, |f| f.min(d.seq)));
+    });
     insert_docs(&tx, sid, docs)?;
+    let hot_from = match (ext.drop_from, first_new) {
+        (Some(a), Some(b)) => Some(a.min(b)),
+        (a, b) => a.or(b),
+    };
+    if let Some(from) = hot_from {
+        let (lo, hi) = rowid_range(sid);
+        hot::index_range(&tx, doc_rowid(sid, from).unwrap_or(lo), hi)?;
+    }
     {
         let mut stmt =
             tx.prepare_cached("UPDATE docs SET surface = ?3 WHERE sid = ?1 AND seq = ?2")?;

@@ -4,7 +4,9 @@
 //!
 //! Every call is serialised on one lock and runs: normalise the request (spec §4.2, first failure wins)
 //! → bring the index up to date ([`refresh`]) → decode the cursor → check the predicate budgets → one
-//! FTS5 query → snippets for the page's hits only → a page with an opaque cursor and the `skipped` report.
+//! FTS5 query (or, for a phrase materialised in `index::hot` and no event clauses, a range scan of its
+//! ranking keys that stops once the page is ranked; a scan matching many documents materialises its
+//! phrase) → snippets for the page's hits only → a page with an opaque cursor and the `skipped` report.
 //! A page therefore never mixes generations.
 //!
 //! Where this differs from the reference on purpose (DESIGN.md deviation 2): a session left out of search
@@ -27,6 +29,8 @@ pub mod snippet;
 pub mod sql;
 
 #[cfg(test)]
+mod hot_tests;
+#[cfg(test)]
 mod tests;
 
 use std::collections::{BTreeMap, HashMap};
@@ -43,7 +47,8 @@ use rusqlite::Connection;
 use crate::config::{Config, OpenAt, LIMIT_CEILING};
 use crate::corpus::Corpus;
 use crate::index::store::{self, label_of, RowKey, SessionRow, Source};
-use crate::index::{cjk, Index};
+use crate::index::tokens::Tokenizer;
+use crate::index::{cjk, hot, Index};
 use refresh::{aborted, Engine};
 
 /// The search config keys (spec §4.9).
@@ -201,18 +206,42 @@ impl Search {
         if cancelled() {
             return Err(aborted());
         }
-        let candidates: HashMap<i64, &SessionRow> = engine
-            .rows
-            .values()
-            .filter(|r| r.visible && rank::session_passes(r, &sessions))
-            .map(|r| (r.sid, r))
-            .collect();
+        // The rows a hit may come from, restricted to those `wanted` (sessions that matched).
+        let rows = &engine.rows;
+        let candidates = |wanted: &dyn Fn(i64) -> bool| -> HashMap<i64, &SessionRow> {
+            rows.values()
+                .filter(|r| wanted(r.sid) && r.visible && rank::session_passes(r, &sessions))
+                .map(|r| (r.sid, r))
+                .collect()
+        };
         let sql = sql::matches_query(&query.phrase, &events);
         let conn = engine
             .index
             .connection()
             .ok_or_else(|| index_failed("index is closed"))?;
-        let ranked = scan(conn, &sql, &candidates, cancelled)?;
+        // Enough of the ranking for this page and whether another follows.
+        let need =
+            usize::try_from(offset.saturating_add(limit).saturating_add(1)).unwrap_or(usize::MAX);
+        let hot_id = if events.is_empty() {
+            hot::phrase_id(conn, &query.phrase).map_err(index_failed)?
+        } else {
+            None
+        };
+        let every_candidate;
+        let ranked = match hot_id {
+            Some(id) => {
+                every_candidate = candidates(&|_| true);
+                hot_ranked(conn, id, &every_candidate, need, cancelled)?
+            }
+            None => {
+                let (best, matched) = scan(conn, &sql, cancelled)?;
+                if events.is_empty() && matched >= hot::MIN_MATCHES {
+                    hot::materialise(conn, &query.phrase, matched).map_err(index_failed)?;
+                }
+                let matched_candidates = candidates(&|sid| best.contains(sid));
+                best.ranked(&matched_candidates)
+            }
+        };
         let start = usize::try_from(offset)
             .unwrap_or(usize::MAX)
             .min(ranked.len());
@@ -228,7 +257,7 @@ impl Search {
         }
         let snippets = snippets(
             conn,
-            &query.phrase,
+            &query.text,
             hits.iter().map(|(h, _)| h.rowid),
             self.limits.snippet_chars,
         )?;
@@ -297,12 +326,20 @@ impl Search {
             .index
             .connection()
             .ok_or_else(|| index_failed("index is closed"))?;
-        let mut rows = run(conn, &sql, hit_columns)?;
+        let hot_id = if events.is_empty() {
+            hot::phrase_id(conn, &query.phrase).map_err(index_failed)?
+        } else {
+            None
+        };
+        let mut rows = match hot_id {
+            Some(id) => hot_events(conn, id, target.sid, limit + 1, offset)?,
+            None => run(conn, &sql, hit_columns)?,
+        };
         let more = rows.len() as u64 > limit;
         rows.truncate(limit as usize);
         let snippets = snippets(
             conn,
-            &query.phrase,
+            &query.text,
             rows.iter().map(|h| h.rowid),
             self.limits.snippet_chars,
         )?;
@@ -456,19 +493,87 @@ impl HitRow {
     }
 }
 
-/// Runs the cross-session scan, keeping each candidate session's best match as rows stream by; checks
-/// for cancellation every few thousand rows.
-fn scan<'a>(
+/// Sessions' best matches with their rows, in rank order.
+type Ranked<'a> = Vec<(rank::Match, &'a SessionRow)>;
+
+/// The first `need` sessions of the ranking from a materialised phrase's rows (`index::hot`); checks for
+/// cancellation every few thousand rows.
+fn hot_ranked<'a>(
+    conn: &Connection,
+    id: i64,
+    candidates: &'a HashMap<i64, &'a SessionRow>,
+    need: usize,
+    cancelled: &dyn Fn() -> bool,
+) -> Result<Ranked<'a>, PluginError> {
+    let mut prefix = rank::Prefix::new(candidates, need);
+    let mut seen = 0u64;
+    let mut stopped = false;
+    hot::ranked(conn, id, |h| {
+        seen += 1;
+        if seen.is_multiple_of(4096) && cancelled() {
+            stopped = true;
+            return false;
+        }
+        prefix.offer(hot_match(h))
+    })
+    .map_err(index_failed)?;
+    if stopped {
+        return Err(aborted());
+    }
+    Ok(prefix.ranked())
+}
+
+/// A page (and one more) of session row `sid`'s matches from a materialised phrase's rows, ranked as
+/// `sql::events_query` ranks them.
+fn hot_events(
+    conn: &Connection,
+    id: i64,
+    sid: i64,
+    limit_plus_one: u64,
+    offset: u64,
+) -> Result<Vec<HitRow>, PluginError> {
+    let (lo, hi) = store::rowid_range(sid);
+    let mut hits = hot::in_range(conn, id, lo, hi).map_err(index_failed)?;
+    // The rowid order within one session is the seq order.
+    hits.sort_unstable_by(|a, b| {
+        b.spans
+            .cmp(&a.spans)
+            .then(a.len.cmp(&b.len))
+            .then(b.time.cmp(&a.time))
+            .then(b.doc.cmp(&a.doc))
+    });
+    let start = usize::try_from(offset)
+        .unwrap_or(usize::MAX)
+        .min(hits.len());
+    let end = start.saturating_add(usize::try_from(limit_plus_one).unwrap_or(usize::MAX));
+    hits[start..end.min(hits.len())]
+        .iter()
+        .map(|h| doc_hit(conn, h.doc))
+        .collect()
+}
+
+fn hot_match(h: hot::HotHit) -> rank::Match {
+    rank::Match {
+        sid: h.doc >> 32,
+        seq: (h.doc as u64) & store::SEQ_MASK,
+        time: h.time,
+        len: h.len,
+        spans: h.spans,
+    }
+}
+
+/// Runs the cross-session scan, keeping each session's best match as rows stream by; checks for
+/// cancellation every few thousand rows. Also returns how many documents matched.
+fn scan(
     conn: &Connection,
     sql: &sql::Sql,
-    candidates: &'a HashMap<i64, &'a SessionRow>,
     cancelled: &dyn Fn() -> bool,
-) -> Result<Vec<(rank::Match, &'a SessionRow)>, PluginError> {
+) -> Result<(rank::Best, u64), PluginError> {
     let mut stmt = conn.prepare_cached(&sql.text).map_err(index_failed)?;
     let mut rows = stmt
         .query(rusqlite::params_from_iter(sql.params.iter()))
         .map_err(index_failed)?;
-    let mut best = rank::Best::new(candidates);
+    let mut best = rank::Best::new();
     let mut seen = 0u64;
     while let Some(r) = rows.next().map_err(index_failed)? {
         seen += 1;
@@ -483,7 +588,7 @@ fn scan<'a>(
             spans: r.get(4).map_err(index_failed)?,
         });
     }
-    Ok(best.ranked())
+    Ok((best, seen))
 }
 
 /// The hit columns of document `rowid`.
@@ -518,66 +623,45 @@ fn run<T>(
     rows.collect::<Result<Vec<T>, _>>().map_err(index_failed)
 }
 
-/// Snippets for the page's documents, in order: the stored texts go (CJK split) into a
-/// connection-local FTS5 table with the index's tokenizer, FTS5's own `highlight()` marks them in one
-/// query, the CJK separators are stripped, and `makeSnippet` cuts them.
+/// Snippets for the page's documents, in order: each stored text is CJK-split as in the index, the
+/// phrase's first match is found with the index's tokenizer (`index::tokens`) and marked where
+/// `highlight()` would put its first marker, the separators are stripped and `makeSnippet` cuts it.
 fn snippets(
     conn: &Connection,
-    phrase: &str,
+    query_text: &str,
     rowids: impl Iterator<Item = i64>,
     max_chars: usize,
 ) -> Result<Vec<String>, PluginError> {
-    conn.execute_batch(&format!(
-        "CREATE VIRTUAL TABLE IF NOT EXISTS temp.snip USING fts5 (text, tokenize = \"{}\");
-         DELETE FROM temp.snip;",
-        cjk::TOKENIZE
-    ))
-    .map_err(index_failed)?;
-    let mut texts: Vec<(i64, String)> = Vec::new();
-    {
-        let mut read = conn
-            .prepare_cached("SELECT text, len FROM docs WHERE rowid = ?1")
-            .map_err(index_failed)?;
-        let mut insert = conn
-            .prepare_cached("INSERT INTO temp.snip (rowid, text) VALUES (?1, ?2)")
-            .map_err(index_failed)?;
-        for rowid in rowids {
+    let tokenizer = Tokenizer::new(conn, cjk::TOKENIZE).map_err(index_failed)?;
+    let phrase = tokenizer
+        .phrase_tokens(&cjk::split(query_text))
+        .map_err(index_failed)?;
+    let mut read = conn
+        .prepare_cached("SELECT text, len FROM docs WHERE rowid = ?1")
+        .map_err(index_failed)?;
+    rowids
+        .map(|rowid| {
             let (stored, len): (Vec<u8>, i64) = read
                 .query_row([rowid], |r| Ok((r.get(0)?, r.get(1)?)))
                 .map_err(|e| index_failed(format!("document {rowid}: {e}")))?;
             let text = store::unpack_text(&stored, len.max(0) as usize)
                 .map_err(|e| index_failed(format!("document {rowid} does not unpack: {e}")))?;
-            insert
-                .execute(rusqlite::params![rowid, cjk::split(&text).as_ref()])
-                .map_err(index_failed)?;
-            texts.push((rowid, text));
-        }
-    }
-    let mut marked: HashMap<i64, String> = HashMap::with_capacity(texts.len());
-    {
-        let mut stmt = conn
-            .prepare_cached(
-                "SELECT rowid, highlight(snip, 0, char(64976), char(64977)) FROM temp.snip WHERE snip MATCH ?1",
-            )
-            .map_err(index_failed)?;
-        let rows = stmt
-            .query_map([phrase], |r| {
-                Ok((r.get::<_, i64>(0)?, r.get::<_, String>(1)?))
-            })
-            .map_err(index_failed)?;
-        for row in rows {
-            let (rowid, text) = row.map_err(index_failed)?;
-            marked.insert(rowid, cjk::unsplit(&text).into_owned());
-        }
-    }
-    conn.execute_batch("DELETE FROM temp.snip")
-        .map_err(index_failed)?;
-    Ok(texts
-        .into_iter()
-        .map(|(rowid, text)| {
-            // Every hit matched the same phrase in the index; the plain text is a fallback only.
-            let marked = marked.remove(&rowid).unwrap_or(text);
-            snippet::make_snippet(&marked, max_chars)
+            let split = cjk::split(&text);
+            let marked = match tokenizer
+                .first_match(&split, &phrase)
+                .map_err(index_failed)?
+            {
+                Some(at) => {
+                    let mut marked = String::with_capacity(split.len() + 3);
+                    marked.push_str(&cjk::unsplit(&split[..at]));
+                    marked.push(snippet::OPEN);
+                    marked.push_str(&cjk::unsplit(&split[at..]));
+                    marked
+                }
+                // Every hit matched the same phrase in the index; the plain text is a fallback only.
+                None => text.clone(),
+            };
+            Ok(snippet::make_snippet(&marked, max_chars))
         })
-        .collect())
+        .collect()
 }

@@ -7,7 +7,7 @@
 //! to the FTS5 scan's own.
 
 use std::cmp::Ordering;
-use std::collections::HashMap;
+use std::collections::{HashMap, HashSet};
 
 use host_api::abi::wire::search::{Range, SessionResultFilter};
 
@@ -59,26 +59,21 @@ pub fn session_passes(row: &SessionRow, filters: &[SessionResultFilter]) -> bool
     })
 }
 
-/// The best match of each candidate session so far: matches are offered one at a time as the FTS5 scan
-/// yields them, so memory holds one match per session, never one per matching document.
-pub struct Best<'a> {
-    sessions: &'a HashMap<i64, &'a SessionRow>,
+/// The best match of each session so far: matches are offered one at a time as the FTS5 scan yields
+/// them, so memory holds one match per matching session, never one per matching document. Session
+/// clauses and visibility apply at the end ([`Best::ranked`]), so that only the sessions that matched are
+/// ever looked up (a rare term touches a handful of the corpus's sessions).
+#[derive(Default)]
+pub struct Best {
     best: HashMap<i64, Match>,
 }
 
-impl<'a> Best<'a> {
-    /// `sessions` maps row id to the row, for the rows that are visible and pass the session clauses.
-    pub fn new(sessions: &'a HashMap<i64, &'a SessionRow>) -> Self {
-        Self {
-            sessions,
-            best: HashMap::new(),
-        }
+impl Best {
+    pub fn new() -> Self {
+        Self::default()
     }
 
     pub fn offer(&mut self, m: Match) {
-        if !self.sessions.contains_key(&m.sid) {
-            return;
-        }
         self.best
             .entry(m.sid)
             .and_modify(|b| {
@@ -89,9 +84,17 @@ impl<'a> Best<'a> {
             .or_insert(m);
     }
 
-    /// Each session's best match with its row, in the documented order.
-    pub fn ranked(self) -> Vec<(Match, &'a SessionRow)> {
-        let sessions = self.sessions;
+    /// Whether session row `sid` matched.
+    pub fn contains(&self, sid: i64) -> bool {
+        self.best.contains_key(&sid)
+    }
+
+    /// Each candidate session's best match with its row, in the documented order; `sessions` maps row
+    /// id to the row, for rows that are visible and pass the session clauses (others are left out).
+    pub fn ranked<'a>(
+        self,
+        sessions: &HashMap<i64, &'a SessionRow>,
+    ) -> Vec<(Match, &'a SessionRow)> {
         let mut ranked: Vec<(Match, &SessionRow)> = self
             .best
             .into_values()
@@ -106,6 +109,69 @@ impl<'a> Best<'a> {
                 .then(b.seq.cmp(&a.seq))
         });
         ranked
+    }
+}
+
+/// The first sessions of the ranking, built from rows offered in the materialised order (`spans DESC,
+/// len ASC, time DESC, doc DESC`, see `index::hot`): a session's first row is its best match, and
+/// sessions whose best matches tie on (spans, len, time) are ordered by id, then seq, once their group is
+/// complete. Stops wanting rows once `need` sessions are ranked and their group is closed.
+pub struct Prefix<'a> {
+    sessions: &'a HashMap<i64, &'a SessionRow>,
+    need: usize,
+    seen: HashSet<i64>,
+    group: Vec<(Match, &'a SessionRow)>,
+    ranked: Vec<(Match, &'a SessionRow)>,
+}
+
+impl<'a> Prefix<'a> {
+    /// `sessions` as for [`Best::ranked`]; `need` sessions are wanted (a page, its offset and one more).
+    pub fn new(sessions: &'a HashMap<i64, &'a SessionRow>, need: usize) -> Self {
+        Self {
+            sessions,
+            need,
+            seen: HashSet::new(),
+            group: Vec::new(),
+            ranked: Vec::new(),
+        }
+    }
+
+    /// Offers the next row in materialised order; `false` once no later row can change the prefix.
+    pub fn offer(&mut self, m: Match) -> bool {
+        if self.group.is_empty() && self.ranked.len() >= self.need {
+            return false;
+        }
+        let key = |m: &Match| (m.spans, m.len, m.time);
+        if self.group.first().is_some_and(|(g, _)| key(g) != key(&m)) {
+            self.close_group();
+            if self.ranked.len() >= self.need {
+                return false;
+            }
+        }
+        let Some(row) = self.sessions.get(&m.sid) else {
+            return true;
+        };
+        if self.seen.insert(m.sid) {
+            self.group.push((m, *row));
+        }
+        true
+    }
+
+    fn close_group(&mut self) {
+        self.group.sort_by(|(a, ra), (b, rb)| {
+            ra.header
+                .id
+                .as_bytes()
+                .cmp(rb.header.id.as_bytes())
+                .then(b.seq.cmp(&a.seq))
+        });
+        self.ranked.append(&mut self.group);
+    }
+
+    /// The ranked sessions: at least the first `need` of the full ranking (all when fewer).
+    pub fn ranked(mut self) -> Vec<(Match, &'a SessionRow)> {
+        self.close_group();
+        self.ranked
     }
 }
 
@@ -149,7 +215,7 @@ mod tests {
     fn best_per_session_then_documented_order() {
         let (a, b, c) = (row(1, "b"), row(2, "a"), row(3, "c"));
         let sessions: HashMap<i64, &SessionRow> = [(1, &a), (2, &b), (3, &c)].into_iter().collect();
-        let mut best = Best::new(&sessions);
+        let mut best = Best::new();
         for m in [
             m(1, 0, 5, 10, 1),
             m(1, 1, 5, 8, 1),  // shorter: session 1's best
@@ -159,7 +225,7 @@ mod tests {
         ] {
             best.offer(m);
         }
-        let ranked = best.ranked();
+        let ranked = best.ranked(&sessions);
         let order: Vec<(&str, u64)> = ranked
             .iter()
             .map(|(m, r)| (r.header.id.as_str(), m.seq))
@@ -196,5 +262,73 @@ mod tests {
             serde_json::json!([{"kind": "availability", "values": ["live"]}])
         ));
         assert!(!pass(serde_json::json!([{"kind": "id", "values": []}])));
+    }
+
+    #[test]
+    fn prefix_of_materialised_order_equals_the_full_ranking() {
+        // Random matches with many ties on (spans, len, time); ids ordered unlike row ids.
+        let mut state = 0x9E37_79B9_7F4A_7C15u64;
+        let mut next = move |n: u64| {
+            state ^= state << 13;
+            state ^= state >> 7;
+            state ^= state << 17;
+            state % n
+        };
+        let rows: Vec<SessionRow> = (1..=8)
+            .map(|sid| row(sid, &format!("id{}", 9 - sid)))
+            .collect();
+        for _ in 0..200 {
+            // Row 8 is not a candidate session.
+            let sessions: HashMap<i64, &SessionRow> = rows
+                .iter()
+                .filter(|r| r.sid != 8)
+                .map(|r| (r.sid, r))
+                .collect();
+            let mut matches: Vec<Match> = Vec::new();
+            for sid in 1..=8 {
+                for seq in 0..next(6) {
+                    matches.push(m(
+                        sid,
+                        seq,
+                        next(3) as i64,
+                        next(3) as i64,
+                        1 + next(2) as i64,
+                    ));
+                }
+            }
+            let mut best = Best::new();
+            for x in &matches {
+                best.offer(*x);
+            }
+            let full: Vec<(i64, u64)> = best
+                .ranked(&sessions)
+                .iter()
+                .map(|(x, _)| (x.sid, x.seq))
+                .collect();
+            let doc = |x: &Match| (x.sid << 32) | x.seq as i64;
+            matches.sort_by(|a, b| {
+                b.spans
+                    .cmp(&a.spans)
+                    .then(a.len.cmp(&b.len))
+                    .then(b.time.cmp(&a.time))
+                    .then(doc(b).cmp(&doc(a)))
+            });
+            for need in 1..=full.len() + 1 {
+                let mut prefix = Prefix::new(&sessions, need);
+                for x in &matches {
+                    if !prefix.offer(*x) {
+                        break;
+                    }
+                }
+                let got: Vec<(i64, u64)> = prefix
+                    .ranked()
+                    .iter()
+                    .map(|(x, _)| (x.sid, x.seq))
+                    .collect();
+                let want = need.min(full.len());
+                assert!(got.len() >= want, "need {need}: {got:?}");
+                assert_eq!(got[..], full[..got.len()], "need {need}");
+            }
+        }
     }
 }

@@ -1,9 +1,9 @@
 //! Snippets (spec §4.5): `makeSnippet` over `highlight()` output, in code points.
 //!
-//! Only the page's hits get a snippet. Their stored text is put, with CJK split as in the index, into a
-//! connection-local TEMP FTS5 table with the same tokenizer, and FTS5's own `highlight()` marks the
-//! matches there, so the spans are exactly the ones the index matched; the CJK separators are then
-//! stripped and the marked text cut to `snippetChars`.
+//! Only the page's hits get a snippet. `makeSnippet` reads only where the first highlight marker is, so
+//! the caller marks just that spot: the phrase's first match by the index's own tokenizer
+//! (`index::tokens`, tested against `highlight()`), on the text CJK-split as in the index, with the
+//! separators stripped afterwards.
 
 use host_api::json::is_js_whitespace;
 

@@ -1,0 +1,279 @@
+//! Materialised phrases (`index::hot`) answer exactly as the FTS5 scan does: random corpora searched
+//! through two indexes over the same sessions root, one materialising the queried phrases and one
+//! scanning, compared page by page, across appends, rewrites and deletions of logs, and live sessions
+//! added, grown and removed.
+
+use std::path::Path;
+use std::sync::Arc;
+
+use host_api::abi::wire::search::{SessionEventSearchRequest, SessionSearchRequest};
+use serde_json::json;
+
+use super::{Search, State};
+use crate::config::Config;
+use crate::corpus::testing::{corpus_and_host, header, write_log, FakeState, LogBuilder};
+use crate::corpus::Corpus;
+use crate::index::hot;
+
+struct Side {
+    state: Arc<FakeState>,
+    corpus: Corpus,
+    search: Search,
+}
+
+fn side(root: &Path, index: &Path) -> Side {
+    let (state, corpus, host) = corpus_and_host(Some(root));
+    let search = Search::open(&Config::default(), index, host).unwrap();
+    Side {
+        state,
+        corpus,
+        search,
+    }
+}
+
+fn never() -> bool {
+    false
+}
+
+impl Side {
+    /// Waits until the root's watch has reported the file system's changes (inotify reports
+    /// asynchronously) and indexes them.
+    fn settle(&self) {
+        let deadline = std::time::Instant::now() + std::time::Duration::from_secs(5);
+        while std::time::Instant::now() < deadline {
+            let pending = match &*self.search.lock() {
+                State::Open(engine) => engine.change_pending(),
+                _ => None,
+            };
+            if pending != Some(false) {
+                break;
+            }
+            std::thread::sleep(std::time::Duration::from_millis(2));
+        }
+        // Several files changed: index until the watch stays quiet, so that no page of a comparison
+        // sees a newer corpus than the page before it.
+        loop {
+            self.refresh();
+            std::thread::sleep(std::time::Duration::from_millis(50));
+            let pending = match &*self.search.lock() {
+                State::Open(engine) => engine.change_pending(),
+                _ => None,
+            };
+            if pending != Some(true) {
+                return;
+            }
+        }
+    }
+
+    fn refresh(&self) {
+        self.search
+            .refresh(&self.corpus, &never, &|_, _| {})
+            .unwrap();
+    }
+
+    /// Materialises query `q`'s phrase in this side's index.
+    fn materialise(&self, q: &str) {
+        let phrase = &super::request::query(&json!(q)).unwrap().phrase;
+        self.refresh();
+        let state = self.search.lock();
+        let State::Open(engine) = &*state else {
+            panic!("index not open")
+        };
+        let conn = engine.index.connection().unwrap();
+        if hot::phrase_id(conn, phrase).unwrap().is_none() {
+            assert!(hot::materialise(conn, phrase, 0).unwrap().is_some());
+        }
+    }
+
+    fn is_hot(&self, q: &str) -> bool {
+        let phrase = &super::request::query(&json!(q)).unwrap().phrase;
+        let state = self.search.lock();
+        let State::Open(engine) = &*state else {
+            return false;
+        };
+        hot::phrase_id(engine.index.connection().unwrap(), phrase)
+            .unwrap()
+            .is_some()
+    }
+
+    /// Every page of a cross-session search, then every page of each hit session's events.
+    fn answers(&self, q: &str, limit: u64) -> Vec<String> {
+        let mut out = Vec::new();
+        let mut ids = Vec::new();
+        let mut cursor: Option<String> = None;
+        loop {
+            let mut req = json!({"query": q, "limit": limit});
+            if let Some(c) = &cursor {
+                req["cursor"] = json!(c);
+            }
+            let req: SessionSearchRequest = serde_json::from_value(req).unwrap();
+            let page = self
+                .search
+                .search_sessions(&self.corpus, req, &never)
+                .unwrap();
+            for h in &page.items {
+                out.push(format!(
+                    "{} {} {} {} {}",
+                    h.header.id,
+                    h.best_match.seq,
+                    h.best_match.time,
+                    h.best_match.surface,
+                    h.best_match.snippet
+                ));
+                ids.push(h.header.id.clone());
+            }
+            match page.next_cursor {
+                Some(c) => cursor = Some(c),
+                None => break,
+            }
+        }
+        for id in ids {
+            let mut cursor: Option<String> = None;
+            loop {
+                let mut req = json!({"sessionId": id, "query": q, "limit": limit});
+                if let Some(c) = &cursor {
+                    req["cursor"] = json!(c);
+                }
+                let req: SessionEventSearchRequest = serde_json::from_value(req).unwrap();
+                let page = self
+                    .search
+                    .search_events(&self.corpus, req, &never)
+                    .unwrap();
+                for x in &page.items {
+                    out.push(format!("  {id} {} {} {}", x.seq, x.surface, x.snippet));
+                }
+                match page.next_cursor {
+                    Some(c) => cursor = Some(c),
+                    None => break,
+                }
+            }
+        }
+        out
+    }
+}
+
+/// A small deterministic generator (xorshift), so a failure names its seed.
+struct Rng(u64);
+
+impl Rng {
+    fn next(&mut self) -> u64 {
+        self.0 ^= self.0 << 13;
+        self.0 ^= self.0 >> 7;
+        self.0 ^= self.0 << 17;
+        self.0
+    }
+
+    fn below(&mut self, n: u64) -> u64 {
+        self.next() % n
+    }
+}
+
+// Few words and short sentences, so that sessions' best matches often tie on spans, length and time.
+const WORDS: [&str; 5] = ["error", "code", "error", "fix", "x"];
+
+fn sentence(rng: &mut Rng) -> String {
+    let n = 1 + rng.below(3);
+    (0..n)
+        .map(|_| WORDS[rng.below(WORDS.len() as u64) as usize])
+        .collect::<Vec<_>>()
+        .join(" ")
+}
+
+fn random_log(rng: &mut Rng, events: u64) -> LogBuilder {
+    let mut log = LogBuilder::new();
+    for _ in 0..events {
+        log.user(&sentence(rng));
+    }
+    log
+}
+
+const QUERIES: [&str; 3] = ["error", "error code", "code error error"];
+
+/// Compares every answer; `changed` when the root changed since the last comparison.
+fn compare(hot: &Side, scan: &Side, round: &str, changed: bool) {
+    if changed {
+        hot.settle();
+        scan.settle();
+    }
+    for q in QUERIES {
+        for limit in [1, 3, 20] {
+            let h = hot.answers(q, limit);
+            let s = scan.answers(q, limit);
+            assert_eq!(h, s, "{round}: query {q:?}, limit {limit}");
+        }
+    }
+    for q in QUERIES {
+        assert!(hot.is_hot(q), "{round}: {q:?} stays materialised");
+        assert!(
+            !scan.is_hot(q),
+            "{round}: the scanning side never materialises {q:?}"
+        );
+    }
+}
+
+#[test]
+fn materialised_phrases_answer_like_the_scan_across_changes() {
+    for seed in [7u64, 1234, 99991] {
+        let mut rng = Rng(seed);
+        let dir = tempfile::tempdir().unwrap();
+        let root = dir.path().join("sessions");
+        std::fs::create_dir_all(&root).unwrap();
+        let mut logs: Vec<(String, LogBuilder)> = (0..20)
+            .map(|i| {
+                let n = 1 + rng.below(4);
+                (
+                    format!("s{:02}", rng.below(100) * 100 + i),
+                    random_log(&mut rng, n),
+                )
+            })
+            .collect();
+        let mut paths: Vec<_> = logs
+            .iter()
+            .map(|(id, log)| write_log(&root, &header(id, 5), log))
+            .collect();
+        let hot = side(&root, &dir.path().join("hot.sqlite"));
+        let scan = side(&root, &dir.path().join("scan.sqlite"));
+        for q in QUERIES {
+            hot.materialise(q);
+        }
+        compare(&hot, &scan, &format!("seed {seed}, built"), false);
+        // Grow some logs (appends are indexed incrementally), rewrite one, delete one.
+        for (i, (id, log)) in logs.iter_mut().enumerate().take(5) {
+            for _ in 0..1 + rng.below(4) {
+                log.user(&sentence(&mut rng));
+            }
+            paths[i] = write_log(&root, &header(id, 5), log);
+        }
+        compare(&hot, &scan, &format!("seed {seed}, grown"), true);
+        let (id, _) = &logs[6];
+        let rewritten = random_log(&mut rng, 3);
+        std::fs::remove_file(&paths[6]).unwrap();
+        paths[6] = write_log(&root, &header(id, 5), &rewritten);
+        std::fs::remove_file(&paths[7]).unwrap();
+        compare(
+            &hot,
+            &scan,
+            &format!("seed {seed}, rewritten and deleted"),
+            true,
+        );
+        // Live sessions: one shadowing a disk session, one new; grown; then gone.
+        let mut shadow = random_log(&mut rng, 3);
+        let mut fresh = random_log(&mut rng, 2);
+        for side in [&hot, &scan] {
+            side.state.set_live(&header(&logs[0].0, 5), &shadow.events);
+            side.state.set_live(&header("live-only", 5), &fresh.events);
+        }
+        compare(&hot, &scan, &format!("seed {seed}, live"), false);
+        shadow.user(&sentence(&mut rng));
+        fresh.user(&sentence(&mut rng));
+        for side in [&hot, &scan] {
+            side.state.grow_live(&logs[0].0, &shadow.events);
+            side.state.grow_live("live-only", &fresh.events);
+        }
+        compare(&hot, &scan, &format!("seed {seed}, live grown"), false);
+        for side in [&hot, &scan] {
+            side.state.remove_live(&logs[0].0);
+        }
+        compare(&hot, &scan, &format!("seed {seed}, live gone"), false);
+    }
+}
