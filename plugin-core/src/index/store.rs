@@ -1,10 +1,12 @@
 //! Reading and writing the index's rows: sessions, their documents and the generation.
 //!
-//! Every write is one `BEGIN IMMEDIATE … COMMIT` transaction that also records the generation it belongs
-//! to, so a process killed at any point leaves the index as it was before or after that one step; the
-//! next search re-observes its sources and repairs the rest. A session's documents are written, replaced,
-//! extended or relabelled as a unit with its row and stamp, so a row's stamp always describes exactly the
-//! documents stored for it.
+//! Every write step records the generation it belongs to and runs inside one `BEGIN IMMEDIATE … COMMIT`
+//! transaction: its own, or a batch the caller opened ([`begin_batch`]) around several steps, so that a
+//! cold build does not pay one commit (and one FTS5 segment flush) per session. Either way a process
+//! killed at any point leaves the index as it was after the last committed step; the next search
+//! re-observes its sources and repairs the rest. A session's documents are written, replaced, extended
+//! or relabelled as a unit with its row, stamp and stored resume state, so a row's stamp always
+//! describes exactly the documents stored for it.
 
 use std::borrow::Cow;
 use std::os::unix::ffi::{OsStrExt, OsStringExt};
@@ -12,7 +14,7 @@ use std::path::PathBuf;
 
 use host_api::abi::wire::search::HitHeader;
 use host_api::surface::Label;
-use rusqlite::{params, Connection, Transaction, TransactionBehavior};
+use rusqlite::{params, Connection, OptionalExtension, Transaction, TransactionBehavior};
 
 use super::cjk;
 
@@ -125,8 +127,46 @@ fn begin(conn: &mut Connection) -> rusqlite::Result<Transaction<'_>> {
     conn.transaction_with_behavior(TransactionBehavior::Immediate)
 }
 
-fn set_generation(tx: &Transaction<'_>, generation: u64) -> rusqlite::Result<()> {
-    tx.execute("UPDATE state SET generation = ?1", [generation as i64])?;
+/// Runs one write step: inside the caller's open batch when there is one, else as its own transaction.
+/// A step that fails inside a batch leaves the batch half-written: the caller rolls it back
+/// ([`rollback_batch`]).
+fn step<T>(
+    conn: &mut Connection,
+    f: impl FnOnce(&Connection) -> rusqlite::Result<T>,
+) -> rusqlite::Result<T> {
+    if !conn.is_autocommit() {
+        return f(conn);
+    }
+    let tx = begin(conn)?;
+    let out = f(&tx)?;
+    tx.commit()?;
+    Ok(out)
+}
+
+/// Opens a batch: the write steps that follow share one transaction until [`commit_batch`].
+pub fn begin_batch(conn: &Connection) -> rusqlite::Result<()> {
+    conn.execute_batch("BEGIN IMMEDIATE")
+}
+
+/// Commits the open batch (nothing when none is open).
+pub fn commit_batch(conn: &Connection) -> rusqlite::Result<()> {
+    if conn.is_autocommit() {
+        return Ok(());
+    }
+    conn.execute_batch("COMMIT")
+}
+
+/// Rolls the open batch back (nothing when none is open): the index is as the last commit left it.
+pub fn rollback_batch(conn: &Connection) -> rusqlite::Result<()> {
+    if conn.is_autocommit() {
+        return Ok(());
+    }
+    conn.execute_batch("ROLLBACK")
+}
+
+fn set_generation(tx: &Connection, generation: u64) -> rusqlite::Result<()> {
+    tx.prepare_cached("UPDATE state SET generation = ?1")?
+        .execute([generation as i64])?;
     Ok(())
 }
 
@@ -205,7 +245,7 @@ pub fn header_from_row(r: &rusqlite::Row<'_>, first: usize) -> rusqlite::Result<
     })
 }
 
-fn delete_docs(tx: &Transaction<'_>, sid: i64) -> rusqlite::Result<()> {
+fn delete_docs(tx: &Connection, sid: i64) -> rusqlite::Result<()> {
     tx.execute(
         "DELETE FROM fts WHERE rowid IN (SELECT rowid FROM docs WHERE sid = ?1)",
         [sid],
@@ -215,7 +255,7 @@ fn delete_docs(tx: &Transaction<'_>, sid: i64) -> rusqlite::Result<()> {
 }
 
 fn insert_docs<'a>(
-    tx: &Transaction<'_>,
+    tx: &Connection,
     sid: i64,
     docs: impl IntoIterator<Item = Doc<'a>>,
 ) -> rusqlite::Result<u64> {
@@ -282,9 +322,12 @@ pub struct Replacement<'a> {
     pub stamp: &'a str,
     pub event_count: u64,
     pub title: Option<String>,
+    /// Where a later read of the log resumes (opaque to the store), stored with the row so that it
+    /// survives a restart; `None` for live rows and logs that cannot resume.
+    pub resume: Option<&'a [u8]>,
 }
 
-/// Replaces (or creates) the row for `new.key` and all its documents, in one transaction. Returns the
+/// Replaces (or creates) the row for `new.key` and all its documents, as one write step. Returns the
 /// new row id.
 pub fn replace_session<'a>(
     conn: &mut Connection,
@@ -293,21 +336,22 @@ pub fn replace_session<'a>(
     docs: impl IntoIterator<Item = Doc<'a>>,
     generation: u64,
 ) -> rusqlite::Result<i64> {
-    let tx = begin(conn)?;
-    if let Some(sid) = old_sid {
-        delete_docs(&tx, sid)?;
-        tx.execute("DELETE FROM sessions WHERE sid = ?1", [sid])?;
-    }
-    let (source, path) = match new.key {
-        RowKey::Live(_) => ("live", None),
-        RowKey::Persisted(p) => ("persisted", Some(p.as_os_str().as_bytes().to_vec())),
-    };
-    let h = new.header;
-    tx.execute(
-        "INSERT INTO sessions (source, id, path, version, created_at, cwd, parent_session, seed_length,
-             delegation_depth, agent_preset, stamp, event_count, title, generation)
-         VALUES (?1, ?2, ?3, ?4, ?5, ?6, ?7, ?8, ?9, ?10, ?11, ?12, ?13, ?14)",
-        params![
+    step(conn, |tx| {
+        if let Some(sid) = old_sid {
+            delete_docs(tx, sid)?;
+            tx.execute("DELETE FROM sessions WHERE sid = ?1", [sid])?;
+        }
+        let (source, path) = match new.key {
+            RowKey::Live(_) => ("live", None),
+            RowKey::Persisted(p) => ("persisted", Some(p.as_os_str().as_bytes().to_vec())),
+        };
+        let h = new.header;
+        tx.prepare_cached(
+            "INSERT INTO sessions (source, id, path, version, created_at, cwd, parent_session, seed_length,
+                 delegation_depth, agent_preset, stamp, event_count, title, generation, checkpoint)
+             VALUES (?1, ?2, ?3, ?4, ?5, ?6, ?7, ?8, ?9, ?10, ?11, ?12, ?13, ?14, ?15)",
+        )?
+        .execute(params![
             source,
             h.id,
             path,
@@ -321,14 +365,14 @@ pub fn replace_session<'a>(
             new.stamp,
             new.event_count as i64,
             new.title,
-            generation as i64
-        ],
-    )?;
-    let sid = tx.last_insert_rowid();
-    insert_docs(&tx, sid, docs)?;
-    set_generation(&tx, generation)?;
-    tx.commit()?;
-    Ok(sid)
+            generation as i64,
+            new.resume
+        ])?;
+        let sid = tx.last_insert_rowid();
+        insert_docs(tx, sid, docs)?;
+        set_generation(tx, generation)?;
+        Ok(sid)
+    })
 }
 
 /// What an append to an indexed session changes besides its new documents.
@@ -343,50 +387,63 @@ pub struct Extension<'a> {
     /// Documents from this seq on are dropped first: the crash closers a read had appended to a log
     /// that has since grown (the real events take their seqs).
     pub drop_from: Option<u64>,
+    /// The row's new stored resume state (see [`Replacement::resume`]); `None` clears it.
+    pub resume: Option<&'a [u8]>,
 }
 
 /// Extends a row with documents of appended events, relabels older documents, and records the new
-/// stamp, in one transaction.
+/// stamp and resume state, as one write step.
 pub fn extend_session<'a>(
     conn: &mut Connection,
     ext: &Extension<'_>,
     docs: impl IntoIterator<Item = Doc<'a>>,
     generation: u64,
 ) -> rusqlite::Result<()> {
-    let tx = begin(conn)?;
-    let sid = ext.sid;
-    if let Some(from) = ext.drop_from {
-        let (lo, hi) = rowid_range(sid);
-        let lo = doc_rowid(sid, from).unwrap_or(lo);
-        tx.execute(
-            "DELETE FROM fts WHERE rowid BETWEEN ?1 AND ?2",
-            params![lo, hi],
-        )?;
-        tx.execute(
-            "DELETE FROM docs WHERE rowid BETWEEN ?1 AND ?2",
-            params![lo, hi],
-        )?;
-    }
-    insert_docs(&tx, sid, docs)?;
-    {
-        let mut stmt =
-            tx.prepare_cached("UPDATE docs SET surface = ?3 WHERE sid = ?1 AND seq = ?2")?;
-        for (seq, label) in ext.relabel {
-            stmt.execute(params![sid, *seq as i64, label_code(*label)])?;
+    step(conn, |tx| {
+        let sid = ext.sid;
+        if let Some(from) = ext.drop_from {
+            let (lo, hi) = rowid_range(sid);
+            let lo = doc_rowid(sid, from).unwrap_or(lo);
+            tx.prepare_cached("DELETE FROM fts WHERE rowid BETWEEN ?1 AND ?2")?
+                .execute(params![lo, hi])?;
+            tx.prepare_cached("DELETE FROM docs WHERE rowid BETWEEN ?1 AND ?2")?
+                .execute(params![lo, hi])?;
         }
-    }
-    tx.execute(
-        "UPDATE sessions SET stamp = ?2, event_count = ?3, generation = ?4 WHERE sid = ?1",
-        params![sid, ext.stamp, ext.event_count as i64, generation as i64],
-    )?;
-    if let Some(title) = &ext.title {
-        tx.execute(
-            "UPDATE sessions SET title = ?2 WHERE sid = ?1",
-            params![sid, title],
-        )?;
-    }
-    set_generation(&tx, generation)?;
-    tx.commit()
+        insert_docs(tx, sid, docs)?;
+        {
+            let mut stmt = tx.prepare_cached("UPDATE docs SET surface = ?2 WHERE rowid = ?1")?;
+            for (seq, label) in ext.relabel {
+                if let Some(rowid) = doc_rowid(sid, *seq) {
+                    stmt.execute(params![rowid, label_code(*label)])?;
+                }
+            }
+        }
+        tx.prepare_cached(
+            "UPDATE sessions SET stamp = ?2, event_count = ?3, generation = ?4, checkpoint = ?5
+             WHERE sid = ?1",
+        )?
+        .execute(params![
+            sid,
+            ext.stamp,
+            ext.event_count as i64,
+            generation as i64,
+            ext.resume
+        ])?;
+        if let Some(title) = &ext.title {
+            tx.prepare_cached("UPDATE sessions SET title = ?2 WHERE sid = ?1")?
+                .execute(params![sid, title])?;
+        }
+        set_generation(tx, generation)
+    })
+}
+
+/// The resume state stored with row `sid` (see [`Replacement::resume`]), if any.
+pub fn stored_resume(conn: &Connection, sid: i64) -> rusqlite::Result<Option<Vec<u8>>> {
+    let stored: Option<Option<Vec<u8>>> = conn
+        .prepare_cached("SELECT checkpoint FROM sessions WHERE sid = ?1")?
+        .query_row([sid], |r| r.get(0))
+        .optional()?;
+    Ok(stored.flatten())
 }
 
 /// The stored labels of row `sid`'s documents with seq below `below`.
@@ -399,32 +456,30 @@ pub fn labels(conn: &Connection, sid: i64, below: u64) -> rusqlite::Result<Vec<(
     rows.collect()
 }
 
-/// Deletes row `sid` and its documents.
+/// Deletes row `sid` and its documents, as one write step.
 pub fn delete_session(conn: &mut Connection, sid: i64, generation: u64) -> rusqlite::Result<()> {
-    let tx = begin(conn)?;
-    delete_docs(&tx, sid)?;
-    tx.execute("DELETE FROM sessions WHERE sid = ?1", [sid])?;
-    set_generation(&tx, generation)?;
-    tx.commit()
+    step(conn, |tx| {
+        delete_docs(tx, sid)?;
+        tx.execute("DELETE FROM sessions WHERE sid = ?1", [sid])?;
+        set_generation(tx, generation)
+    })
 }
 
-/// Sets rows' visibility flags, in one transaction.
+/// Sets rows' visibility flags, as one write step.
 pub fn set_visibility(
     conn: &mut Connection,
     updates: &[(i64, Visibility)],
     generation: u64,
 ) -> rusqlite::Result<()> {
-    let tx = begin(conn)?;
-    {
+    step(conn, |tx| {
         let mut stmt = tx.prepare_cached(
             "UPDATE sessions SET visible = ?2, is_live = ?3, is_persisted = ?4 WHERE sid = ?1",
         )?;
         for (sid, v) in updates {
             stmt.execute(params![sid, v.visible, v.is_live, v.is_persisted])?;
         }
-    }
-    set_generation(&tx, generation)?;
-    tx.commit()
+        set_generation(tx, generation)
+    })
 }
 
 /// The number of documents of visible rows.

@@ -12,9 +12,16 @@
 //!   ([`read_changed_log`]), an unchanged broken log is not retried, and a log that left the listing
 //!   leaves the index.
 //!
-//! Each session's change is its own transaction (`index::store`), so a process killed at any point leaves
-//! rows whose stamps describe exactly their documents; the next refresh re-observes every source and
-//! repairs the rest before any search answers. All writes of one refresh carry the same new generation.
+//! Each session's change is one write step (`index::store`), and steps are committed in batches whose
+//! size doubles from one session up to [`BATCH_STEPS`] / [`BATCH_BYTES`]: a cold build pays few commits
+//! and FTS5 segment flushes, while a process killed part-way keeps at least about half of what it had
+//! done. Whatever committed, rows' stamps describe exactly their documents; the next refresh re-observes
+//! every source and repairs the rest before any search answers. All writes of one refresh carry the same
+//! new generation. A cancelled refresh commits the steps it finished; any other failure rolls the open
+//! batch back.
+//!
+//! A log's resume state (its fold and read checkpoint) is kept in memory for recent logs and stored with
+//! its row, so a log that grows after a restart is still read from where it stopped.
 //!
 //! Broken logs, broken live sessions and live/disk pairs whose headers conflict are left out and reported
 //! as [`Skipped`] (DESIGN.md deviation 2); the rest stays searchable.
@@ -32,6 +39,7 @@ use host_api::log::read::{
 };
 use host_api::log::{Compression, Event, LogError, LogErrorCode, SessionHeader};
 use host_api::surface::{Label, SurfaceFold};
+use serde::{Deserialize, Serialize};
 
 use crate::corpus::{Corpus, LoadedSession, SessionData};
 use crate::index::store::{self, Doc, Replacement, RowKey, SessionRow, Source, Visibility};
@@ -68,6 +76,88 @@ struct ResumeState {
 /// Most folded events over all kept resume states (a fold holds a few bytes per event), and most states.
 const RESUME_EVENTS: u64 = 2_000_000;
 const RESUME_STATES: usize = 20_000;
+
+/// The stored form of a resume state (borrowed, for writing).
+#[derive(Serialize)]
+struct StoredResumeRef<'a> {
+    fold: &'a SurfaceFold,
+    checkpoint: &'a ReadCheckpoint,
+}
+
+/// The stored form of a resume state.
+#[derive(Deserialize)]
+struct StoredResume {
+    fold: SurfaceFold,
+    checkpoint: ReadCheckpoint,
+}
+
+/// A resume state as stored with its row: zstd-compressed JSON (the fold's labels and node lists
+/// compress well). `None` if it cannot be encoded; the log is then read whole when it grows.
+fn encode_resume(fold: &SurfaceFold, checkpoint: &ReadCheckpoint) -> Option<Vec<u8>> {
+    let json = serde_json::to_vec(&StoredResumeRef { fold, checkpoint }).ok()?;
+    zstd::bulk::compress(&json, 1).ok()
+}
+
+/// Undoes [`encode_resume`]. A stored state that does not decode is ignored: the log is read whole,
+/// which is always correct.
+fn decode_resume(stored: &[u8]) -> Option<(SurfaceFold, ReadCheckpoint)> {
+    let json = zstd::stream::decode_all(stored).ok()?;
+    let state: StoredResume = serde_json::from_slice(&json).ok()?;
+    Some((state.fold, state.checkpoint))
+}
+
+/// The most write steps, and about the most log bytes read, one batch of a refresh commits at once.
+const BATCH_STEPS: u64 = 512;
+const BATCH_BYTES: u64 = 64 << 20;
+
+/// When a refresh commits: batches double in steps from one up to [`BATCH_STEPS`].
+struct Batching {
+    open: bool,
+    steps: u64,
+    bytes: u64,
+    limit: u64,
+}
+
+impl Batching {
+    fn new() -> Self {
+        Self {
+            open: false,
+            steps: 0,
+            bytes: 0,
+            limit: 1,
+        }
+    }
+
+    /// Opens a batch before a write step when none is open.
+    fn before(&mut self, conn: &rusqlite::Connection) -> Result<(), PluginError> {
+        if !self.open {
+            store::begin_batch(conn).map_err(index_failed)?;
+            self.open = true;
+        }
+        Ok(())
+    }
+
+    /// Counts a finished step (`bytes` read for it) and commits when the batch is full.
+    fn after(&mut self, conn: &rusqlite::Connection, bytes: u64) -> Result<(), PluginError> {
+        self.steps += 1;
+        self.bytes = self.bytes.saturating_add(bytes);
+        if self.steps >= self.limit || self.bytes >= BATCH_BYTES {
+            self.commit(conn)?;
+            self.limit = (self.limit * 2).min(BATCH_STEPS);
+        }
+        Ok(())
+    }
+
+    fn commit(&mut self, conn: &rusqlite::Connection) -> Result<(), PluginError> {
+        if self.open {
+            store::commit_batch(conn).map_err(index_failed)?;
+        }
+        self.open = false;
+        self.steps = 0;
+        self.bytes = 0;
+        Ok(())
+    }
+}
 
 /// Why a resumed read could not be written.
 enum Failure {
@@ -338,11 +428,14 @@ impl Engine {
         let mut wrote = false;
         let mut done = 0u64;
         progress(0, total);
+        let mut batching = Batching::new();
         let outcome = (|| -> Result<(), PluginError> {
             for sid in &deletes {
+                batching.before(self.conn()?)?;
                 store::delete_session(self.conn()?, *sid, generation).map_err(index_failed)?;
                 self.rows.retain(|_, r| r.sid != *sid);
                 wrote = true;
+                batching.after(self.conn()?, 0)?;
                 done += 1;
                 progress(done, total);
             }
@@ -350,7 +443,9 @@ impl Engine {
                 if cancelled() {
                     return Err(aborted());
                 }
+                batching.before(self.conn()?)?;
                 wrote |= self.index_log(listed, generation)?;
+                batching.after(self.conn()?, listed.revision.size)?;
                 done += 1;
                 progress(done, total);
             }
@@ -358,13 +453,34 @@ impl Engine {
                 if cancelled() {
                     return Err(aborted());
                 }
+                batching.before(self.conn()?)?;
                 wrote |= self.index_live(corpus, s, generation)?;
+                batching.after(self.conn()?, 0)?;
                 done += 1;
                 progress(done, total);
             }
+            batching.before(self.conn()?)?;
             wrote |= self.update_visibility(&listing, &live, generation)?;
-            Ok(())
+            batching.commit(self.conn()?)
         })();
+        let outcome = match outcome {
+            // Every step before the cancellation check finished: keep them.
+            Err(e) if e.code == ErrorCode::SessionQueryAborted => {
+                self.conn().and_then(|c| batching.commit(c)).and(Err(e))
+            }
+            Err(e) => {
+                // A step may have failed half-way: the batch goes. What memory says about it goes
+                // too (the caller reloads the rows): resume states and failures are found again.
+                if let Some(conn) = self.index.connection() {
+                    let _ = store::rollback_batch(conn);
+                }
+                self.resume.clear();
+                self.resume_events = 0;
+                self.failed.clear();
+                Err(e)
+            }
+            ok => ok,
+        };
         if wrote {
             self.generation = generation;
         }
@@ -474,7 +590,11 @@ impl Engine {
             expected_id: Some(listed.header.id.clone()),
             ..ReadOptions::default()
         };
-        if let (Some(row), Some(state)) = (&old, self.take_resume(&listed.path)) {
+        let state = match &old {
+            Some(row) => self.resume_state(row)?,
+            None => None,
+        };
+        if let (Some(row), Some(state)) = (&old, state) {
             let resumed = match LogReader::resume(&listed.path, &state.checkpoint, &opts) {
                 Ok(Resumed::Continue(reader)) => Some(reader.into_log_with_checkpoint()),
                 Ok(Resumed::ReRead(_)) => None,
@@ -531,7 +651,15 @@ impl Engine {
             live: false,
             path: Some(listed.path.clone()),
         };
-        self.write_whole(key, &session, stamp, old.map(|r| r.sid), generation)?;
+        let resume = encode_resume(&pre_closers, &checkpoint);
+        self.write_whole(
+            key,
+            &session,
+            stamp,
+            old.map(|r| r.sid),
+            resume.as_deref(),
+            generation,
+        )?;
         self.reads.whole += 1;
         self.failed.remove(&listed.path);
         self.remember_resume(&listed.path, pre_closers, checkpoint);
@@ -578,6 +706,7 @@ impl Engine {
                 path: Some(listed.path.clone()),
             })
         });
+        let resume = encode_resume(&pre_closers, &checkpoint);
         let ext = store::Extension {
             sid: row.sid,
             stamp: &stamp,
@@ -585,6 +714,7 @@ impl Engine {
             title: title.clone(),
             relabel: &relabel,
             drop_from: Some(from),
+            resume: resume.as_deref(),
         };
         let conn = self.conn().map_err(Failure::Plugin)?;
         store::extend_session(conn, &ext, docs(&events, &fold), generation)
@@ -626,6 +756,26 @@ impl Engine {
             };
             self.take_resume(&oldest);
         }
+    }
+
+    /// Where the log of `row` resumes: the state kept in memory, else the one stored with the row
+    /// (after a restart, or once memory forgot it). `None`: read it whole.
+    fn resume_state(&mut self, row: &SessionRow) -> Result<Option<ResumeState>, PluginError> {
+        let Some(path) = &row.path else {
+            return Ok(None);
+        };
+        if let Some(state) = self.take_resume(path) {
+            return Ok(Some(state));
+        }
+        let stored = store::stored_resume(self.conn()?, row.sid).map_err(index_failed)?;
+        Ok(stored
+            .as_deref()
+            .and_then(decode_resume)
+            .map(|(fold, checkpoint)| ResumeState {
+                fold,
+                checkpoint,
+                used: 0,
+            }))
     }
 
     fn take_resume(&mut self, path: &Path) -> Option<ResumeState> {
@@ -740,6 +890,7 @@ impl Engine {
                     title: title.clone(),
                     relabel: &relabel,
                     drop_from: None,
+                    resume: None,
                 };
                 store::extend_session(self.conn()?, &ext, docs, generation)
                     .map_err(index_failed)?;
@@ -754,7 +905,7 @@ impl Engine {
                 Ok(true)
             }
             old => {
-                self.write_whole(key, &session, stamp, old.map(|r| r.sid), generation)?;
+                self.write_whole(key, &session, stamp, old.map(|r| r.sid), None, generation)?;
                 Ok(true)
             }
         }
@@ -766,6 +917,7 @@ impl Engine {
         session: &LoadedSession,
         stamp: String,
         old_sid: Option<i64>,
+        resume: Option<&[u8]>,
         generation: u64,
     ) -> Result<(), PluginError> {
         let data: &SessionData = &session.data;
@@ -781,6 +933,7 @@ impl Engine {
             stamp: &stamp,
             event_count: count,
             title: title.clone(),
+            resume,
         };
         let sid = store::replace_session(
             self.conn()?,
