@@ -93,8 +93,17 @@ const COMPRESS_FROM: usize = 200;
 
 /// The stored form of a document text: a tag byte (0 plain, 1 zstd) and the bytes.
 pub fn pack_text(text: &str) -> Vec<u8> {
+    thread_local! {
+        // One compression context per thread: making one per text cost as much as compressing.
+        static COMPRESSOR: std::cell::RefCell<Option<zstd::bulk::Compressor<'static>>> =
+            std::cell::RefCell::new(zstd::bulk::Compressor::new(1).ok());
+    }
     if text.len() >= COMPRESS_FROM {
-        if let Ok(packed) = zstd::bulk::compress(text.as_bytes(), 1) {
+        let packed = COMPRESSOR.with(|c| match c.borrow_mut().as_mut() {
+            Some(c) => c.compress(text.as_bytes()).ok(),
+            None => zstd::bulk::compress(text.as_bytes(), 1).ok(),
+        });
+        if let Some(packed) = packed {
             if packed.len() + 1 < text.len() {
                 let mut out = Vec::with_capacity(packed.len() + 1);
                 out.push(1);
@@ -127,6 +136,28 @@ fn begin(conn: &mut Connection) -> rusqlite::Result<Transaction<'_>> {
     conn.transaction_with_behavior(TransactionBehavior::Immediate)
 }
 
+/// Creates this connection's queue of FTS5 rows not yet inserted (see [`flush_fts`]). Call once per
+/// connection, before any write.
+pub fn register(conn: &Connection) -> rusqlite::Result<()> {
+    conn.execute_batch(
+        "CREATE TEMP TABLE IF NOT EXISTS fts_pending (rowid INTEGER PRIMARY KEY, text TEXT NOT NULL)",
+    )
+}
+
+/// Inserts the queued FTS5 rows. Documents' FTS5 rows are queued rather than inserted one by one
+/// because every statement that needs a statement journal (an insert into `docs`, which also writes its
+/// index) makes FTS5 flush its pending terms as a new segment: inserted between documents, every
+/// document became its own segment, and merging them cost more than tokenizing. Queued, a batch's rows
+/// go in with one statement and FTS5 flushes only when its buffer fills. Runs before anything reads or
+/// deletes FTS5 rows, and before every commit.
+fn flush_fts(tx: &Connection) -> rusqlite::Result<()> {
+    tx.prepare_cached("INSERT INTO fts (rowid, text) SELECT rowid, text FROM temp.fts_pending")?
+        .execute([])?;
+    tx.prepare_cached("DELETE FROM temp.fts_pending")?
+        .execute([])?;
+    Ok(())
+}
+
 /// Runs one write step: inside the caller's open batch when there is one, else as its own transaction.
 /// A step that fails inside a batch leaves the batch half-written: the caller rolls it back
 /// ([`rollback_batch`]).
@@ -139,6 +170,7 @@ fn step<T>(
     }
     let tx = begin(conn)?;
     let out = f(&tx)?;
+    flush_fts(&tx)?;
     tx.commit()?;
     Ok(out)
 }
@@ -153,10 +185,12 @@ pub fn commit_batch(conn: &Connection) -> rusqlite::Result<()> {
     if conn.is_autocommit() {
         return Ok(());
     }
+    flush_fts(conn)?;
     conn.execute_batch("COMMIT")
 }
 
-/// Rolls the open batch back (nothing when none is open): the index is as the last commit left it.
+/// Rolls the open batch back (nothing when none is open): the index, and the queue of FTS5 rows, are
+/// as the last commit left them.
 pub fn rollback_batch(conn: &Connection) -> rusqlite::Result<()> {
     if conn.is_autocommit() {
         return Ok(());
@@ -246,6 +280,7 @@ pub fn header_from_row(r: &rusqlite::Row<'_>, first: usize) -> rusqlite::Result<
 }
 
 fn delete_docs(tx: &Connection, sid: i64) -> rusqlite::Result<()> {
+    flush_fts(tx)?;
     tx.execute(
         "DELETE FROM fts WHERE rowid IN (SELECT rowid FROM docs WHERE sid = ?1)",
         [sid],
@@ -254,19 +289,48 @@ fn delete_docs(tx: &Connection, sid: i64) -> rusqlite::Result<()> {
     Ok(())
 }
 
-fn insert_docs<'a>(
+/// A document ready to insert: sanitised, measured, packed for snippets and split for FTS5. Made by
+/// [`Doc::pack`], on any thread (a refresh packs documents where it reads logs).
+#[derive(Debug, Clone)]
+pub struct PackedDoc {
+    pub seq: u64,
+    pub kind: String,
+    pub time: i64,
+    pub label: Label,
+    /// Code points of the sanitised text.
+    len: i64,
+    stored: Vec<u8>,
+    split: String,
+}
+
+impl Doc<'_> {
+    /// The document as it is stored.
+    pub fn pack(&self) -> PackedDoc {
+        let clean = cjk::sanitize(&self.text);
+        PackedDoc {
+            seq: self.seq,
+            kind: self.kind.to_string(),
+            time: self.time,
+            label: self.label,
+            len: host_api::text::codepoint_len(&clean) as i64,
+            stored: pack_text(&clean),
+            split: cjk::split(&clean).into_owned(),
+        }
+    }
+}
+
+fn insert_docs(
     tx: &Connection,
     sid: i64,
-    docs: impl IntoIterator<Item = Doc<'a>>,
+    docs: impl IntoIterator<Item = PackedDoc>,
 ) -> rusqlite::Result<u64> {
     let mut doc_stmt = tx.prepare_cached(
         "INSERT INTO docs (rowid, sid, seq, type, time, surface, len, text) VALUES (?1, ?2, ?3, ?4, ?5, ?6, ?7, ?8)",
     )?;
-    let mut fts_stmt = tx.prepare_cached("INSERT INTO fts (rowid, text) VALUES (?1, ?2)")?;
+    let mut fts_stmt =
+        tx.prepare_cached("INSERT INTO temp.fts_pending (rowid, text) VALUES (?1, ?2)")?;
     let mut n = 0;
     for doc in docs {
-        let clean = cjk::sanitize(&doc.text);
-        let len = host_api::text::codepoint_len(&clean) as i64;
         let rowid = doc_rowid(sid, doc.seq).ok_or_else(|| {
             rusqlite::Error::ToSqlConversionFailure(
                 format!(
@@ -283,10 +347,10 @@ fn insert_docs<'a>(
             doc.kind,
             doc.time,
             label_code(doc.label),
-            len,
-            pack_text(&clean)
+            doc.len,
+            doc.stored
         ])?;
-        fts_stmt.execute(params![rowid, cjk::split(&clean).as_ref()])?;
+        fts_stmt.execute(params![rowid, doc.split])?;
         n += 1;
     }
     Ok(n)
@@ -329,11 +393,11 @@ pub struct Replacement<'a> {
 
 /// Replaces (or creates) the row for `new.key` and all its documents, as one write step. Returns the
 /// new row id.
-pub fn replace_session<'a>(
+pub fn replace_session(
     conn: &mut Connection,
     old_sid: Option<i64>,
     new: &Replacement<'_>,
-    docs: impl IntoIterator<Item = Doc<'a>>,
+    docs: impl IntoIterator<Item = PackedDoc>,
     generation: u64,
 ) -> rusqlite::Result<i64> {
     step(conn, |tx| {
@@ -393,10 +457,10 @@ pub struct Extension<'a> {
 
 /// Extends a row with documents of appended events, relabels older documents, and records the new
 /// stamp and resume state, as one write step.
-pub fn extend_session<'a>(
+pub fn extend_session(
     conn: &mut Connection,
     ext: &Extension<'_>,
-    docs: impl IntoIterator<Item = Doc<'a>>,
+    docs: impl IntoIterator<Item = PackedDoc>,
     generation: u64,
 ) -> rusqlite::Result<()> {
     step(conn, |tx| {
@@ -404,6 +468,7 @@ pub fn extend_session<'a>(
         if let Some(from) = ext.drop_from {
             let (lo, hi) = rowid_range(sid);
             let lo = doc_rowid(sid, from).unwrap_or(lo);
+            flush_fts(tx)?;
             tx.prepare_cached("DELETE FROM fts WHERE rowid BETWEEN ?1 AND ?2")?
                 .execute(params![lo, hi])?;
             tx.prepare_cached("DELETE FROM docs WHERE rowid BETWEEN ?1 AND ?2")?

@@ -9,7 +9,7 @@
 //!   named (their header and the layout's lookup for that id), or the whole root when it named a folder
 //!   or too much, or when no watch runs; each is compared by its revision (device, inode, size, mtime,
 //!   ctime); a log that grew is read from its checkpoint, any other change whole
-//!   ([`read_changed_log`]), an unchanged broken log is not retried, and a log that left the listing
+//!   ([`read_ready`]), an unchanged broken log is not retried, and a log that left the listing
 //!   leaves the index.
 //!
 //! Each session's change is one write step (`index::store`), and steps are committed in batches whose
@@ -42,7 +42,9 @@ use host_api::surface::{Label, SurfaceFold};
 use serde::{Deserialize, Serialize};
 
 use crate::corpus::{Corpus, LoadedSession, SessionData};
-use crate::index::store::{self, Doc, Replacement, RowKey, SessionRow, Source, Visibility};
+use crate::index::store::{
+    self, Doc, PackedDoc, Replacement, RowKey, SessionRow, Source, Visibility,
+};
 use crate::index::watch::{Pending, RootWatch};
 use crate::index::Index;
 use crate::reads::title_of;
@@ -218,16 +220,22 @@ pub(super) fn hit_header(h: &SessionHeader) -> HitHeader {
     }
 }
 
-/// The documents of `events` (spec §3), labelled by `fold`.
-fn docs<'a>(events: &'a [Arc<Event>], fold: &'a SurfaceFold) -> impl Iterator<Item = Doc<'a>> + 'a {
+/// The documents of `events` (spec §3), labelled by `fold`, packed.
+fn docs<'a>(
+    events: &'a [Arc<Event>],
+    fold: &'a SurfaceFold,
+) -> impl Iterator<Item = PackedDoc> + 'a {
     events.iter().filter_map(move |e| {
         let text = host_api::text::event_text(e);
-        (!text.is_empty()).then(|| Doc {
-            seq: e.seq,
-            kind: &e.kind,
-            time: e.time,
-            label: fold.label(e.seq).unwrap_or(Label::LogOnly),
-            text: text.into(),
+        (!text.is_empty()).then(|| {
+            Doc {
+                seq: e.seq,
+                kind: &e.kind,
+                time: e.time,
+                label: fold.label(e.seq).unwrap_or(Label::LogOnly),
+                text: text.into(),
+            }
+            .pack()
         })
     })
 }
@@ -439,16 +447,44 @@ impl Engine {
                 done += 1;
                 progress(done, total);
             }
-            for listed in &persisted_work {
-                if cancelled() {
-                    return Err(aborted());
+            // Logs without a row are read whole: on a second thread, ahead of the writes (a bounded
+            // queue keeps at most a few in memory); the others (resumes) here, in order.
+            let new_logs: Vec<&ListedSession> = persisted_work
+                .iter()
+                .copied()
+                .filter(|l| !self.rows.contains_key(&RowKey::Persisted(l.path.clone())))
+                .collect();
+            std::thread::scope(|scope| -> Result<(), PluginError> {
+                // Reading is most of the work: the readers take turns over the logs, and the writer
+                // takes their results in the same turns, so logs are written in listing order.
+                let readers = if new_logs.len() > 1 { READERS } else { 0 };
+                let mut queues = Vec::with_capacity(readers);
+                for turn in 0..readers {
+                    let (sender, reads) = std::sync::mpsc::sync_channel(PREFETCH);
+                    let new_logs = &new_logs;
+                    scope.spawn(move || prefetch(new_logs, turn, readers, sender));
+                    queues.push(reads);
                 }
-                batching.before(self.conn()?)?;
-                wrote |= self.index_log(listed, generation)?;
-                batching.after(self.conn()?, listed.revision.size)?;
-                done += 1;
-                progress(done, total);
-            }
+                let mut next_new = 0;
+                for listed in &persisted_work {
+                    if cancelled() {
+                        return Err(aborted());
+                    }
+                    let prefetched = (new_logs.get(next_new) == Some(listed))
+                        .then(|| {
+                            let queue = queues.get(next_new % readers.max(1));
+                            next_new += 1;
+                            queue.and_then(|q| q.recv().ok())
+                        })
+                        .flatten();
+                    batching.before(self.conn()?)?;
+                    wrote |= self.index_log(listed, prefetched, generation)?;
+                    batching.after(self.conn()?, listed.revision.size)?;
+                    done += 1;
+                    progress(done, total);
+                }
+                Ok(())
+            })?;
             for s in &live_work {
                 if cancelled() {
                     return Err(aborted());
@@ -582,14 +618,18 @@ impl Engine {
     /// since it was last read (in this process) is read from its checkpoint: only the appended bytes
     /// are read, the fold goes on from where it stopped, and the crash closers the last read appended
     /// are replaced by what really followed. Anything else is read whole.
-    fn index_log(&mut self, listed: &ListedSession, generation: u64) -> Result<bool, PluginError> {
+    ///
+    /// `prefetched` is the whole read of a log that had no row, done ahead on another thread.
+    fn index_log(
+        &mut self,
+        listed: &ListedSession,
+        prefetched: Option<WholeRead>,
+        generation: u64,
+    ) -> Result<bool, PluginError> {
         let key = RowKey::Persisted(listed.path.clone());
         let stamp = listed.revision.to_string();
         let old = self.rows.get(&key).cloned();
-        let opts = ReadOptions {
-            expected_id: Some(listed.header.id.clone()),
-            ..ReadOptions::default()
-        };
+        let opts = read_options(listed);
         let state = match &old {
             Some(row) => self.resume_state(row)?,
             None => None,
@@ -641,28 +681,31 @@ impl Engine {
                 None => {}
             }
         }
-        let read = read_changed_log(listed, &opts);
-        let (data, pre_closers, checkpoint) = match read {
-            Ok(read) => read,
+        let read = match prefetched {
+            Some(read) if old.is_none() => read,
+            _ => read_ready(listed, &opts),
+        };
+        let ready = match read {
+            Ok(ready) => ready,
             Err(e) => return self.log_failed(listed, stamp, old.map(|r| r.sid), &e, generation),
         };
-        let session = LoadedSession {
-            data,
-            live: false,
-            path: Some(listed.path.clone()),
+        let rows = Rows {
+            header: ready.header,
+            title: ready.title,
+            count: ready.count,
         };
-        let resume = encode_resume(&pre_closers, &checkpoint);
-        self.write_whole(
+        self.write_rows(
             key,
-            &session,
+            rows,
+            ready.docs,
             stamp,
             old.map(|r| r.sid),
-            resume.as_deref(),
+            ready.resume.as_deref(),
             generation,
         )?;
         self.reads.whole += 1;
         self.failed.remove(&listed.path);
-        self.remember_resume(&listed.path, pre_closers, checkpoint);
+        self.remember_resume(&listed.path, ready.pre_closers, ready.checkpoint);
         Ok(true)
     }
 
@@ -905,7 +948,7 @@ impl Engine {
                 Ok(true)
             }
             old => {
-                self.write_whole(key, &session, stamp, old.map(|r| r.sid), None, generation)?;
+                self.write_whole(key, &session, stamp, old.map(|r| r.sid), generation)?;
                 Ok(true)
             }
         }
@@ -917,16 +960,38 @@ impl Engine {
         session: &LoadedSession,
         stamp: String,
         old_sid: Option<i64>,
-        resume: Option<&[u8]>,
         generation: u64,
     ) -> Result<(), PluginError> {
         let data: &SessionData = &session.data;
         let fold = data
             .fold()
             .map_err(|e| index_failed(format!("{}: {e}", session.describe())))?;
-        let header = hit_header(data.header());
-        let title = title_json(session);
-        let count = data.events().len() as u64;
+        let rows = Rows {
+            header: hit_header(data.header()),
+            title: title_json(session),
+            count: data.events().len() as u64,
+        };
+        let docs = docs(data.events(), fold);
+        self.write_rows(key, rows, docs, stamp, old_sid, None, generation)
+    }
+
+    /// Replaces (or creates) the row for `key` and its documents, and mirrors the row.
+    #[allow(clippy::too_many_arguments)]
+    fn write_rows(
+        &mut self,
+        key: RowKey,
+        rows: Rows,
+        docs: impl IntoIterator<Item = PackedDoc>,
+        stamp: String,
+        old_sid: Option<i64>,
+        resume: Option<&[u8]>,
+        generation: u64,
+    ) -> Result<(), PluginError> {
+        let Rows {
+            header,
+            title,
+            count,
+        } = rows;
         let replacement = Replacement {
             key: &key,
             header: &header,
@@ -935,14 +1000,8 @@ impl Engine {
             title: title.clone(),
             resume,
         };
-        let sid = store::replace_session(
-            self.conn()?,
-            old_sid,
-            &replacement,
-            docs(data.events(), fold),
-            generation,
-        )
-        .map_err(index_failed)?;
+        let sid = store::replace_session(self.conn()?, old_sid, &replacement, docs, generation)
+            .map_err(index_failed)?;
         let (source, path) = match &key {
             RowKey::Live(_) => (Source::Live, None),
             RowKey::Persisted(p) => (Source::Persisted, Some(p.clone())),
@@ -1016,12 +1075,63 @@ impl Engine {
     }
 }
 
-/// Reads a log whole (DSH's `inspect()`: lenient header, crash closers): its session, the fold of its
-/// stored events alone (where a later resume goes on) and the checkpoint after them.
-fn read_changed_log(
-    listed: &ListedSession,
-    opts: &ReadOptions,
-) -> Result<(Arc<SessionData>, SurfaceFold, ReadCheckpoint), LogError> {
+/// What a row of `sessions` holds besides its key, stamp and resume state.
+struct Rows {
+    header: HitHeader,
+    title: Option<String>,
+    count: u64,
+}
+
+/// A log read whole with everything its write needs made ready: its packed documents, row, resume state
+/// (stored), and the fold of its stored events with the checkpoint after them (kept in memory). Made
+/// where the log is read, so the events themselves are freed there too.
+struct ReadyLog {
+    header: HitHeader,
+    title: Option<String>,
+    count: u64,
+    docs: Vec<PackedDoc>,
+    resume: Option<Vec<u8>>,
+    pre_closers: SurfaceFold,
+    checkpoint: ReadCheckpoint,
+}
+
+/// What a whole read of a log gives.
+type WholeRead = Result<ReadyLog, LogError>;
+
+/// How a listed log is read: it must still be the session it was listed as.
+fn read_options(listed: &ListedSession) -> ReadOptions {
+    ReadOptions {
+        expected_id: Some(listed.header.id.clone()),
+        ..ReadOptions::default()
+    }
+}
+
+/// Threads reading new logs while the refresh writes (the machine this was measured on had 2 cores:
+/// the writer keeps one about a third busy).
+const READERS: usize = 2;
+
+/// Logs each reader reads ahead of the writer, at most: each is a whole session, ready, in memory.
+const PREFETCH: usize = 2;
+
+/// Reads whole, in order, every `step`-th of `logs` from the `first`, on the calling thread, making each
+/// ready and handing it to `out`; stops when the receiver is gone (the refresh stopped).
+fn prefetch(
+    logs: &[&ListedSession],
+    first: usize,
+    step: usize,
+    out: std::sync::mpsc::SyncSender<WholeRead>,
+) {
+    for listed in logs.iter().skip(first).step_by(step.max(1)) {
+        if out.send(read_ready(listed, &read_options(listed))).is_err() {
+            return;
+        }
+    }
+}
+
+/// Reads a log whole (DSH's `inspect()`: lenient header, crash closers) and makes it ready to write. The
+/// fold runs once: over the stored events (where a later resume goes on), then on over the closers (a
+/// log that does not fold is corrupt, as DSH's inspect() constructing a Session says).
+fn read_ready(listed: &ListedSession, opts: &ReadOptions) -> WholeRead {
     let path = &listed.path;
     let (log, checkpoint) = read_log_with_checkpoint(path, opts).map_err(|e| e.at_path(path))?;
     if !log.header.compatible_with(&listed.header) {
@@ -1036,12 +1146,30 @@ fn read_changed_log(
     for event in log.stored() {
         fold.apply(event).map_err(fold_error)?;
     }
-    let pre_closers = fold.clone();
-    let data = SessionData::new(log.header, log.events.into_iter().map(Arc::new).collect());
-    // Folding again with the closers: DSH's inspect() constructs a Session, so a log that does not fold
-    // is corrupt.
-    data.fold().map_err(|e| fold_error(e.clone()))?;
-    Ok((Arc::new(data), pre_closers, checkpoint))
+    let pre_closers = (!log.closers().is_empty()).then(|| fold.clone());
+    for event in log.closers() {
+        fold.apply(event).map_err(fold_error)?;
+    }
+    let data = Arc::new(SessionData::new(
+        log.header,
+        log.events.into_iter().map(Arc::new).collect(),
+    ));
+    let docs = docs(data.events(), &fold).collect();
+    let session = LoadedSession {
+        data: data.clone(),
+        live: false,
+        path: Some(path.clone()),
+    };
+    let pre_closers = pre_closers.unwrap_or(fold);
+    Ok(ReadyLog {
+        header: hit_header(data.header()),
+        title: title_json(&session),
+        count: data.events().len() as u64,
+        docs,
+        resume: encode_resume(&pre_closers, &checkpoint),
+        pre_closers,
+        checkpoint,
+    })
 }
 
 /// A codec error without its path (the report names the path): `line N: seq S: message`.
