@@ -16,7 +16,7 @@
 //! so a session's first row in key order is its best document — and `hot_hits_doc (phrase, doc)` for
 //! deletions and within-session reads.
 
-use rusqlite::{params, Connection, Transaction};
+use rusqlite::{params, Connection};
 
 /// A phrase matching at least this many documents is materialised on its first search.
 pub const MIN_MATCHES: u64 = 1000;
@@ -76,14 +76,14 @@ pub fn materialise(conn: &Connection, phrase: &str, matched: u64) -> rusqlite::R
     Ok(Some(id))
 }
 
-fn phrases(tx: &Transaction<'_>) -> rusqlite::Result<Vec<(i64, String)>> {
+fn phrases(tx: &Connection) -> rusqlite::Result<Vec<(i64, String)>> {
     let mut stmt = tx.prepare_cached("SELECT id, phrase FROM hot_phrases")?;
     let rows = stmt.query_map([], |r| Ok((r.get(0)?, r.get(1)?)))?;
     rows.collect()
 }
 
 /// Write path: drops the rows of documents `lo..=hi` for every phrase.
-pub fn delete_range(tx: &Transaction<'_>, lo: i64, hi: i64) -> rusqlite::Result<()> {
+pub fn delete_range(tx: &Connection, lo: i64, hi: i64) -> rusqlite::Result<()> {
     let mut stmt =
         tx.prepare_cached("DELETE FROM hot_hits WHERE phrase = ?1 AND doc BETWEEN ?2 AND ?3")?;
     for (id, _) in phrases(tx)? {
@@ -94,7 +94,7 @@ pub fn delete_range(tx: &Transaction<'_>, lo: i64, hi: i64) -> rusqlite::Result<
 
 /// Write path: (re)computes the rows of documents `lo..=hi` for every phrase, after their documents
 /// were written. Rows already there for the range are replaced.
-pub fn index_range(tx: &Transaction<'_>, lo: i64, hi: i64) -> rusqlite::Result<()> {
+pub fn index_range(tx: &Connection, lo: i64, hi: i64) -> rusqlite::Result<()> {
     let list = phrases(tx)?;
     if list.is_empty() {
         return Ok(());

@@ -87,6 +87,7 @@ impl Index {
                 )),
             );
         }
+        store::register(&conn).map_err(|e| index_failed(path, e))?;
         store::drop_live_rows(&mut conn).map_err(|e| index_failed(path, e))?;
         spans::register(&conn).map_err(|e| index_failed(path, e))?;
         host.log(

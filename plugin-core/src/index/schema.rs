@@ -5,7 +5,8 @@
 //! - `state`: the cross-session generation cursors are bound to, and a random per-index secret that keys
 //!   their MAC;
 //! - `sessions`: one row per indexed source (a live session, or a log on disk), with the header columns a
-//!   hit carries, the stamp that says whether the source changed, the folded title, the row's own
+//!   hit carries, the stamp that says whether the source changed, where a grown log's read resumes
+//!   (`checkpoint`: its fold and read checkpoint, zstd JSON), the folded title, the row's own
 //!   generation, and whether it is visible to search (the live copy shadows the disk copy; a conflicting
 //!   pair is hidden);
 //! - `docs`: one row per document (an event with text, spec §3), keyed by the FTS rowid: session, seq,

@@ -1,10 +1,12 @@
 //! Reading and writing the index's rows: sessions, their documents and the generation.
 //!
-//! Every write is one `BEGIN IMMEDIATE … COMMIT` transaction that also records the generation it belongs
-//! to, so a process killed at any point leaves the index as it was before or after that one step; the
-//! next search re-observes its sources and repairs the rest. A session's documents are written, replaced,
-//! extended or relabelled as a unit with its row and stamp, so a row's stamp always describes exactly the
-//! documents stored for it.
+//! Every write step records the generation it belongs to and runs inside one `BEGIN IMMEDIATE … COMMIT`
+//! transaction: its own, or a batch the caller opened ([`begin_batch`]) around several steps, so that a
+//! cold build does not pay one commit (and one FTS5 segment flush) per session. Either way a process
+//! killed at any point leaves the index as it was after the last committed step; the next search
+//! re-observes its sources and repairs the rest. A session's documents are written, replaced, extended
+//! or relabelled as a unit with its row, stamp and stored resume state, so a row's stamp always
+//! describes exactly the documents stored for it.
 
 use std::borrow::Cow;
 use std::os::unix::ffi::{OsStrExt, OsStringExt};
@@ -12,7 +14,7 @@ use std::path::PathBuf;
 
 use host_api::abi::wire::search::HitHeader;
 use host_api::surface::Label;
-use rusqlite::{params, Connection, Transaction, TransactionBehavior};
+use rusqlite::{params, Connection, OptionalExtension, Transaction, TransactionBehavior};
 
 use super::{cjk, hot};
 
@@ -91,8 +93,17 @@ const COMPRESS_FROM: usize = 200;
 
 /// The stored form of a document text: a tag byte (0 plain, 1 zstd) and the bytes.
 pub fn pack_text(text: &str) -> Vec<u8> {
+    thread_local! {
+        // One compression context per thread: making one per text cost as much as compressing.
+        static COMPRESSOR: std::cell::RefCell<Option<zstd::bulk::Compressor<'static>>> =
+            std::cell::RefCell::new(zstd::bulk::Compressor::new(1).ok());
+    }
     if text.len() >= COMPRESS_FROM {
-        if let Ok(packed) = zstd::bulk::compress(text.as_bytes(), 1) {
+        let packed = COMPRESSOR.with(|c| match c.borrow_mut().as_mut() {
+            Some(c) => c.compress(text.as_bytes()).ok(),
+            None => zstd::bulk::compress(text.as_bytes(), 1).ok(),
+        });
+        if let Some(packed) = packed {
             if packed.len() + 1 < text.len() {
                 let mut out = Vec::with_capacity(packed.len() + 1);
                 out.push(1);
@@ -125,8 +136,90 @@ fn begin(conn: &mut Connection) -> rusqlite::Result<Transaction<'_>> {
     conn.transaction_with_behavior(TransactionBehavior::Immediate)
 }
 
-fn set_generation(tx: &Transaction<'_>, generation: u64) -> rusqlite::Result<()> {
-    tx.execute("UPDATE state SET generation = ?1", [generation as i64])?;
+/// Creates this connection's queues of FTS5 rows not yet inserted and of document ranges whose stored
+/// phrase hits are not yet computed (see [`flush_fts`]). Call once per connection, before any write.
+pub fn register(conn: &Connection) -> rusqlite::Result<()> {
+    conn.execute_batch(
+        "CREATE TEMP TABLE IF NOT EXISTS fts_pending (rowid INTEGER PRIMARY KEY, text TEXT NOT NULL);
+         CREATE TEMP TABLE IF NOT EXISTS hot_pending (lo INTEGER NOT NULL, hi INTEGER NOT NULL);",
+    )
+}
+
+/// Inserts the queued FTS5 rows. Documents' FTS5 rows are queued rather than inserted one by one
+/// because every statement that needs a statement journal (an insert into `docs`, which also writes its
+/// index) makes FTS5 flush its pending terms as a new segment: inserted between documents, every
+/// document became its own segment, and merging them cost more than tokenizing. Queued, a batch's rows
+/// go in with one statement and FTS5 flushes only when its buffer fills. Runs before anything reads or
+/// deletes FTS5 rows, and before every commit.
+fn flush_fts(tx: &Connection) -> rusqlite::Result<()> {
+    tx.prepare_cached("INSERT INTO fts (rowid, text) SELECT rowid, text FROM temp.fts_pending")?
+        .execute([])?;
+    tx.prepare_cached("DELETE FROM temp.fts_pending")?
+        .execute([])?;
+    // Stored phrase hits are computed from the FTS table, so only once the queued rows are in it.
+    let ranges: Vec<(i64, i64)> = tx
+        .prepare_cached("SELECT lo, hi FROM temp.hot_pending")?
+        .query_map([], |r| Ok((r.get(0)?, r.get(1)?)))?
+        .collect::<rusqlite::Result<_>>()?;
+    for (lo, hi) in ranges {
+        hot::index_range(tx, lo, hi)?;
+    }
+    tx.prepare_cached("DELETE FROM temp.hot_pending")?
+        .execute([])?;
+    Ok(())
+}
+
+/// Remembers that documents `lo..=hi` were written, for [`flush_fts`] to bring their stored phrase
+/// hits up to date once their FTS rows are in.
+fn queue_hot(tx: &Connection, lo: i64, hi: i64) -> rusqlite::Result<()> {
+    tx.prepare_cached("INSERT INTO temp.hot_pending (lo, hi) VALUES (?1, ?2)")?
+        .execute(params![lo, hi])?;
+    Ok(())
+}
+
+/// Runs one write step: inside the caller's open batch when there is one, else as its own transaction.
+/// A step that fails inside a batch leaves the batch half-written: the caller rolls it back
+/// ([`rollback_batch`]).
+fn step<T>(
+    conn: &mut Connection,
+    f: impl FnOnce(&Connection) -> rusqlite::Result<T>,
+) -> rusqlite::Result<T> {
+    if !conn.is_autocommit() {
+        return f(conn);
+    }
+    let tx = begin(conn)?;
+    let out = f(&tx)?;
+    flush_fts(&tx)?;
+    tx.commit()?;
+    Ok(out)
+}
+
+/// Opens a batch: the write steps that follow share one transaction until [`commit_batch`].
+pub fn begin_batch(conn: &Connection) -> rusqlite::Result<()> {
+    conn.execute_batch("BEGIN IMMEDIATE")
+}
+
+/// Commits the open batch (nothing when none is open).
+pub fn commit_batch(conn: &Connection) -> rusqlite::Result<()> {
+    if conn.is_autocommit() {
+        return Ok(());
+    }
+    flush_fts(conn)?;
+    conn.execute_batch("COMMIT")
+}
+
+/// Rolls the open batch back (nothing when none is open): the index, and the queue of FTS5 rows, are
+/// as the last commit left them.
+pub fn rollback_batch(conn: &Connection) -> rusqlite::Result<()> {
+    if conn.is_autocommit() {
+        return Ok(());
+    }
+    conn.execute_batch("ROLLBACK")
+}
+
+fn set_generation(tx: &Connection, generation: u64) -> rusqlite::Result<()> {
+    tx.prepare_cached("UPDATE state SET generation = ?1")?
+        .execute([generation as i64])?;
     Ok(())
 }
 
@@ -205,7 +298,8 @@ pub fn header_from_row(r: &rusqlite::Row<'_>, first: usize) -> rusqlite::Result<
     })
 }
 
-fn delete_docs(tx: &Transaction<'_>, sid: i64) -> rusqlite::Result<()> {
+fn delete_docs(tx: &Connection, sid: i64) -> rusqlite::Result<()> {
+    flush_fts(tx)?;
     tx.execute(
         "DELETE FROM fts WHERE rowid IN (SELECT rowid FROM docs WHERE sid = ?1)",
         [sid],
@@ -216,19 +310,48 @@ fn delete_docs(tx: &Transaction<'_>, sid: i64) -> rusqlite::Result<()> {
     Ok(())
 }
 
-fn insert_docs<'a>(
-    tx: &Transaction<'_>,
+/// A document ready to insert: sanitised, measured, packed for snippets and split for FTS5. Made by
+/// [`Doc::pack`], on any thread (a refresh packs documents where it reads logs).
+#[derive(Debug, Clone)]
+pub struct PackedDoc {
+    pub seq: u64,
+    pub kind: String,
+    pub time: i64,
+    pub label: Label,
+    /// Code points of the sanitised text.
+    len: i64,
+    stored: Vec<u8>,
+    split: String,
+}
+
+impl Doc<'_> {
+    /// The document as it is stored.
+    pub fn pack(&self) -> PackedDoc {
+        let clean = cjk::sanitize(&self.text);
+        PackedDoc {
+            seq: self.seq,
+            kind: self.kind.to_string(),
+            time: self.time,
+            label: self.label,
+            len: host_api::text::codepoint_len(&clean) as i64,
+            stored: pack_text(&clean),
+            split: cjk::split(&clean).into_owned(),
+        }
+    }
+}
+
+fn insert_docs(
+    tx: &Connection,
     sid: i64,
-    docs: impl IntoIterator<Item = Doc<'a>>,
+    docs: impl IntoIterator<Item = PackedDoc>,
 ) -> rusqlite::Result<u64> {
     let mut doc_stmt = tx.prepare_cached(
         "INSERT INTO docs (rowid, sid, seq, type, time, surface, len, text) VALUES (?1, ?2, ?3, ?4, ?5, ?6, ?7, ?8)",
     )?;
-    let mut fts_stmt = tx.prepare_cached("INSERT INTO fts (rowid, text) VALUES (?1, ?2)")?;
+    let mut fts_stmt =
+        tx.prepare_cached("INSERT INTO temp.fts_pending (rowid, text) VALUES (?1, ?2)")?;
     let mut n = 0;
     for doc in docs {
-        let clean = cjk::sanitize(&doc.text);
-        let len = host_api::text::codepoint_len(&clean) as i64;
         let rowid = doc_rowid(sid, doc.seq).ok_or_else(|| {
             rusqlite::Error::ToSqlConversionFailure(
                 format!(
@@ -245,10 +368,10 @@ fn insert_docs<'a>(
             doc.kind,
             doc.time,
             label_code(doc.label),
-            len,
-            pack_text(&clean)
+            doc.len,
+            doc.stored
         ])?;
-        fts_stmt.execute(params![rowid, cjk::split(&clean).as_ref()])?;
+        fts_stmt.execute(params![rowid, doc.split])?;
         n += 1;
     }
     Ok(n)
@@ -284,32 +407,36 @@ pub struct Replacement<'a> {
     pub stamp: &'a str,
     pub event_count: u64,
     pub title: Option<String>,
+    /// Where a later read of the log resumes (opaque to the store), stored with the row so that it
+    /// survives a restart; `None` for live rows and logs that cannot resume.
+    pub resume: Option<&'a [u8]>,
 }
 
-/// Replaces (or creates) the row for `new.key` and all its documents, in one transaction. Returns the
+/// Replaces (or creates) the row for `new.key` and all its documents, as one write step. Returns the
 /// new row id.
-pub fn replace_session<'a>(
+pub fn replace_session(
     conn: &mut Connection,
     old_sid: Option<i64>,
     new: &Replacement<'_>,
-    docs: impl IntoIterator<Item = Doc<'a>>,
+    docs: impl IntoIterator<Item = PackedDoc>,
     generation: u64,
 ) -> rusqlite::Result<i64> {
-    let tx = begin(conn)?;
-    if let Some(sid) = old_sid {
-        delete_docs(&tx, sid)?;
-        tx.execute("DELETE FROM sessions WHERE sid = ?1", [sid])?;
-    }
-    let (source, path) = match new.key {
-        RowKey::Live(_) => ("live", None),
-        RowKey::Persisted(p) => ("persisted", Some(p.as_os_str().as_bytes().to_vec())),
-    };
-    let h = new.header;
-    tx.execute(
-        "INSERT INTO sessions (source, id, path, version, created_at, cwd, parent_session, seed_length,
-             delegation_depth, agent_preset, stamp, event_count, title, generation)
-         VALUES (?1, ?2, ?3, ?4, ?5, ?6, ?7, ?8, ?9, ?10, ?11, ?12, ?13, ?14)",
-        params![
+    step(conn, |tx| {
+        if let Some(sid) = old_sid {
+            delete_docs(tx, sid)?;
+            tx.execute("DELETE FROM sessions WHERE sid = ?1", [sid])?;
+        }
+        let (source, path) = match new.key {
+            RowKey::Live(_) => ("live", None),
+            RowKey::Persisted(p) => ("persisted", Some(p.as_os_str().as_bytes().to_vec())),
+        };
+        let h = new.header;
+        tx.prepare_cached(
+            "INSERT INTO sessions (source, id, path, version, created_at, cwd, parent_session, seed_length,
+                 delegation_depth, agent_preset, stamp, event_count, title, generation, checkpoint)
+             VALUES (?1, ?2, ?3, ?4, ?5, ?6, ?7, ?8, ?9, ?10, ?11, ?12, ?13, ?14, ?15)",
+        )?
+        .execute(params![
             source,
             h.id,
             path,
@@ -323,16 +450,16 @@ pub fn replace_session<'a>(
             new.stamp,
             new.event_count as i64,
             new.title,
-            generation as i64
-        ],
-    )?;
-    let sid = tx.last_insert_rowid();
-    insert_docs(&tx, sid, docs)?;
-    let (lo, hi) = rowid_range(sid);
-    hot::index_range(&tx, lo, hi)?;
-    set_generation(&tx, generation)?;
-    tx.commit()?;
-    Ok(sid)
+            generation as i64,
+            new.resume
+        ])?;
+        let sid = tx.last_insert_rowid();
+        insert_docs(tx, sid, docs)?;
+        let (lo, hi) = rowid_range(sid);
+        queue_hot(tx, lo, hi)?;
+        set_generation(tx, generation)?;
+        Ok(sid)
+    })
 }
 
 /// What an append to an indexed session changes besides its new documents.
@@ -347,63 +474,77 @@ pub struct Extension<'a> {
     /// Documents from this seq on are dropped first: the crash closers a read had appended to a log
     /// that has since grown (the real events take their seqs).
     pub drop_from: Option<u64>,
+    /// The row's new stored resume state (see [`Replacement::resume`]); `None` clears it.
+    pub resume: Option<&'a [u8]>,
 }
 
 /// Extends a row with documents of appended events, relabels older documents, and records the new
-/// stamp, in one transaction.
-pub fn extend_session<'a>(
+/// stamp and resume state, as one write step.
+pub fn extend_session(
     conn: &mut Connection,
     ext: &Extension<'_>,
-    docs: impl IntoIterator<Item = Doc<'a>>,
+    docs: impl IntoIterator<Item = PackedDoc>,
     generation: u64,
 ) -> rusqlite::Result<()> {
-    let tx = begin(conn)?;
-    let sid = ext.sid;
-    if let Some(from) = ext.drop_from {
-        let (lo, hi) = rowid_range(sid);
-        let lo = doc_rowid(sid, from).unwrap_or(lo);
-        tx.execute(
-            "DELETE FROM fts WHERE rowid BETWEEN ?1 AND ?2",
-            params![lo, hi],
-        )?;
-        tx.execute(
-            "DELETE FROM docs WHERE rowid BETWEEN ?1 AND ?2",
-            params![lo, hi],
-        )?;
-    }
-    // Hot rows follow the documents: from the first dropped or new seq to the session's end.
-    let mut first_new: Option<u64> = None;
-    let docs = docs.into_iter().inspect(|d| {
-        first_new = Some(first_new.map_or(d.seq, |f| f.min(d.seq)));
-    });
-    insert_docs(&tx, sid, docs)?;
-    let hot_from = match (ext.drop_from, first_new) {
-        (Some(a), Some(b)) => Some(a.min(b)),
-        (a, b) => a.or(b),
-    };
-    if let Some(from) = hot_from {
-        let (lo, hi) = rowid_range(sid);
-        hot::index_range(&tx, doc_rowid(sid, from).unwrap_or(lo), hi)?;
-    }
-    {
-        let mut stmt =
-            tx.prepare_cached("UPDATE docs SET surface = ?3 WHERE sid = ?1 AND seq = ?2")?;
-        for (seq, label) in ext.relabel {
-            stmt.execute(params![sid, *seq as i64, label_code(*label)])?;
+    step(conn, |tx| {
+        let sid = ext.sid;
+        if let Some(from) = ext.drop_from {
+            let (lo, hi) = rowid_range(sid);
+            let lo = doc_rowid(sid, from).unwrap_or(lo);
+            flush_fts(tx)?;
+            tx.prepare_cached("DELETE FROM fts WHERE rowid BETWEEN ?1 AND ?2")?
+                .execute(params![lo, hi])?;
+            tx.prepare_cached("DELETE FROM docs WHERE rowid BETWEEN ?1 AND ?2")?
+                .execute(params![lo, hi])?;
         }
-    }
-    tx.execute(
-        "UPDATE sessions SET stamp = ?2, event_count = ?3, generation = ?4 WHERE sid = ?1",
-        params![sid, ext.stamp, ext.event_count as i64, generation as i64],
-    )?;
-    if let Some(title) = &ext.title {
-        tx.execute(
-            "UPDATE sessions SET title = ?2 WHERE sid = ?1",
-            params![sid, title],
-        )?;
-    }
-    set_generation(&tx, generation)?;
-    tx.commit()
+        // Stored phrase hits follow the documents: from the first dropped or new seq to the session's end.
+        let mut first_new: Option<u64> = None;
+        let docs = docs.into_iter().inspect(|d| {
+            first_new = Some(first_new.map_or(d.seq, |f| f.min(d.seq)));
+        });
+        insert_docs(tx, sid, docs)?;
+        let hot_from = match (ext.drop_from, first_new) {
+            (Some(a), Some(b)) => Some(a.min(b)),
+            (a, b) => a.or(b),
+        };
+        if let Some(from) = hot_from {
+            let (lo, hi) = rowid_range(sid);
+            queue_hot(tx, doc_rowid(sid, from).unwrap_or(lo), hi)?;
+        }
+        {
+            let mut stmt = tx.prepare_cached("UPDATE docs SET surface = ?2 WHERE rowid = ?1")?;
+            for (seq, label) in ext.relabel {
+                if let Some(rowid) = doc_rowid(sid, *seq) {
+                    stmt.execute(params![rowid, label_code(*label)])?;
+                }
+            }
+        }
+        tx.prepare_cached(
+            "UPDATE sessions SET stamp = ?2, event_count = ?3, generation = ?4, checkpoint = ?5
+             WHERE sid = ?1",
+        )?
+        .execute(params![
+            sid,
+            ext.stamp,
+            ext.event_count as i64,
+            generation as i64,
+            ext.resume
+        ])?;
+        if let Some(title) = &ext.title {
+            tx.prepare_cached("UPDATE sessions SET title = ?2 WHERE sid = ?1")?
+                .execute(params![sid, title])?;
+        }
+        set_generation(tx, generation)
+    })
+}
+
+/// The resume state stored with row `sid` (see [`Replacement::resume`]), if any.
+pub fn stored_resume(conn: &Connection, sid: i64) -> rusqlite::Result<Option<Vec<u8>>> {
+    let stored: Option<Option<Vec<u8>>> = conn
+        .prepare_cached("SELECT checkpoint FROM sessions WHERE sid = ?1")?
+        .query_row([sid], |r| r.get(0))
+        .optional()?;
+    Ok(stored.flatten())
 }
 
 /// The stored labels of row `sid`'s documents with seq below `below`.
@@ -416,32 +557,30 @@ pub fn labels(conn: &Connection, sid: i64, below: u64) -> rusqlite::Result<Vec<(
     rows.collect()
 }
 
-/// Deletes row `sid` and its documents.
+/// Deletes row `sid` and its documents, as one write step.
 pub fn delete_session(conn: &mut Connection, sid: i64, generation: u64) -> rusqlite::Result<()> {
-    let tx = begin(conn)?;
-    delete_docs(&tx, sid)?;
-    tx.execute("DELETE FROM sessions WHERE sid = ?1", [sid])?;
-    set_generation(&tx, generation)?;
-    tx.commit()
+    step(conn, |tx| {
+        delete_docs(tx, sid)?;
+        tx.execute("DELETE FROM sessions WHERE sid = ?1", [sid])?;
+        set_generation(tx, generation)
+    })
 }
 
-/// Sets rows' visibility flags, in one transaction.
+/// Sets rows' visibility flags, as one write step.
 pub fn set_visibility(
     conn: &mut Connection,
     updates: &[(i64, Visibility)],
     generation: u64,
 ) -> rusqlite::Result<()> {
-    let tx = begin(conn)?;
-    {
+    step(conn, |tx| {
         let mut stmt = tx.prepare_cached(
             "UPDATE sessions SET visible = ?2, is_live = ?3, is_persisted = ?4 WHERE sid = ?1",
         )?;
         for (sid, v) in updates {
             stmt.execute(params![sid, v.visible, v.is_live, v.is_persisted])?;
         }
-    }
-    set_generation(&tx, generation)?;
-    tx.commit()
+        set_generation(tx, generation)
+    })
 }
 
 /// The number of documents of visible rows.

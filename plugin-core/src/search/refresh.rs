@@ -9,12 +9,19 @@
 //!   named (their header and the layout's lookup for that id), or the whole root when it named a folder
 //!   or too much, or when no watch runs; each is compared by its revision (device, inode, size, mtime,
 //!   ctime); a log that grew is read from its checkpoint, any other change whole
-//!   ([`read_changed_log`]), an unchanged broken log is not retried, and a log that left the listing
+//!   ([`read_ready`]), an unchanged broken log is not retried, and a log that left the listing
 //!   leaves the index.
 //!
-//! Each session's change is its own transaction (`index::store`), so a process killed at any point leaves
-//! rows whose stamps describe exactly their documents; the next refresh re-observes every source and
-//! repairs the rest before any search answers. All writes of one refresh carry the same new generation.
+//! Each session's change is one write step (`index::store`), and steps are committed in batches whose
+//! size doubles from one session up to [`BATCH_STEPS`] / [`BATCH_BYTES`]: a cold build pays few commits
+//! and FTS5 segment flushes, while a process killed part-way keeps at least about half of what it had
+//! done. Whatever committed, rows' stamps describe exactly their documents; the next refresh re-observes
+//! every source and repairs the rest before any search answers. All writes of one refresh carry the same
+//! new generation. A cancelled refresh commits the steps it finished; any other failure rolls the open
+//! batch back.
+//!
+//! A log's resume state (its fold and read checkpoint) is kept in memory for recent logs and stored with
+//! its row, so a log that grows after a restart is still read from where it stopped.
 //!
 //! Broken logs, broken live sessions and live/disk pairs whose headers conflict are left out and reported
 //! as [`Skipped`] (DESIGN.md deviation 2); the rest stays searchable.
@@ -32,9 +39,12 @@ use host_api::log::read::{
 };
 use host_api::log::{Compression, Event, LogError, LogErrorCode, SessionHeader};
 use host_api::surface::{Label, SurfaceFold};
+use serde::{Deserialize, Serialize};
 
 use crate::corpus::{Corpus, LoadedSession, SessionData};
-use crate::index::store::{self, Doc, Replacement, RowKey, SessionRow, Source, Visibility};
+use crate::index::store::{
+    self, Doc, PackedDoc, Replacement, RowKey, SessionRow, Source, Visibility,
+};
 use crate::index::watch::{Pending, RootWatch};
 use crate::index::Index;
 use crate::reads::title_of;
@@ -68,6 +78,88 @@ struct ResumeState {
 /// Most folded events over all kept resume states (a fold holds a few bytes per event), and most states.
 const RESUME_EVENTS: u64 = 2_000_000;
 const RESUME_STATES: usize = 20_000;
+
+/// The stored form of a resume state (borrowed, for writing).
+#[derive(Serialize)]
+struct StoredResumeRef<'a> {
+    fold: &'a SurfaceFold,
+    checkpoint: &'a ReadCheckpoint,
+}
+
+/// The stored form of a resume state.
+#[derive(Deserialize)]
+struct StoredResume {
+    fold: SurfaceFold,
+    checkpoint: ReadCheckpoint,
+}
+
+/// A resume state as stored with its row: zstd-compressed JSON (the fold's labels and node lists
+/// compress well). `None` if it cannot be encoded; the log is then read whole when it grows.
+fn encode_resume(fold: &SurfaceFold, checkpoint: &ReadCheckpoint) -> Option<Vec<u8>> {
+    let json = serde_json::to_vec(&StoredResumeRef { fold, checkpoint }).ok()?;
+    zstd::bulk::compress(&json, 1).ok()
+}
+
+/// Undoes [`encode_resume`]. A stored state that does not decode is ignored: the log is read whole,
+/// which is always correct.
+fn decode_resume(stored: &[u8]) -> Option<(SurfaceFold, ReadCheckpoint)> {
+    let json = zstd::stream::decode_all(stored).ok()?;
+    let state: StoredResume = serde_json::from_slice(&json).ok()?;
+    Some((state.fold, state.checkpoint))
+}
+
+/// The most write steps, and about the most log bytes read, one batch of a refresh commits at once.
+const BATCH_STEPS: u64 = 512;
+const BATCH_BYTES: u64 = 64 << 20;
+
+/// When a refresh commits: batches double in steps from one up to [`BATCH_STEPS`].
+struct Batching {
+    open: bool,
+    steps: u64,
+    bytes: u64,
+    limit: u64,
+}
+
+impl Batching {
+    fn new() -> Self {
+        Self {
+            open: false,
+            steps: 0,
+            bytes: 0,
+            limit: 1,
+        }
+    }
+
+    /// Opens a batch before a write step when none is open.
+    fn before(&mut self, conn: &rusqlite::Connection) -> Result<(), PluginError> {
+        if !self.open {
+            store::begin_batch(conn).map_err(index_failed)?;
+            self.open = true;
+        }
+        Ok(())
+    }
+
+    /// Counts a finished step (`bytes` read for it) and commits when the batch is full.
+    fn after(&mut self, conn: &rusqlite::Connection, bytes: u64) -> Result<(), PluginError> {
+        self.steps += 1;
+        self.bytes = self.bytes.saturating_add(bytes);
+        if self.steps >= self.limit || self.bytes >= BATCH_BYTES {
+            self.commit(conn)?;
+            self.limit = (self.limit * 2).min(BATCH_STEPS);
+        }
+        Ok(())
+    }
+
+    fn commit(&mut self, conn: &rusqlite::Connection) -> Result<(), PluginError> {
+        if self.open {
+            store::commit_batch(conn).map_err(index_failed)?;
+        }
+        self.open = false;
+        self.steps = 0;
+        self.bytes = 0;
+        Ok(())
+    }
+}
 
 /// Why a resumed read could not be written.
 enum Failure {
@@ -128,16 +220,22 @@ pub(super) fn hit_header(h: &SessionHeader) -> HitHeader {
     }
 }
 
-/// The documents of `events` (spec §3), labelled by `fold`.
-fn docs<'a>(events: &'a [Arc<Event>], fold: &'a SurfaceFold) -> impl Iterator<Item = Doc<'a>> + 'a {
+/// The documents of `events` (spec §3), labelled by `fold`, packed.
+fn docs<'a>(
+    events: &'a [Arc<Event>],
+    fold: &'a SurfaceFold,
+) -> impl Iterator<Item = PackedDoc> + 'a {
     events.iter().filter_map(move |e| {
         let text = host_api::text::event_text(e);
-        (!text.is_empty()).then(|| Doc {
-            seq: e.seq,
-            kind: &e.kind,
-            time: e.time,
-            label: fold.label(e.seq).unwrap_or(Label::LogOnly),
-            text: text.into(),
+        (!text.is_empty()).then(|| {
+            Doc {
+                seq: e.seq,
+                kind: &e.kind,
+                time: e.time,
+                label: fold.label(e.seq).unwrap_or(Label::LogOnly),
+                text: text.into(),
+            }
+            .pack()
         })
     })
 }
@@ -338,33 +436,87 @@ impl Engine {
         let mut wrote = false;
         let mut done = 0u64;
         progress(0, total);
+        let mut batching = Batching::new();
         let outcome = (|| -> Result<(), PluginError> {
             for sid in &deletes {
+                batching.before(self.conn()?)?;
                 store::delete_session(self.conn()?, *sid, generation).map_err(index_failed)?;
                 self.rows.retain(|_, r| r.sid != *sid);
                 wrote = true;
+                batching.after(self.conn()?, 0)?;
                 done += 1;
                 progress(done, total);
             }
-            for listed in &persisted_work {
-                if cancelled() {
-                    return Err(aborted());
+            // Logs without a row are read whole: on a second thread, ahead of the writes (a bounded
+            // queue keeps at most a few in memory); the others (resumes) here, in order.
+            let new_logs: Vec<&ListedSession> = persisted_work
+                .iter()
+                .copied()
+                .filter(|l| !self.rows.contains_key(&RowKey::Persisted(l.path.clone())))
+                .collect();
+            std::thread::scope(|scope| -> Result<(), PluginError> {
+                // Reading is most of the work: the readers take turns over the logs, and the writer
+                // takes their results in the same turns, so logs are written in listing order.
+                let readers = if new_logs.len() > 1 { READERS } else { 0 };
+                let mut queues = Vec::with_capacity(readers);
+                for turn in 0..readers {
+                    let (sender, reads) = std::sync::mpsc::sync_channel(PREFETCH);
+                    let new_logs = &new_logs;
+                    scope.spawn(move || prefetch(new_logs, turn, readers, sender));
+                    queues.push(reads);
                 }
-                wrote |= self.index_log(listed, generation)?;
-                done += 1;
-                progress(done, total);
-            }
+                let mut next_new = 0;
+                for listed in &persisted_work {
+                    if cancelled() {
+                        return Err(aborted());
+                    }
+                    let prefetched = (new_logs.get(next_new) == Some(listed))
+                        .then(|| {
+                            let queue = queues.get(next_new % readers.max(1));
+                            next_new += 1;
+                            queue.and_then(|q| q.recv().ok())
+                        })
+                        .flatten();
+                    batching.before(self.conn()?)?;
+                    wrote |= self.index_log(listed, prefetched, generation)?;
+                    batching.after(self.conn()?, listed.revision.size)?;
+                    done += 1;
+                    progress(done, total);
+                }
+                Ok(())
+            })?;
             for s in &live_work {
                 if cancelled() {
                     return Err(aborted());
                 }
+                batching.before(self.conn()?)?;
                 wrote |= self.index_live(corpus, s, generation)?;
+                batching.after(self.conn()?, 0)?;
                 done += 1;
                 progress(done, total);
             }
+            batching.before(self.conn()?)?;
             wrote |= self.update_visibility(&listing, &live, generation)?;
-            Ok(())
+            batching.commit(self.conn()?)
         })();
+        let outcome = match outcome {
+            // Every step before the cancellation check finished: keep them.
+            Err(e) if e.code == ErrorCode::SessionQueryAborted => {
+                self.conn().and_then(|c| batching.commit(c)).and(Err(e))
+            }
+            Err(e) => {
+                // A step may have failed half-way: the batch goes. What memory says about it goes
+                // too (the caller reloads the rows): resume states and failures are found again.
+                if let Some(conn) = self.index.connection() {
+                    let _ = store::rollback_batch(conn);
+                }
+                self.resume.clear();
+                self.resume_events = 0;
+                self.failed.clear();
+                Err(e)
+            }
+            ok => ok,
+        };
         if wrote {
             self.generation = generation;
         }
@@ -466,15 +618,23 @@ impl Engine {
     /// since it was last read (in this process) is read from its checkpoint: only the appended bytes
     /// are read, the fold goes on from where it stopped, and the crash closers the last read appended
     /// are replaced by what really followed. Anything else is read whole.
-    fn index_log(&mut self, listed: &ListedSession, generation: u64) -> Result<bool, PluginError> {
+    ///
+    /// `prefetched` is the whole read of a log that had no row, done ahead on another thread.
+    fn index_log(
+        &mut self,
+        listed: &ListedSession,
+        prefetched: Option<WholeRead>,
+        generation: u64,
+    ) -> Result<bool, PluginError> {
         let key = RowKey::Persisted(listed.path.clone());
         let stamp = listed.revision.to_string();
         let old = self.rows.get(&key).cloned();
-        let opts = ReadOptions {
-            expected_id: Some(listed.header.id.clone()),
-            ..ReadOptions::default()
+        let opts = read_options(listed);
+        let state = match &old {
+            Some(row) => self.resume_state(row)?,
+            None => None,
         };
-        if let (Some(row), Some(state)) = (&old, self.take_resume(&listed.path)) {
+        if let (Some(row), Some(state)) = (&old, state) {
             let resumed = match LogReader::resume(&listed.path, &state.checkpoint, &opts) {
                 Ok(Resumed::Continue(reader)) => Some(reader.into_log_with_checkpoint()),
                 Ok(Resumed::ReRead(_)) => None,
@@ -521,20 +681,31 @@ impl Engine {
                 None => {}
             }
         }
-        let read = read_changed_log(listed, &opts);
-        let (data, pre_closers, checkpoint) = match read {
-            Ok(read) => read,
+        let read = match prefetched {
+            Some(read) if old.is_none() => read,
+            _ => read_ready(listed, &opts),
+        };
+        let ready = match read {
+            Ok(ready) => ready,
             Err(e) => return self.log_failed(listed, stamp, old.map(|r| r.sid), &e, generation),
         };
-        let session = LoadedSession {
-            data,
-            live: false,
-            path: Some(listed.path.clone()),
+        let rows = Rows {
+            header: ready.header,
+            title: ready.title,
+            count: ready.count,
         };
-        self.write_whole(key, &session, stamp, old.map(|r| r.sid), generation)?;
+        self.write_rows(
+            key,
+            rows,
+            ready.docs,
+            stamp,
+            old.map(|r| r.sid),
+            ready.resume.as_deref(),
+            generation,
+        )?;
         self.reads.whole += 1;
         self.failed.remove(&listed.path);
-        self.remember_resume(&listed.path, pre_closers, checkpoint);
+        self.remember_resume(&listed.path, ready.pre_closers, ready.checkpoint);
         Ok(true)
     }
 
@@ -578,6 +749,7 @@ impl Engine {
                 path: Some(listed.path.clone()),
             })
         });
+        let resume = encode_resume(&pre_closers, &checkpoint);
         let ext = store::Extension {
             sid: row.sid,
             stamp: &stamp,
@@ -585,6 +757,7 @@ impl Engine {
             title: title.clone(),
             relabel: &relabel,
             drop_from: Some(from),
+            resume: resume.as_deref(),
         };
         let conn = self.conn().map_err(Failure::Plugin)?;
         store::extend_session(conn, &ext, docs(&events, &fold), generation)
@@ -626,6 +799,26 @@ impl Engine {
             };
             self.take_resume(&oldest);
         }
+    }
+
+    /// Where the log of `row` resumes: the state kept in memory, else the one stored with the row
+    /// (after a restart, or once memory forgot it). `None`: read it whole.
+    fn resume_state(&mut self, row: &SessionRow) -> Result<Option<ResumeState>, PluginError> {
+        let Some(path) = &row.path else {
+            return Ok(None);
+        };
+        if let Some(state) = self.take_resume(path) {
+            return Ok(Some(state));
+        }
+        let stored = store::stored_resume(self.conn()?, row.sid).map_err(index_failed)?;
+        Ok(stored
+            .as_deref()
+            .and_then(decode_resume)
+            .map(|(fold, checkpoint)| ResumeState {
+                fold,
+                checkpoint,
+                used: 0,
+            }))
     }
 
     fn take_resume(&mut self, path: &Path) -> Option<ResumeState> {
@@ -740,6 +933,7 @@ impl Engine {
                     title: title.clone(),
                     relabel: &relabel,
                     drop_from: None,
+                    resume: None,
                 };
                 store::extend_session(self.conn()?, &ext, docs, generation)
                     .map_err(index_failed)?;
@@ -772,24 +966,42 @@ impl Engine {
         let fold = data
             .fold()
             .map_err(|e| index_failed(format!("{}: {e}", session.describe())))?;
-        let header = hit_header(data.header());
-        let title = title_json(session);
-        let count = data.events().len() as u64;
+        let rows = Rows {
+            header: hit_header(data.header()),
+            title: title_json(session),
+            count: data.events().len() as u64,
+        };
+        let docs = docs(data.events(), fold);
+        self.write_rows(key, rows, docs, stamp, old_sid, None, generation)
+    }
+
+    /// Replaces (or creates) the row for `key` and its documents, and mirrors the row.
+    #[allow(clippy::too_many_arguments)]
+    fn write_rows(
+        &mut self,
+        key: RowKey,
+        rows: Rows,
+        docs: impl IntoIterator<Item = PackedDoc>,
+        stamp: String,
+        old_sid: Option<i64>,
+        resume: Option<&[u8]>,
+        generation: u64,
+    ) -> Result<(), PluginError> {
+        let Rows {
+            header,
+            title,
+            count,
+        } = rows;
         let replacement = Replacement {
             key: &key,
             header: &header,
             stamp: &stamp,
             event_count: count,
             title: title.clone(),
+            resume,
         };
-        let sid = store::replace_session(
-            self.conn()?,
-            old_sid,
-            &replacement,
-            docs(data.events(), fold),
-            generation,
-        )
-        .map_err(index_failed)?;
+        let sid = store::replace_session(self.conn()?, old_sid, &replacement, docs, generation)
+            .map_err(index_failed)?;
         let (source, path) = match &key {
             RowKey::Live(_) => (Source::Live, None),
             RowKey::Persisted(p) => (Source::Persisted, Some(p.clone())),
@@ -863,12 +1075,63 @@ impl Engine {
     }
 }
 
-/// Reads a log whole (DSH's `inspect()`: lenient header, crash closers): its session, the fold of its
-/// stored events alone (where a later resume goes on) and the checkpoint after them.
-fn read_changed_log(
-    listed: &ListedSession,
-    opts: &ReadOptions,
-) -> Result<(Arc<SessionData>, SurfaceFold, ReadCheckpoint), LogError> {
+/// What a row of `sessions` holds besides its key, stamp and resume state.
+struct Rows {
+    header: HitHeader,
+    title: Option<String>,
+    count: u64,
+}
+
+/// A log read whole with everything its write needs made ready: its packed documents, row, resume state
+/// (stored), and the fold of its stored events with the checkpoint after them (kept in memory). Made
+/// where the log is read, so the events themselves are freed there too.
+struct ReadyLog {
+    header: HitHeader,
+    title: Option<String>,
+    count: u64,
+    docs: Vec<PackedDoc>,
+    resume: Option<Vec<u8>>,
+    pre_closers: SurfaceFold,
+    checkpoint: ReadCheckpoint,
+}
+
+/// What a whole read of a log gives.
+type WholeRead = Result<ReadyLog, LogError>;
+
+/// How a listed log is read: it must still be the session it was listed as.
+fn read_options(listed: &ListedSession) -> ReadOptions {
+    ReadOptions {
+        expected_id: Some(listed.header.id.clone()),
+        ..ReadOptions::default()
+    }
+}
+
+/// Threads reading new logs while the refresh writes (the machine this was measured on had 2 cores:
+/// the writer keeps one about a third busy).
+const READERS: usize = 2;
+
+/// Logs each reader reads ahead of the writer, at most: each is a whole session, ready, in memory.
+const PREFETCH: usize = 2;
+
+/// Reads whole, in order, every `step`-th of `logs` from the `first`, on the calling thread, making each
+/// ready and handing it to `out`; stops when the receiver is gone (the refresh stopped).
+fn prefetch(
+    logs: &[&ListedSession],
+    first: usize,
+    step: usize,
+    out: std::sync::mpsc::SyncSender<WholeRead>,
+) {
+    for listed in logs.iter().skip(first).step_by(step.max(1)) {
+        if out.send(read_ready(listed, &read_options(listed))).is_err() {
+            return;
+        }
+    }
+}
+
+/// Reads a log whole (DSH's `inspect()`: lenient header, crash closers) and makes it ready to write. The
+/// fold runs once: over the stored events (where a later resume goes on), then on over the closers (a
+/// log that does not fold is corrupt, as DSH's inspect() constructing a Session says).
+fn read_ready(listed: &ListedSession, opts: &ReadOptions) -> WholeRead {
     let path = &listed.path;
     let (log, checkpoint) = read_log_with_checkpoint(path, opts).map_err(|e| e.at_path(path))?;
     if !log.header.compatible_with(&listed.header) {
@@ -883,12 +1146,30 @@ fn read_changed_log(
     for event in log.stored() {
         fold.apply(event).map_err(fold_error)?;
     }
-    let pre_closers = fold.clone();
-    let data = SessionData::new(log.header, log.events.into_iter().map(Arc::new).collect());
-    // Folding again with the closers: DSH's inspect() constructs a Session, so a log that does not fold
-    // is corrupt.
-    data.fold().map_err(|e| fold_error(e.clone()))?;
-    Ok((Arc::new(data), pre_closers, checkpoint))
+    let pre_closers = (!log.closers().is_empty()).then(|| fold.clone());
+    for event in log.closers() {
+        fold.apply(event).map_err(fold_error)?;
+    }
+    let data = Arc::new(SessionData::new(
+        log.header,
+        log.events.into_iter().map(Arc::new).collect(),
+    ));
+    let docs = docs(data.events(), &fold).collect();
+    let session = LoadedSession {
+        data: data.clone(),
+        live: false,
+        path: Some(path.clone()),
+    };
+    let pre_closers = pre_closers.unwrap_or(fold);
+    Ok(ReadyLog {
+        header: hit_header(data.header()),
+        title: title_json(&session),
+        count: data.events().len() as u64,
+        docs,
+        resume: encode_resume(&pre_closers, &checkpoint),
+        pre_closers,
+        checkpoint,
+    })
 }
 
 /// A codec error without its path (the report names the path): `line N: seq S: message`.

@@ -371,6 +371,85 @@ fn a_grown_log_is_read_from_its_checkpoint_and_its_crash_closers_replaced() {
 }
 
 #[test]
+fn a_log_that_grows_after_a_restart_resumes_from_the_stored_checkpoint() {
+    let dir = tempfile::tempdir().unwrap();
+    let root = dir.path().join("sessions");
+    let index = dir.path().join("index.sqlite");
+    let mut log = LogBuilder::new();
+    log.turn_start(1);
+    log.user("first plum question");
+    log.assistant(1, "plum answer");
+    let path = write_log(&root, &header("g", 1), &log);
+    {
+        let e = env_over(&root, &index);
+        assert_eq!(e.ids("plum"), ["g"]);
+    }
+    // Grown while no process had the index open: the new one knows it only from the index file.
+    log.turn_end(1);
+    log.turn_start(2);
+    log.user("second damson question");
+    log.checkpoint("summary of plum talk", 1, 2, vec![1, 2]);
+    log.turn_end(2);
+    let text = log.text(&header("g", 1));
+    let before = std::fs::read_to_string(&path).unwrap();
+    assert!(text.starts_with(&before));
+    use std::io::Write;
+    std::fs::OpenOptions::new()
+        .append(true)
+        .open(&path)
+        .unwrap()
+        .write_all(&text.as_bytes()[before.len()..])
+        .unwrap();
+    let e = env_over(&root, &index);
+    assert_eq!(e.ids("damson"), ["g"]);
+    let diag = e.search.diagnostics(&e.corpus, &never).unwrap();
+    assert_eq!((diag.whole_reads, diag.resumed_reads), (0, 1), "{diag:?}");
+    let fresh = env_over(&root, &dir.path().join("fresh.sqlite"));
+    let queries = ["plum", "damson", "interrupted", "summary"];
+    assert_eq!(answers_for(&e, &queries), answers_for(&fresh, &queries));
+    // A stored state that no longer decodes is ignored: the log is read whole, and answers the same.
+    drop(e);
+    rusqlite::Connection::open(&index)
+        .unwrap()
+        .execute("UPDATE sessions SET checkpoint = x'00ff'", [])
+        .unwrap();
+    log.user("third quince question");
+    std::fs::write(&path, log.text(&header("g", 1))).unwrap();
+    let e = env_over(&root, &index);
+    assert_eq!(e.ids("quince"), ["g"]);
+    let diag = e.search.diagnostics(&e.corpus, &never).unwrap();
+    assert_eq!((diag.whole_reads, diag.resumed_reads), (1, 0), "{diag:?}");
+}
+
+#[test]
+fn cancelled_refresh_keeps_the_sessions_it_finished() {
+    let e = env();
+    for i in 0..6 {
+        write_log(
+            &e.root,
+            &header(&format!("c{i}"), i),
+            &conversation(&format!("needle {i}"), "ok"),
+        );
+    }
+    // Cancelled at the sixth cancellation check (the first is before any work): four sessions were
+    // written, the fourth in a batch still open when the cancellation came.
+    let checks = std::cell::Cell::new(0);
+    let cancelled = || {
+        checks.set(checks.get() + 1);
+        checks.get() > 5
+    };
+    let r = e.search.refresh(&e.corpus, &cancelled, &|_, _| {});
+    assert_eq!(code(r), ErrorCode::SessionQueryAborted);
+    let conn = rusqlite::Connection::open(&e.index).unwrap();
+    let rows: i64 = conn
+        .query_row("SELECT count(*) FROM sessions", [], |r| r.get(0))
+        .unwrap();
+    assert_eq!(rows, 4);
+    drop(conn);
+    assert_eq!(e.ids("needle").len(), 6);
+}
+
+#[test]
 fn paging_returns_every_hit_exactly_once() {
     let e = env();
     for i in 0..23 {
