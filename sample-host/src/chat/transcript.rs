@@ -3,6 +3,7 @@
 //! A citation shows as one line, `[cited: <label>, 12 messages, 3.1 KiB, 2 omitted]`, built from the
 //! `summary` `prepare` returns; the snapshot itself goes only to the model.
 
+use host_api::abi::wire::reference::CitedSource;
 use serde_json::Value;
 
 /// What a person is told about one cited session.
@@ -53,35 +54,22 @@ impl Citation {
             .collect()
     }
 
-    /// `[cited: <label>, 12 messages, 3.1 KiB, 2 omitted]`.
+    /// `[cited: <label>, 12 messages, 3.1 KiB, 2 omitted]`, worded as the plugin's own summary is.
     pub fn line(&self) -> String {
-        let mut line = format!(
-            "[cited: {}, {} message{}, {}",
-            self.label,
-            self.retained_messages,
-            if self.retained_messages == 1 { "" } else { "s" },
-            human_bytes(self.bytes)
-        );
-        if self.omitted_messages > 0 {
-            line.push_str(&format!(", {} omitted", self.omitted_messages));
+        CitedSource {
+            session_id: String::new(),
+            label: self.label.clone(),
+            retained_messages: self.retained_messages,
+            omitted_messages: self.omitted_messages,
+            omitted_bytes: 0,
+            bytes: self.bytes,
         }
-        line.push(']');
-        line
+        .describe()
     }
 }
 
-/// `512 B`, `3.1 KiB`, `2.0 MiB`.
-pub fn human_bytes(bytes: u64) -> String {
-    const KIB: f64 = 1024.0;
-    let b = bytes as f64;
-    if b < KIB {
-        format!("{bytes} B")
-    } else if b < KIB * KIB {
-        format!("{:.1} KiB", b / KIB)
-    } else {
-        format!("{:.1} MiB", b / (KIB * KIB))
-    }
-}
+/// Sizes as a person reads them (`512 B`, `3.1 KiB`, `2.0 MiB`); the one wording host and plugin share.
+pub use host_api::abi::wire::reference::human_bytes;
 
 #[cfg(test)]
 mod tests {

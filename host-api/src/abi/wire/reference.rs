@@ -117,8 +117,8 @@ impl CitedSource {
     }
 }
 
-/// `512 B`, `3.1 KiB`, `10.0 MiB`.
-fn human_bytes(bytes: u64) -> String {
+/// `512 B`, `3.1 KiB`, `10.0 MiB`: sizes as a person reads them.
+pub fn human_bytes(bytes: u64) -> String {
     const KIB: f64 = 1024.0;
     let b = bytes as f64;
     if bytes < 1024 {
