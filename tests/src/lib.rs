@@ -185,6 +185,43 @@ pub mod libs {
 pub mod host {
     //! Starting a sample host for a test, and waiting for it.
 
+    /// A folder for running the `sample-host` binary as a user would: a plugin folder holding the real
+    /// plugin, a sessions root with the demo corpus, and where the index goes. Removed when dropped.
+    pub struct DemoEnv {
+        dir: tempfile::TempDir,
+        pub plugins: PathBuf,
+        pub sessions: PathBuf,
+        pub index: PathBuf,
+    }
+
+    impl DemoEnv {
+        /// The folder holding everything, for a test's own extra files.
+        pub fn root(&self) -> &Path {
+            self.dir.path()
+        }
+    }
+
+    /// A fresh [`DemoEnv`].
+    pub fn demo_env() -> DemoEnv {
+        let dir = tempfile::tempdir().expect("temporary folder");
+        let plugins = dir.path().join("plugins");
+        std::fs::create_dir(&plugins).expect("plugin folder");
+        crate::libs::install(
+            &crate::libs::libs().plugin,
+            &plugins,
+            "libdsh_session_search.so",
+        );
+        let sessions = dir.path().join("sessions");
+        sample_host::demo::write_demo_corpus(&sessions).expect("demo corpus");
+        let index = dir.path().join("index.sqlite");
+        DemoEnv {
+            dir,
+            plugins,
+            sessions,
+            index,
+        }
+    }
+
     use std::path::{Path, PathBuf};
     use std::sync::Arc;
     use std::time::{Duration, Instant};

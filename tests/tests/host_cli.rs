@@ -13,28 +13,7 @@ use std::time::{Duration, Instant};
 use serde_json::{json, Value};
 use tests::libs::{install, libs};
 
-struct Env {
-    _dir: tempfile::TempDir,
-    plugins: std::path::PathBuf,
-    sessions: std::path::PathBuf,
-    index: std::path::PathBuf,
-}
-
-fn env() -> Env {
-    let dir = tempfile::tempdir().unwrap();
-    let plugins = dir.path().join("plugins");
-    std::fs::create_dir(&plugins).unwrap();
-    install(&libs().plugin, &plugins, "libdsh_session_search.so");
-    let sessions = dir.path().join("sessions");
-    sample_host::demo::write_demo_corpus(&sessions).unwrap();
-    let index = dir.path().join("index.sqlite");
-    Env {
-        _dir: dir,
-        plugins,
-        sessions,
-        index,
-    }
-}
+use tests::host::{demo_env as env, DemoEnv as Env};
 
 fn run(env: &Env, plugins: &Path, args: &[&str]) -> (i32, Value, String) {
     let out = Command::new(&libs().sample_host)
@@ -281,7 +260,7 @@ fn a_non_utf8_id_is_session_not_found_and_a_non_utf8_path_is_fine() {
         .contains("demo-\u{fffd}-id"));
 
     // A sessions root whose name is not UTF-8 is just a path (empty here: no sessions).
-    let odd_root = env._dir.path().join(OsStr::from_bytes(b"sessions-\xfe"));
+    let odd_root = env.root().join(OsStr::from_bytes(b"sessions-\xfe"));
     let out = Command::new(&libs().sample_host)
         .arg("--plugins")
         .arg(&env.plugins)
@@ -483,7 +462,7 @@ impl Lines {
 #[test]
 fn watch_tells_the_story_and_cleans_up_on_sigterm() {
     let env = env();
-    let tmp = env._dir.path().join("tmp");
+    let tmp = env.root().join("tmp");
     std::fs::create_dir(&tmp).unwrap();
     let mut child = Command::new(&libs().sample_host)
         .arg("--plugins")

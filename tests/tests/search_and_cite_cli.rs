@@ -7,28 +7,7 @@ use std::process::Command;
 use serde_json::Value;
 use tests::libs::{install, libs};
 
-struct Env {
-    _dir: tempfile::TempDir,
-    plugins: PathBuf,
-    sessions: PathBuf,
-    index: PathBuf,
-}
-
-fn env() -> Env {
-    let dir = tempfile::tempdir().unwrap();
-    let plugins = dir.path().join("plugins");
-    std::fs::create_dir(&plugins).unwrap();
-    install(&libs().plugin, &plugins, "libdsh_session_search.so");
-    let sessions = dir.path().join("sessions");
-    sample_host::demo::write_demo_corpus(&sessions).unwrap();
-    let index = dir.path().join("index.sqlite");
-    Env {
-        _dir: dir,
-        plugins,
-        sessions,
-        index,
-    }
-}
+use tests::host::{demo_env as env, DemoEnv as Env};
 
 /// Runs `sample-host … ARGS --json` and parses its one JSON value.
 fn run(env: &Env, args: &[&str]) -> (i32, Value) {
