@@ -105,7 +105,7 @@ pub fn problem(p: &CorpusProblem) -> Value {
 }
 
 pub fn error(e: &PluginError) -> Value {
-    json!({"error": {"code": e.code.as_str(), "message": e.message.as_str()}})
+    json!({"error": {"code": e.code_name(), "message": e.message.as_str()}})
 }
 
 /// Pads columns of a table to the widest cell.
@@ -182,6 +182,21 @@ pub fn bound_id_in(message: &str, id: &str) -> String {
 #[cfg(test)]
 mod tests {
     use super::*;
+
+    /// Regression: errors were rendered through `ErrorCode::as_str`, so a code from a newer plugin
+    /// printed as `UNKNOWN_ERROR_CODE` instead of the name the plugin sent.
+    #[test]
+    fn an_error_code_this_build_does_not_know_renders_as_the_name_the_plugin_sent() {
+        let newer = PluginError {
+            code: host_api::abi::ErrorCode(250),
+            name: "SESSION_QUERY_SOMETHING_NEW".into(),
+            message: "what happened".into(),
+        };
+        assert_eq!(
+            error(&newer),
+            json!({"error": {"code": "SESSION_QUERY_SOMETHING_NEW", "message": "what happened"}})
+        );
+    }
 
     #[test]
     fn short_ids_are_quoted_whole() {

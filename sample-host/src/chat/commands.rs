@@ -155,7 +155,7 @@ pub fn candidates(
 ) -> i32 {
     let list = match env.services.candidates(agent_session_id, query) {
         Ok(list) => list,
-        Err(e) => return error_out(e.code.as_str(), &e.message, as_json, out, err),
+        Err(e) => return error_out(&e.code_name(), &e.message, as_json, out, err),
     };
     let written = if as_json {
         writeln!(out, "{}", Value::Array(list))

@@ -78,7 +78,7 @@ impl ChatError {
     /// The code a user or a script sees: the plugin's own, or one of the host's.
     pub fn code(&self) -> String {
         match self {
-            ChatError::Plugin(e) => e.code.to_string(),
+            ChatError::Plugin(e) => e.code_name(),
             ChatError::Append(_) | ChatError::Reply(_) => "HOST_APPEND_FAILED".into(),
             ChatError::BadPrepare(_) => "HOST_BAD_PLUGIN_ANSWER".into(),
             ChatError::Compact(_) => "HOST_NOTHING_TO_COMPACT".into(),
