@@ -137,6 +137,13 @@ pub enum Command {
     },
     /// Keep running and hot-reload plugin libraries as they change.
     Watch,
+    /// Serve the sessions to an agent over the Model Context Protocol on stdio (tools search_sessions,
+    /// search_events, read_session, list_sessions, cite). Hot-reloads the plugin while it runs.
+    Mcp {
+        /// The agent's own session: left out of results, and never cited into itself.
+        #[arg(long, value_name = "ID")]
+        session: Option<OsString>,
+    },
 }
 
 /// `search QUERY [filters]`.
