@@ -8,6 +8,8 @@ use serde::{Deserialize, Serialize};
 /// A surface label (what the model of the session still sees).
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize, Deserialize, JsonSchema)]
 #[serde(rename_all = "kebab-case")]
+// Inlined: some clients hand a model the schema without resolving `$ref`s.
+#[schemars(inline)]
 pub enum Label {
     /// On the model's current surface: it still sees this.
     Current,
@@ -93,6 +95,7 @@ pub struct SearchEventsArgs {
 /// What `read_session` reads.
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Default, Serialize, Deserialize, JsonSchema)]
 #[serde(rename_all = "camelCase")]
+#[schemars(inline)]
 pub enum ReadMode {
     /// The current surface: the events the session's model still has in context, in model order.
     #[default]
