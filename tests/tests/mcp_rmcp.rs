@@ -611,3 +611,106 @@ fn a_plugin_rebuilt_while_the_server_runs_answers_the_next_call() {
         assert!(log.contains("serving sessions over MCP on stdio"), "{log}");
     });
 }
+
+/// Regression: the binary held stdout locked while a command ran, and the server writes the protocol
+/// from its own threads, so the first answer would never come. Here the protocol is spoken by hand:
+/// every line on stdout must be JSON-RPC, and SIGTERM must stop the server cleanly (exit status 0).
+#[test]
+fn stdout_carries_only_the_protocol_and_sigterm_stops_the_server() {
+    use std::io::{BufRead, BufReader, Write};
+
+    let env = mcp_env();
+    let mut child = Command::new(&libs().sample_host)
+        .arg("mcp")
+        .arg("--plugins")
+        .arg(&env.plugins)
+        .arg("--sessions")
+        .arg(&env.sessions)
+        .arg("--index")
+        .arg(&env.index)
+        .env_remove("RUST_LOG")
+        .stdin(Stdio::piped())
+        .stdout(Stdio::piped())
+        .stderr(Stdio::piped())
+        .spawn()
+        .expect("sample-host mcp starts");
+    let mut stdin = child.stdin.take().unwrap();
+    let requests = [
+        json!({"jsonrpc": "2.0", "id": 1, "method": "initialize", "params": {"protocolVersion": "2025-06-18", "capabilities": {}, "clientInfo": {"name": "by-hand", "version": "0"}}}),
+        json!({"jsonrpc": "2.0", "method": "notifications/initialized"}),
+        json!({"jsonrpc": "2.0", "id": 2, "method": "tools/call", "params": {"name": "search_sessions", "arguments": {"query": "parser"}}}),
+        json!({"jsonrpc": "2.0", "id": 3, "method": "tools/call", "params": {"name": "search_sessions", "arguments": {"query": 7}}}),
+    ];
+    for request in &requests {
+        writeln!(stdin, "{request}").unwrap();
+    }
+    stdin.flush().unwrap();
+
+    let (lines_tx, lines_rx) = std::sync::mpsc::channel::<String>();
+    let stdout = child.stdout.take().unwrap();
+    std::thread::spawn(move || {
+        for line in BufReader::new(stdout).lines().map_while(Result::ok) {
+            let _ = lines_tx.send(line);
+        }
+    });
+    let mut answers = std::collections::HashMap::new();
+    let deadline = Instant::now() + Duration::from_secs(30);
+    while answers.len() < 3 {
+        let left = deadline.saturating_duration_since(Instant::now());
+        let line = lines_rx
+            .recv_timeout(left)
+            .expect("the server answers on stdout");
+        let message: Value = serde_json::from_str(&line)
+            .unwrap_or_else(|e| panic!("stdout holds a line that is not JSON-RPC ({e}): {line}"));
+        assert_eq!(message["jsonrpc"], "2.0", "{line}");
+        if let Some(id) = message["id"].as_u64() {
+            answers.insert(id, message);
+        }
+    }
+    assert_eq!(
+        answers[&1]["result"]["serverInfo"]["name"],
+        "dsh-session-search"
+    );
+    let hit: Value = serde_json::from_str(
+        answers[&2]["result"]["content"][0]["text"]
+            .as_str()
+            .unwrap(),
+    )
+    .unwrap();
+    assert_eq!(hit["items"][0]["sessionId"], CI, "{hit}");
+    assert_eq!(answers[&3]["result"]["isError"], true, "{}", answers[&3]);
+    let text = answers[&3]["result"]["content"][0]["text"]
+        .as_str()
+        .unwrap();
+    assert!(
+        text.starts_with("HOST_INVALID_ARGUMENTS: search_sessions: invalid type"),
+        "{text}"
+    );
+
+    // stdin stays open: only the signal ends the server.
+    let status = Command::new("kill")
+        .args(["-TERM", &child.id().to_string()])
+        .status()
+        .unwrap();
+    assert!(status.success());
+    let deadline = Instant::now() + Duration::from_secs(20);
+    let exit = loop {
+        if let Some(exit) = child.try_wait().unwrap() {
+            break exit;
+        }
+        assert!(
+            Instant::now() < deadline,
+            "the server did not stop on SIGTERM"
+        );
+        std::thread::sleep(Duration::from_millis(20));
+    };
+    drop(stdin);
+    let mut stderr = String::new();
+    std::io::Read::read_to_string(&mut child.stderr.take().unwrap(), &mut stderr).unwrap();
+    assert_eq!(exit.code(), Some(0), "{stderr}");
+    assert!(
+        stderr.contains("signal received: stopping the MCP server"),
+        "{stderr}"
+    );
+    assert!(stderr.contains("dropped at shutdown"), "{stderr}");
+}

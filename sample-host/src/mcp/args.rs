@@ -29,7 +29,7 @@ impl Label {
     }
 }
 
-/// `search_sessions`.
+/// A search across every session: the best hit of each.
 #[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize, JsonSchema)]
 #[serde(rename_all = "camelCase", deny_unknown_fields)]
 pub struct SearchSessionsArgs {
@@ -64,7 +64,7 @@ pub struct SearchSessionsArgs {
     pub max_bytes: Option<u64>,
 }
 
-/// `search_events`.
+/// A search inside one session: every hit.
 #[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize, JsonSchema)]
 #[serde(rename_all = "camelCase", deny_unknown_fields)]
 pub struct SearchEventsArgs {
@@ -106,7 +106,7 @@ pub enum ReadMode {
     Window,
 }
 
-/// `read_session`.
+/// An exact read of one session.
 #[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize, JsonSchema)]
 #[serde(rename_all = "camelCase", deny_unknown_fields)]
 pub struct ReadSessionArgs {
@@ -133,7 +133,7 @@ pub struct ReadSessionArgs {
     pub max_bytes: Option<u64>,
 }
 
-/// `list_sessions`.
+/// The listing of every session.
 #[derive(Debug, Clone, PartialEq, Eq, Default, Serialize, Deserialize, JsonSchema)]
 #[serde(rename_all = "camelCase", deny_unknown_fields)]
 pub struct ListSessionsArgs {
@@ -148,7 +148,7 @@ pub struct ListSessionsArgs {
     pub max_bytes: Option<u64>,
 }
 
-/// `cite`.
+/// A citation of other sessions, as context text.
 #[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize, JsonSchema)]
 #[serde(rename_all = "camelCase", deny_unknown_fields)]
 pub struct CiteArgs {
