@@ -374,6 +374,19 @@ mod tests {
     }
 
     #[test]
+    fn mcp_takes_the_calling_session_and_the_global_options() {
+        let cli = run(&["mcp", "--session", "me", "--sessions", "/s"]);
+        assert_eq!(
+            cli.command,
+            Command::Mcp {
+                session: Some(OsString::from("me"))
+            }
+        );
+        assert_eq!(cli.sessions, Some(PathBuf::from("/s")));
+        assert_eq!(run(&["mcp"]).command, Command::Mcp { session: None });
+    }
+
+    #[test]
     fn help_and_version_are_information_not_errors() {
         for flag in ["--help", "--version"] {
             match parse(["sample-host", flag]) {

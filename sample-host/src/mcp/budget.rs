@@ -145,10 +145,8 @@ fn placeholder(value: &Value, original: usize, room: usize) -> Value {
 fn longest_string(value: &mut Value) -> Option<&mut String> {
     fn walk<'a>(value: &'a mut Value, best: &mut Option<&'a mut String>) {
         match value {
-            Value::String(s) => {
-                if best.as_ref().is_none_or(|b| s.len() > b.len()) {
-                    *best = Some(s);
-                }
+            Value::String(s) if best.as_ref().is_none_or(|b| s.len() > b.len()) => {
+                *best = Some(s);
             }
             Value::Array(items) => items.iter_mut().for_each(|v| walk(v, best)),
             Value::Object(fields) => fields.values_mut().for_each(|v| walk(v, best)),
