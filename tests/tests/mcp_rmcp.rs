@@ -545,6 +545,17 @@ fn the_calling_session_is_left_out_of_results() {
             "{}",
             reply.error()
         );
+        // Its own session by id still answers: what a compaction took out of its context is there.
+        let own = call(
+            &server,
+            "search_events",
+            json!({"sessionId": CI, "query": "parser", "surface": ["shadowed"], "callingSessionId": CI}),
+        )
+        .await
+        .json();
+        assert!(!own["items"].as_array().unwrap().is_empty(), "{own}");
+        let own = call(&server, "read_session", json!({"sessionId": CI, "callingSessionId": CI})).await;
+        assert!(!own.is_error);
 
         // …or by the call, which wins.
         let listed = ids(

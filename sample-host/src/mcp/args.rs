@@ -84,6 +84,10 @@ pub struct SearchEventsArgs {
     /// Hits per plugin page (the plugin's default when absent).
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub limit: Option<u64>,
+    /// Your own session id. Accepted by every tool; naming your own session here is allowed: that is
+    /// how you find what a compaction took out of your context (label "shadowed").
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub calling_session_id: Option<String>,
     /// The `nextCursor` of the previous answer, with every other argument unchanged.
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub cursor: Option<String>,
@@ -124,6 +128,10 @@ pub struct ReadSessionArgs {
     /// For "window": events after `seq` to include (default 5).
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub after: Option<i64>,
+    /// Your own session id. Accepted by every tool; naming your own session here is allowed: that is
+    /// how you find what a compaction took out of your context (label "shadowed").
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub calling_session_id: Option<String>,
     /// The `nextCursor` of the previous answer, with every other argument unchanged.
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub cursor: Option<String>,
