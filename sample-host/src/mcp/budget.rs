@@ -167,6 +167,60 @@ pub fn floor_char_boundary(s: &str, at: usize) -> usize {
     at
 }
 
+/// Fills `frame[list]` with what fits of `items` in `budget` bytes and sets `nextCursor`: the cursor
+/// of the items consumed (`cursor_at`) when some are left, else `end`. `worst` is the longest cursor
+/// this page could carry, reserved before the items are taken, so the whole answer stays in budget.
+#[allow(clippy::too_many_arguments)]
+pub fn page(
+    mut frame: Map<String, Value>,
+    list: &str,
+    items: Vec<Value>,
+    budget: usize,
+    keep: &dyn Fn(&Value) -> bool,
+    worst: Option<usize>,
+    cursor_at: &dyn Fn(usize) -> String,
+    end: Option<String>,
+) -> Value {
+    let total = items.len();
+    let mut sized = frame.clone();
+    sized.insert(
+        "nextCursor".into(),
+        json!("x".repeat(worst.unwrap_or(0).max(4))),
+    );
+    sized.insert("cut".into(), json!(true));
+    let room = budget.saturating_sub(json_len(&Value::Object(sized)));
+    let taken = take(items, room, keep);
+    let next = if taken.consumed < total {
+        Some(cursor_at(taken.consumed))
+    } else {
+        end
+    };
+    frame.insert(list.into(), Value::Array(taken.items));
+    frame.insert("nextCursor".into(), json!(next));
+    if taken.cut {
+        frame.insert("cut".into(), json!(true));
+    }
+    Value::Object(frame)
+}
+
+/// Inserts `items` as `frame[key]`, as many as fit in `room` bytes; when some do not, also
+/// `"<key>Omitted": N`.
+pub fn insert_bounded(frame: &mut Map<String, Value>, key: &str, items: Vec<Value>, room: usize) {
+    let total = items.len();
+    let taken = take(items, room, |_| true);
+    let kept = if taken.cut {
+        taken.items.len() - 1
+    } else {
+        taken.items.len()
+    };
+    let mut items = taken.items;
+    items.truncate(kept);
+    frame.insert(key.into(), Value::Array(items));
+    if kept < total {
+        frame.insert(format!("{key}Omitted"), json!(total - kept));
+    }
+}
+
 #[cfg(test)]
 mod tests {
     use super::*;
@@ -211,6 +265,57 @@ mod tests {
         assert!(json_len(&cut) <= 300);
         assert_eq!(cut["seq"], 3);
         assert!(cut["omitted"].as_str().unwrap().contains("bytes"), "{cut}");
+    }
+
+    #[test]
+    fn a_page_with_its_cursor_never_exceeds_its_budget() {
+        let items: Vec<Value> = (0..60)
+            .map(|i| event(i, &"x".repeat(i as usize * 40)))
+            .collect();
+        let cursor = |n: usize| format!("c{n:0>60}");
+        for budget in [MIN_MAX_BYTES, 1_500, 4_000, 20_000] {
+            let mut frame = Map::new();
+            frame.insert("items".into(), json!([]));
+            frame.insert("nextCursor".into(), Value::Null);
+            insert_bounded(
+                &mut frame,
+                "skipped",
+                vec![json!({"path": "p".repeat(6_000)})],
+                budget / 4,
+            );
+            let out = page(
+                frame,
+                "items",
+                items.clone(),
+                budget,
+                &|_| true,
+                Some(cursor(60).len()),
+                &cursor,
+                None,
+            );
+            assert!(json_len(&out) <= budget, "{budget}: {}", json_len(&out));
+            let n = out["items"].as_array().unwrap().len();
+            assert_eq!(out["nextCursor"], json!(cursor(n)), "{budget}");
+            assert!(
+                out.get("skippedOmitted").is_some(),
+                "a 6000-byte problem does not fit {}",
+                budget / 4
+            );
+        }
+        let mut frame = Map::new();
+        frame.insert("items".into(), json!([]));
+        frame.insert("nextCursor".into(), Value::Null);
+        let out = page(
+            frame,
+            "items",
+            items[..2].to_vec(),
+            20_000,
+            &|_| true,
+            None,
+            &cursor,
+            Some("end".into()),
+        );
+        assert_eq!(out["nextCursor"], "end", "all taken: the page's own end");
     }
 
     #[test]

@@ -13,7 +13,7 @@ use serde::Serialize;
 use serde_json::{json, Map, Value};
 
 use super::args::*;
-use super::budget::{self, floor_char_boundary, json_len, take};
+use super::budget::{self, floor_char_boundary, insert_bounded, json_len, page};
 use super::cursor::{self, Position};
 use super::ToolError;
 use crate::commands::search::{flatten, parse_time};
@@ -659,58 +659,4 @@ fn events_page(
         &cursor_at,
         None,
     )))
-}
-
-/// Fills `frame[list]` with what fits of `items` in `budget` bytes and sets `nextCursor`: the cursor
-/// of the items consumed (`cursor_at`) when some are left, else `end`. `worst` is the longest cursor
-/// this page could carry, reserved before the items are taken, so the whole answer stays in budget.
-#[allow(clippy::too_many_arguments)]
-fn page(
-    mut frame: Map<String, Value>,
-    list: &str,
-    items: Vec<Value>,
-    budget: usize,
-    keep: &dyn Fn(&Value) -> bool,
-    worst: Option<usize>,
-    cursor_at: &dyn Fn(usize) -> String,
-    end: Option<String>,
-) -> Value {
-    let total = items.len();
-    let mut sized = frame.clone();
-    sized.insert(
-        "nextCursor".into(),
-        json!("x".repeat(worst.unwrap_or(0).max(4))),
-    );
-    sized.insert("cut".into(), json!(true));
-    let room = budget.saturating_sub(json_len(&Value::Object(sized)));
-    let taken = take(items, room, keep);
-    let next = if taken.consumed < total {
-        Some(cursor_at(taken.consumed))
-    } else {
-        end
-    };
-    frame.insert(list.into(), Value::Array(taken.items));
-    frame.insert("nextCursor".into(), json!(next));
-    if taken.cut {
-        frame.insert("cut".into(), json!(true));
-    }
-    Value::Object(frame)
-}
-
-/// Inserts `items` as `frame[key]`, as many as fit in `room` bytes; when some do not, also
-/// `"<key>Omitted": N`.
-fn insert_bounded(frame: &mut Map<String, Value>, key: &str, items: Vec<Value>, room: usize) {
-    let total = items.len();
-    let taken = take(items, room, |_| true);
-    let kept = if taken.cut {
-        taken.items.len() - 1
-    } else {
-        taken.items.len()
-    };
-    let mut items = taken.items;
-    items.truncate(kept);
-    frame.insert(key.into(), Value::Array(items));
-    if kept < total {
-        frame.insert(format!("{key}Omitted"), json!(total - kept));
-    }
 }
