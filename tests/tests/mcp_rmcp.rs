@@ -437,6 +437,11 @@ fn an_oversized_answer_is_cut_to_its_budget_and_its_cursor_continues() {
         assert_eq!(alone["events"].as_array().unwrap().len(), 1);
         assert!(alone["nextCursor"].is_string());
 
+        // Without maxBytes the budget is the default: the 60 kB event still comes cut, within 20,000 bytes.
+        let default = call(&server, "read_session", json!({"sessionId": LONG_SESSION})).await;
+        assert!(default.bytes() <= 20_000, "{}", default.bytes());
+        assert!(default.json()["nextCursor"].is_string());
+
         // A citation larger than its budget comes in parts that add up to the whole snapshot.
         let whole = call(&server, "cite", json!({"sessions": [LONG_SESSION], "maxBytes": 1_048_576})).await;
         assert!(!whole.is_error, "{:?}", whole.texts);
