@@ -137,6 +137,13 @@ pub enum Command {
     },
     /// Keep running and hot-reload plugin libraries as they change.
     Watch,
+    /// Serve the sessions to an agent over the Model Context Protocol on stdio (tools search_sessions,
+    /// search_events, read_session, list_sessions, cite). Hot-reloads the plugin while it runs.
+    Mcp {
+        /// The agent's own session: left out of results, and never cited into itself.
+        #[arg(long, value_name = "ID")]
+        session: Option<OsString>,
+    },
 }
 
 /// `search QUERY [filters]`.
@@ -364,6 +371,19 @@ mod tests {
         assert!(err.json);
         assert!(err.message.len() < 2_000, "{} bytes", err.message.len());
         assert!(err.message.contains("xxxx"), "{}", err.message);
+    }
+
+    #[test]
+    fn mcp_takes_the_calling_session_and_the_global_options() {
+        let cli = run(&["mcp", "--session", "me", "--sessions", "/s"]);
+        assert_eq!(
+            cli.command,
+            Command::Mcp {
+                session: Some(OsString::from("me"))
+            }
+        );
+        assert_eq!(cli.sessions, Some(PathBuf::from("/s")));
+        assert_eq!(run(&["mcp"]).command, Command::Mcp { session: None });
     }
 
     #[test]

@@ -35,12 +35,13 @@ impl<'a> MakeWriter<'a> for LossyStderr {
 }
 
 /// The level shown when `RUST_LOG` is not set: debug with `--verbose`, else `quiet` (e.g. `info` for
-/// `watch`, whose story is its log, `warn` for one-shot commands).
+/// `watch`, whose story is its log, `warn` for one-shot commands). The MCP SDK's own lines (every
+/// handshake and notification at INFO) are shown only with `--verbose`.
 pub fn default_filter(verbose: bool, quiet: tracing::Level) -> String {
     if verbose {
         "debug".into()
     } else {
-        quiet.as_str().to_ascii_lowercase()
+        format!("{},rmcp=warn", quiet.as_str().to_ascii_lowercase())
     }
 }
 
@@ -94,7 +95,13 @@ mod tests {
     #[test]
     fn verbose_means_debug_and_otherwise_the_commands_own_level() {
         assert_eq!(default_filter(true, tracing::Level::WARN), "debug");
-        assert_eq!(default_filter(false, tracing::Level::INFO), "info");
-        assert_eq!(default_filter(false, tracing::Level::WARN), "warn");
+        assert_eq!(
+            default_filter(false, tracing::Level::INFO),
+            "info,rmcp=warn"
+        );
+        assert_eq!(
+            default_filter(false, tracing::Level::WARN),
+            "warn,rmcp=warn"
+        );
     }
 }

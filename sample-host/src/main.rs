@@ -28,12 +28,21 @@ fn run() -> i32 {
         }
     };
     let quiet = match cli.command {
-        // The watch's log is its output.
-        cli::Command::Watch => tracing::Level::INFO,
+        // The watch's log is its output; the MCP server's stdout is the protocol, so its story
+        // (reloads included) is told on stderr.
+        cli::Command::Watch | cli::Command::Mcp { .. } => tracing::Level::INFO,
         _ => tracing::Level::WARN,
     };
     logging::init(cli.verbose, quiet);
     let json = cli.json;
+    if let cli::Command::Mcp { .. } = cli.command {
+        // The server writes the protocol to stdout from its own threads: stdout must not be locked
+        // here, and nothing else may write to it.
+        return match commands::run(cli, &mut std::io::sink()) {
+            Ok(code) => code,
+            Err(e) => fail(&e, json),
+        };
+    }
     let stdout = std::io::stdout();
     let mut out = stdout.lock();
     let result = commands::run(cli, &mut out);

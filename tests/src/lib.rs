@@ -2,6 +2,7 @@
 //! skips (loudly) when they are absent.
 
 pub mod corpus_gen;
+pub mod mcp_env;
 
 use std::path::PathBuf;
 

@@ -209,6 +209,10 @@ pub fn run(cli: Cli, out: &mut dyn Write) -> Result<i32, CommandError> {
             let session = session.as_deref().map(session_id).transpose()?;
             chat::candidates(&options, query.unwrap_or_default(), session, out)
         }
+        Command::Mcp { session } => {
+            let session = session.as_deref().map(session_id).transpose()?;
+            crate::mcp::run(&options, session)
+        }
         Command::Diagnostics => {
             let host = start_host(&options, options.sessions_dir())?;
             search::diagnostics(&host, &options, out)

@@ -131,7 +131,7 @@ fn request(args: &SearchArgs) -> Result<(QueryMethod, Value), CommandError> {
 
 /// One flat page: `items` are hits with `sessionId, seq, type, time, surface, snippet` and, across
 /// sessions, the session's `header` and `live`/`persisted`; then `nextCursor` and `skipped`.
-fn flatten(page: &Value, method: QueryMethod) -> Value {
+pub(crate) fn flatten(page: &Value, method: QueryMethod) -> Value {
     let items: Vec<Value> = page["items"]
         .as_array()
         .into_iter()
@@ -266,7 +266,7 @@ fn now_ms() -> i64 {
 }
 
 /// `--since`: epoch milliseconds, `YYYY-MM-DD[THH:MM[:SS]][Z]` (UTC), or an age `N[smhdw]`.
-fn parse_time(text: &str, now: i64) -> Result<i64, String> {
+pub(crate) fn parse_time(text: &str, now: i64) -> Result<i64, String> {
     let bad = || {
         format!("--since {text:?}: give epoch milliseconds, a date like 2026-11-01 or 2026-11-01T09:30Z, or an age like 36h or 7d")
     };
