@@ -42,6 +42,8 @@ pub fn event_text(event: &Event) -> String {
                 }
             }
         }
+        // Another harness's record kept as log text (DESIGN.md deviation 8): what its importer extracted.
+        crate::source::IMPORTED_RECORD => text.part(data.get("text")),
         "turn/end" => {
             let reason = data.get("reason");
             match reason.and_then(|r| r.get("kind")).and_then(Value::as_str) {
