@@ -275,6 +275,19 @@ mod tests {
     }
 
     #[test]
+    fn an_imported_record_is_its_extracted_text() {
+        let data = json!({"source": "claude", "recordType": "zebra", "text": "  zebra counters "});
+        assert_eq!(
+            text_of(crate::source::IMPORTED_RECORD, data),
+            "zebra counters"
+        );
+        assert_eq!(
+            text_of(crate::source::IMPORTED_RECORD, json!({"text": 3})),
+            ""
+        );
+    }
+
+    #[test]
     fn turn_end_kinds() {
         let end = |reason: Value| text_of("turn/end", json!({"turn":1,"reason":reason}));
         assert_eq!(

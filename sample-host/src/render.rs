@@ -38,7 +38,12 @@ pub fn header(h: &Header) -> Value {
 }
 
 pub fn record(r: &SessionRecord) -> Value {
-    json!({"header": header(&r.header), "live": r.live, "persisted": r.persisted})
+    json!({"header": header(&r.header), "source": source(&r.header), "live": r.live, "persisted": r.persisted})
+}
+
+/// Where a session comes from (`dsh`, `claude`, `codex`): its id's namespace.
+pub fn source(h: &Header) -> &'static str {
+    host_api::source::SourceKind::of_id(h.id.as_str()).as_str()
 }
 
 pub fn event_record(e: &EventRecord) -> Value {
@@ -53,6 +58,7 @@ pub fn envelope(text: &RString) -> Value {
 pub fn surface(s: &SurfaceSnapshot) -> Value {
     json!({
         "session": header(&s.session),
+        "source": source(&s.session),
         "capturedThroughSeq": s.captured_through_seq.into_option(),
         "events": s.events.iter().map(envelope).collect::<Vec<_>>(),
     })

@@ -48,6 +48,7 @@ use crate::index::store::{
 use crate::index::watch::{Pending, RootWatch};
 use crate::index::Index;
 use crate::reads::title_of;
+use crate::sources::Sources;
 
 use super::cursor::Cursors;
 
@@ -217,6 +218,9 @@ pub(super) fn hit_header(h: &SessionHeader) -> HitHeader {
         seed_length: h.seed_length,
         delegation_depth: h.delegation_depth,
         agent_preset: h.agent_preset.clone(),
+        source: host_api::source::SourceKind::of_id(&h.id)
+            .as_str()
+            .to_string(),
     }
 }
 
@@ -373,9 +377,20 @@ impl Engine {
         if !patched {
             self.listing = Some(corpus.list_persisted()?);
             self.reads.listings += 1;
+        } else if !corpus.sources().is_empty() {
+            // Other harnesses' folders are not watched: their transcripts are statted every refresh.
+            let fresh = corpus.list_sources();
+            if let Some(listing) = self.listing.as_mut() {
+                listing.retain(|l| corpus.sources().kind_of(&l.path).is_none());
+                listing.extend(fresh);
+            }
         }
         let live: Vec<LiveSession> = corpus.live_sessions();
-        if patched && pending == Pending::Nothing && self.live_unchanged(&live) {
+        if patched
+            && pending == Pending::Nothing
+            && corpus.sources().is_empty()
+            && self.live_unchanged(&live)
+        {
             // Nothing on disk was reported and every live session is as indexed: nothing to compare.
             return Ok(());
         }
@@ -462,7 +477,8 @@ impl Engine {
                 for turn in 0..readers {
                     let (sender, reads) = std::sync::mpsc::sync_channel(PREFETCH);
                     let new_logs = &new_logs;
-                    scope.spawn(move || prefetch(new_logs, turn, readers, sender));
+                    let sources = corpus.sources();
+                    scope.spawn(move || prefetch(sources, new_logs, turn, readers, sender));
                     queues.push(reads);
                 }
                 let mut next_new = 0;
@@ -478,7 +494,7 @@ impl Engine {
                         })
                         .flatten();
                     batching.before(self.conn()?)?;
-                    wrote |= self.index_log(listed, prefetched, generation)?;
+                    wrote |= self.index_log(corpus.sources(), listed, prefetched, generation)?;
                     batching.after(self.conn()?, listed.revision.size)?;
                     done += 1;
                     progress(done, total);
@@ -622,6 +638,7 @@ impl Engine {
     /// `prefetched` is the whole read of a log that had no row, done ahead on another thread.
     fn index_log(
         &mut self,
+        sources: &Sources,
         listed: &ListedSession,
         prefetched: Option<WholeRead>,
         generation: u64,
@@ -683,7 +700,7 @@ impl Engine {
         }
         let read = match prefetched {
             Some(read) if old.is_none() => read,
-            _ => read_ready(listed, &opts),
+            _ => read_ready(sources, listed, &opts),
         };
         let ready = match read {
             Ok(ready) => ready,
@@ -705,7 +722,9 @@ impl Engine {
         )?;
         self.reads.whole += 1;
         self.failed.remove(&listed.path);
-        self.remember_resume(&listed.path, ready.pre_closers, ready.checkpoint);
+        if let Some((fold, checkpoint)) = ready.resume_from {
+            self.remember_resume(&listed.path, fold, checkpoint);
+        }
         Ok(true)
     }
 
@@ -1091,8 +1110,9 @@ struct ReadyLog {
     count: u64,
     docs: Vec<PackedDoc>,
     resume: Option<Vec<u8>>,
-    pre_closers: SurfaceFold,
-    checkpoint: ReadCheckpoint,
+    /// Where a DSH log resumes: the fold of its stored events and the checkpoint after them. Another
+    /// harness's transcript has none: it is read whole whenever it changes.
+    resume_from: Option<(SurfaceFold, ReadCheckpoint)>,
 }
 
 /// What a whole read of a log gives.
@@ -1116,13 +1136,17 @@ const PREFETCH: usize = 2;
 /// Reads whole, in order, every `step`-th of `logs` from the `first`, on the calling thread, making each
 /// ready and handing it to `out`; stops when the receiver is gone (the refresh stopped).
 fn prefetch(
+    sources: &Sources,
     logs: &[&ListedSession],
     first: usize,
     step: usize,
     out: std::sync::mpsc::SyncSender<WholeRead>,
 ) {
     for listed in logs.iter().skip(first).step_by(step.max(1)) {
-        if out.send(read_ready(listed, &read_options(listed))).is_err() {
+        if out
+            .send(read_ready(sources, listed, &read_options(listed)))
+            .is_err()
+        {
             return;
         }
     }
@@ -1131,8 +1155,11 @@ fn prefetch(
 /// Reads a log whole (DSH's `inspect()`: lenient header, crash closers) and makes it ready to write. The
 /// fold runs once: over the stored events (where a later resume goes on), then on over the closers (a
 /// log that does not fold is corrupt, as DSH's inspect() constructing a Session says).
-fn read_ready(listed: &ListedSession, opts: &ReadOptions) -> WholeRead {
+fn read_ready(sources: &Sources, listed: &ListedSession, opts: &ReadOptions) -> WholeRead {
     let path = &listed.path;
+    if sources.kind_of(path).is_some() {
+        return read_imported(sources, listed);
+    }
     let (log, checkpoint) = read_log_with_checkpoint(path, opts).map_err(|e| e.at_path(path))?;
     if !log.header.compatible_with(&listed.header) {
         return Err(LogError::new(
@@ -1167,8 +1194,33 @@ fn read_ready(listed: &ListedSession, opts: &ReadOptions) -> WholeRead {
         count: data.events().len() as u64,
         docs,
         resume: encode_resume(&pre_closers, &checkpoint),
-        pre_closers,
-        checkpoint,
+        resume_from: Some((pre_closers, checkpoint)),
+    })
+}
+
+/// [`read_ready`] for another harness's transcript: its importer's events, folded once.
+fn read_imported(sources: &Sources, listed: &ListedSession) -> WholeRead {
+    let path = &listed.path;
+    let imported = sources.read(listed)?;
+    let fold =
+        SurfaceFold::fold(imported.events.iter()).map_err(|e| LogError::from(e).at_path(path))?;
+    let data = Arc::new(SessionData::new(
+        imported.header,
+        imported.events.into_iter().map(Arc::new).collect(),
+    ));
+    let docs = docs(data.events(), &fold).collect();
+    let session = LoadedSession {
+        data: data.clone(),
+        live: false,
+        path: Some(path.clone()),
+    };
+    Ok(ReadyLog {
+        header: hit_header(data.header()),
+        title: title_json(&session),
+        count: data.events().len() as u64,
+        docs,
+        resume: None,
+        resume_from: None,
     })
 }
 
