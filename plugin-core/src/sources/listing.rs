@@ -206,7 +206,7 @@ fn claude_files(root: &Path, files: &mut Vec<PathBuf>, problems: &mut Vec<LogErr
         }
         for entry in dir_entries(&project, problems) {
             let name = entry.file_name().and_then(|n| n.to_str()).unwrap_or("");
-            if name.ends_with(".jsonl") && entry.is_file() {
+            if name.ends_with(".jsonl") && !entry.is_dir() {
                 files.push(entry);
             } else if entry.is_dir() {
                 let subagents = entry.join("subagents");
@@ -234,7 +234,8 @@ fn walk(
             if depth > 0 {
                 walk(&entry, depth - 1, files, problems, wanted);
             }
-        } else if wanted(name) && entry.is_file() {
+        } else if wanted(name) {
+            // Anything by that name is listed: one that is not a regular file is reported by the read.
             files.push(entry);
         }
     }
