@@ -67,6 +67,7 @@ pub fn surface(s: &SurfaceSnapshot) -> Value {
 pub fn window(w: &EventWindow) -> Value {
     json!({
         "session": header(&w.session),
+        "source": source(&w.session),
         "target": envelope(&w.target),
         "events": w.events.iter().map(envelope).collect::<Vec<_>>(),
         "startSeq": w.start_seq,
@@ -93,6 +94,7 @@ pub fn lineage(l: &SessionLineage) -> Value {
 pub fn event_trace(t: &EventTrace) -> Value {
     let mut v = json!({
         "session": header(&t.session),
+        "source": source(&t.session),
         "target": event_record(&t.target),
         "replacementChain": t.replacement_chain.to_vec(),
         "replacedEventSeqs": t.replaced_event_seqs.to_vec(),
