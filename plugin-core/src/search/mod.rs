@@ -693,3 +693,6 @@ fn snippets(
         })
         .collect()
 }
+
+#[cfg(test)]
+mod sources_tests;

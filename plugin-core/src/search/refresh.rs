@@ -65,6 +65,8 @@ pub struct ReadCounts {
     pub resumed: u64,
     /// Full listings of the sessions root (each opens every log's header).
     pub listings: u64,
+    /// Listings of the other harnesses' folders (a stat per transcript).
+    pub source_listings: u64,
 }
 
 /// Where a grown log resumes: the fold of its stored events (crash closers excluded) and the checkpoint
@@ -179,6 +181,8 @@ pub(super) struct Engine {
     pub generation: u64,
     pub cursors: Cursors,
     watch: Option<(Option<PathBuf>, RootWatch)>,
+    /// One watch per other harness's folder: an unchanged folder is not listed again.
+    source_watches: Vec<(PathBuf, RootWatch)>,
     listing: Option<Vec<ListedSession>>,
     /// Logs that failed to read, by path, with the stamp that failed (not retried until it changes) and
     /// the report.
@@ -293,6 +297,7 @@ impl Engine {
             generation,
             cursors: Cursors::new(&secret),
             watch: None,
+            source_watches: Vec::new(),
             listing: None,
             failed: HashMap::new(),
             resume: HashMap::new(),
@@ -316,6 +321,14 @@ impl Engine {
         self.watch.as_ref().is_some_and(|(_, w)| w.is_watching())
     }
 
+    /// Whether every other harness's folder is watched and one has reported a change (tests only).
+    #[cfg(test)]
+    pub fn source_change_pending(&self) -> Option<bool> {
+        let all = !self.source_watches.is_empty()
+            && self.source_watches.iter().all(|(_, w)| w.is_watching());
+        all.then(|| self.source_watches.iter().any(|(_, w)| w.is_dirty()))
+    }
+
     fn conn(&mut self) -> Result<&mut rusqlite::Connection, PluginError> {
         self.index
             .connection_mut()
@@ -333,6 +346,9 @@ impl Engine {
         let result = self.try_refresh(corpus, cancelled, progress);
         if result.is_err() {
             if let Some((_, w)) = &self.watch {
+                w.mark_dirty();
+            }
+            for (_, w) in &self.source_watches {
                 w.mark_dirty();
             }
             if let Some(conn) = self.index.connection() {
@@ -374,11 +390,14 @@ impl Engine {
             (Pending::Paths(paths), Some(root)) => self.patch_listing(corpus, root, paths),
             _ => false,
         };
+        let sources_dirty = self.sources_changed(corpus);
+        if sources_dirty && !corpus.sources().is_empty() {
+            self.reads.source_listings += 1;
+        }
         if !patched {
             self.listing = Some(corpus.list_persisted()?);
             self.reads.listings += 1;
-        } else if !corpus.sources().is_empty() {
-            // Other harnesses' folders are not watched: their transcripts are statted every refresh.
+        } else if sources_dirty {
             let fresh = corpus.list_sources();
             if let Some(listing) = self.listing.as_mut() {
                 listing.retain(|l| corpus.sources().kind_of(&l.path).is_none());
@@ -386,11 +405,7 @@ impl Engine {
             }
         }
         let live: Vec<LiveSession> = corpus.live_sessions();
-        if patched
-            && pending == Pending::Nothing
-            && corpus.sources().is_empty()
-            && self.live_unchanged(&live)
-        {
+        if patched && pending == Pending::Nothing && !sources_dirty && self.live_unchanged(&live) {
             // Nothing on disk was reported and every live session is as indexed: nothing to compare.
             return Ok(());
         }
@@ -553,6 +568,40 @@ impl Engine {
         skipped.dedup_by(|a, b| a.path.is_some() && a.path == b.path && a.code == b.code);
         self.skipped = skipped;
         Ok(())
+    }
+
+    /// Whether anything under the other harnesses' folders may have changed since the last look (always,
+    /// for a folder that cannot be watched); (re)watches each folder, once it exists.
+    fn sources_changed(&mut self, corpus: &Corpus) -> bool {
+        let roots: Vec<PathBuf> = corpus
+            .sources()
+            .roots()
+            .each()
+            .into_iter()
+            .map(|(_, p)| p.to_path_buf())
+            .collect();
+        let stale = self.source_watches.len() != roots.len()
+            || self
+                .source_watches
+                .iter()
+                .zip(&roots)
+                .any(|((r, w), root)| r != root || (!w.is_watching() && root.is_dir()));
+        if stale {
+            self.source_watches = roots
+                .into_iter()
+                .map(|r| {
+                    let w = RootWatch::new(Some(&r));
+                    (r, w)
+                })
+                .collect();
+        }
+        // Every watch is taken, so none keeps an old change for later.
+        let taken: Vec<bool> = self
+            .source_watches
+            .iter()
+            .map(|(_, w)| w.take_dirty())
+            .collect();
+        taken.into_iter().any(|d| d)
     }
 
     /// Whether every live session is exactly as the index (or the record of its failure) has it, and no
