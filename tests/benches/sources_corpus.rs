@@ -152,7 +152,7 @@ fn is_checkpoint(e: &Event) -> bool {
 fn to_claude(id: &str, cwd: &str, events: &[Event], out: &mut impl Write) -> std::io::Result<()> {
     let mut n = 0u64;
     let mut parent: Option<String> = None;
-    let mut line = |v: Value, out: &mut dyn Write| writeln!(out, "{v}");
+    let line = |v: Value, out: &mut dyn Write| writeln!(out, "{v}");
     for e in events {
         let ts = iso(e.time);
         let mut next = || {
