@@ -242,6 +242,11 @@ fn exact_reads_titles_and_candidates_see_imported_sessions() {
     }
     assert_eq!(of("demo-docs").unwrap()["source"], "dsh");
     assert_eq!(of(SUBAGENT).unwrap()["header"]["parentSession"], CLAUDE);
+    // The subagent is a child session of its parent.
+    let (code, lineage) = run(&env, &["trace", SUBAGENT]);
+    assert_eq!(code, 0, "{lineage}");
+    assert_eq!(lineage["ancestors"][0]["header"]["id"], CLAUDE, "{lineage}");
+    assert_eq!(lineage["target"]["header"]["origin"], "subagent");
 
     let (code, surface) = run(&env, &["surface", CLAUDE]);
     assert_eq!(code, 0, "{surface}");
