@@ -15,6 +15,7 @@ pub mod abi;
 pub mod json;
 pub mod log;
 pub mod mention;
+pub mod source;
 pub mod surface;
 pub mod text;
 

@@ -6,6 +6,11 @@
 //! (`JSON.stringify(id)`, quotes included). Decoding accepts only the canonical form: re-encoding the
 //! decoded id must give back the URI byte for byte.
 //!
+//! Sessions read from other harnesses (`claude:<uuid>`, `codex:<uuid>`, see [`crate::source`]) also have a
+//! readable URI, `dsh-session:claude:<uuid>`: the namespace, then base64url characters and `/`. DSH never
+//! names such a session, so no DSH URI changes; [`encode_uri`] writes the readable form for them and
+//! decoding accepts it as well as their base64url form.
+//!
 //! One deliberate difference from DSH: JavaScript strings may hold lone UTF-16 surrogates and Rust strings
 //! cannot, so a URI whose JSON payload escapes a lone surrogate (`"\ud800"`) is refused here, where DSH
 //! would accept it. No DSH id is such a string in practice (ids are UUIDs or paths).
@@ -58,8 +63,36 @@ pub struct Parsed {
     pub references: Vec<Reference>,
 }
 
-/// `dsh-session:` + base64url (no padding) of `JSON.stringify(id)`.
+/// `dsh-session:` + base64url (no padding) of `JSON.stringify(id)`; for another harness's session,
+/// `dsh-session:` + the id itself when it is readable (see the module header).
 pub fn encode_uri(id: &str) -> String {
+    if readable_id(id) {
+        return format!("{SCHEME}{id}");
+    }
+    base64_uri(id)
+}
+
+/// The namespace of another harness's session id at the start of `payload`, if any.
+fn namespace_of(payload: &str) -> Option<&'static str> {
+    crate::source::SourceKind::ALL
+        .into_iter()
+        .filter_map(crate::source::SourceKind::namespace)
+        .find(|ns| payload.starts_with(ns))
+}
+
+/// A namespaced id whose URI can be the id itself: the namespace, then base64url characters and `/`.
+fn readable_id(id: &str) -> bool {
+    namespace_of(id).is_some_and(|ns| {
+        let rest = &id[ns.len()..];
+        !rest.is_empty() && rest.bytes().all(is_readable)
+    })
+}
+
+fn is_readable(b: u8) -> bool {
+    is_base64url(b) || b == b'/'
+}
+
+fn base64_uri(id: &str) -> String {
     let literal = json_string(id);
     let mut out = String::with_capacity(SCHEME.len() + literal.len().div_ceil(3) * 4);
     out.push_str(SCHEME);
@@ -172,10 +205,17 @@ fn markdown_mention(text: &str, start: usize) -> Result<Option<(usize, Reference
 /// URI, which must then decode.
 fn bare_uri(text: &str, start: usize) -> Result<Option<(usize, Reference)>, MentionError> {
     let payload_start = start + SCHEME.len();
-    let payload_len = text.as_bytes()[payload_start..]
-        .iter()
-        .take_while(|&&b| is_base64url(b))
-        .count();
+    let namespace = namespace_of(&text[payload_start..]).map_or(0, str::len);
+    let allowed = if namespace > 0 {
+        is_readable
+    } else {
+        is_base64url
+    };
+    let payload_len = namespace
+        + text.as_bytes()[payload_start + namespace..]
+            .iter()
+            .take_while(|&&b| allowed(b))
+            .count();
     if payload_len == 0 {
         return Ok(None);
     }
@@ -211,6 +251,13 @@ fn decode_at(uri: &str, offset: Option<usize>) -> Result<String, MentionError> {
     let payload = uri
         .strip_prefix(SCHEME)
         .ok_or_else(|| fail("it does not start with dsh-session:"))?;
+    if namespace_of(payload).is_some() {
+        return if readable_id(payload) {
+            Ok(payload.to_string())
+        } else {
+            Err(fail("its session id is not a readable namespaced id"))
+        };
+    }
     if payload.is_empty() || !payload.bytes().all(is_base64url) {
         return Err(fail("its payload is not base64url"));
     }
@@ -221,7 +268,7 @@ fn decode_at(uri: &str, offset: Option<usize>) -> Result<String, MentionError> {
         Ok(_) => return Err(fail("its payload is not a JSON string")),
         Err(_) => return Err(fail("its payload is not JSON")),
     };
-    if encode_uri(&id) != uri {
+    if base64_uri(&id) != uri {
         return Err(fail("it is not in canonical form"));
     }
     Ok(id)
@@ -354,6 +401,33 @@ mod tests {
             e.message.as_str(),
             "invalid session reference URI \"dsh-session:x\""
         );
+    }
+
+    #[test]
+    fn namespaced_ids_have_a_readable_uri_and_keep_their_base64_one() {
+        let id = "claude:11111111-1111-4111-8111-111111111111/agent-a1";
+        let uri = encode_uri(id);
+        assert_eq!(uri, format!("dsh-session:{id}"));
+        assert_eq!(decode_uri(&uri).unwrap(), id);
+        assert_eq!(decode_uri(&base64_uri(id)).unwrap(), id);
+        let parsed = parse_mentions(&format!("see {uri}. and @[x]({uri})")).unwrap();
+        let ids: Vec<&str> = parsed
+            .references
+            .iter()
+            .map(|r| r.session_id.as_str())
+            .collect();
+        assert_eq!(ids, [id, id]);
+        assert_eq!(parsed.text, format!("see @{id}. and @x"));
+        for bad in [
+            "dsh-session:claude:",
+            "dsh-session:codex:a b",
+            "dsh-session:codex:x.y",
+        ] {
+            assert!(decode_uri(bad).is_err(), "{bad}");
+        }
+        // An id outside the namespaces keeps DSH's form only.
+        assert!(encode_uri("plain-id").starts_with("dsh-session:InBsYW"));
+        assert!(decode_uri("dsh-session:plain-id").is_err());
     }
 
     #[test]

@@ -42,6 +42,8 @@ pub fn event_text(event: &Event) -> String {
                 }
             }
         }
+        // Another harness's record kept as log text (DESIGN.md deviation 8): what its importer extracted.
+        crate::source::IMPORTED_RECORD => text.part(data.get("text")),
         "turn/end" => {
             let reason = data.get("reason");
             match reason.and_then(|r| r.get("kind")).and_then(Value::as_str) {
@@ -270,6 +272,19 @@ mod tests {
             "completed\nwrite tests\npending\nship"
         );
         assert_eq!(text_of("todo/write", json!({"todos":[]})), "");
+    }
+
+    #[test]
+    fn an_imported_record_is_its_extracted_text() {
+        let data = json!({"source": "claude", "recordType": "zebra", "text": "  zebra counters "});
+        assert_eq!(
+            text_of(crate::source::IMPORTED_RECORD, data),
+            "zebra counters"
+        );
+        assert_eq!(
+            text_of(crate::source::IMPORTED_RECORD, json!({"text": 3})),
+            ""
+        );
     }
 
     #[test]

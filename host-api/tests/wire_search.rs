@@ -25,6 +25,7 @@ fn header() -> HitHeader {
         seed_length: None,
         delegation_depth: Some(0),
         agent_preset: None,
+        source: "dsh".into(),
     }
 }
 
@@ -109,6 +110,12 @@ fn examples() -> Value {
         watching: true,
         whole_reads: 4,
         resumed_reads: 1,
+        sources: vec![SourceDiagnostic {
+            source: "claude".into(),
+            path: "/home/u/.claude/projects".into(),
+            exists: true,
+            indexed_sessions: 2,
+        }],
     };
     json!({
         "sessionSearchRequest": sessions_request,

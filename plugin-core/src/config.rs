@@ -14,6 +14,13 @@ pub struct Config {
     pub index_path: Option<PathBuf>,
     /// Overrides the sessions root the host lends through `HostContext`.
     pub sessions_root: Option<PathBuf>,
+    /// Claude Code's `projects` folder, read read-only beside the sessions root. No default here: the
+    /// host decides whether `~/.claude/projects` is read.
+    #[serde(default)]
+    pub claude_projects: Option<PathBuf>,
+    /// Codex's home folder (`sessions/`, `archived_sessions/`), read read-only. No default here.
+    #[serde(default)]
+    pub codex_home: Option<PathBuf>,
     /// `readEvent`'s largest `before`/`after` (spec §4.9 `readWindowMax`).
     #[serde(default = "default_read_window_max")]
     pub read_window_max: u64,
@@ -98,6 +105,8 @@ impl Default for Config {
         Self {
             index_path: None,
             sessions_root: None,
+            claude_projects: None,
+            codex_home: None,
             read_window_max: default_read_window_max(),
             max_references: default_max_references(),
             candidate_limit: default_candidate_limit(),
@@ -126,11 +135,15 @@ impl Config {
                 format!("invalid plugin config: {e}"),
             )
         })?;
-        if let Some(path) = &config.index_path {
-            if path.as_os_str().is_empty() {
+        for (name, path) in [
+            ("indexPath", &config.index_path),
+            ("claudeProjects", &config.claude_projects),
+            ("codexHome", &config.codex_home),
+        ] {
+            if path.as_ref().is_some_and(|p| p.as_os_str().is_empty()) {
                 return Err(PluginError::new(
                     ErrorCode::SessionQueryInvalidConfig,
-                    "indexPath is empty",
+                    format!("{name} is empty"),
                 ));
             }
         }
@@ -185,6 +198,23 @@ mod tests {
             Config::parse(r#"{"indexPath":""}"#).unwrap_err().code,
             ErrorCode::SessionQueryInvalidConfig
         );
+    }
+
+    #[test]
+    fn source_folders_are_optional_and_never_empty() {
+        let c =
+            Config::parse(r#"{"claudeProjects":"/h/.claude/projects","codexHome":"/h/.codex"}"#)
+                .unwrap();
+        assert_eq!(
+            c.claude_projects,
+            Some(PathBuf::from("/h/.claude/projects"))
+        );
+        assert_eq!(c.codex_home, Some(PathBuf::from("/h/.codex")));
+        assert_eq!(Config::parse("{}").unwrap().claude_projects, None);
+        for bad in [r#"{"claudeProjects":""}"#, r#"{"codexHome":""}"#] {
+            let err = Config::parse(bad).unwrap_err();
+            assert_eq!(err.code, ErrorCode::SessionQueryInvalidConfig, "{bad}");
+        }
     }
 
     #[test]

@@ -35,6 +35,7 @@ use host_api::log::{ErrorClass, Event, LogError, LogErrorCode, SessionHeader};
 use host_api::surface::{FoldError, SurfaceFold};
 
 use crate::cancel::Cancel;
+use crate::sources::{SourceKind, SourceRoots, Sources};
 use cache::{CacheKey, LogCache, Stamp};
 
 /// Most sessions the cache keeps parsed at once.
@@ -170,6 +171,8 @@ pub struct CorpusSession {
 struct Problems {
     /// `None` until the first listing.
     listing: Option<Vec<CorpusProblem>>,
+    /// The other harnesses' last listing's problems.
+    sources: Vec<CorpusProblem>,
     /// A listed log that failed to read, with the revision that failed.
     reads: BTreeMap<PathBuf, (Revision, CorpusProblem)>,
 }
@@ -178,6 +181,8 @@ struct Problems {
 pub struct Corpus {
     host: Arc<HostContextBox>,
     root: Option<SessionsRoot>,
+    /// Other harnesses' transcripts, read read-only beside the sessions root.
+    sources: Sources,
     cache: Mutex<LogCache>,
     problems: Mutex<Problems>,
 }
@@ -187,9 +192,21 @@ impl Corpus {
         Self {
             host,
             root: sessions_root.map(SessionsRoot::new),
+            sources: Sources::new(SourceRoots::default()),
             cache: Mutex::new(LogCache::new(CACHE_MAX_SESSIONS, CACHE_MAX_EVENTS)),
             problems: Mutex::new(Problems::default()),
         }
+    }
+
+    /// The same corpus with other harnesses' transcripts beside the sessions root.
+    pub fn with_sources(mut self, roots: SourceRoots) -> Self {
+        self.sources = Sources::new(roots);
+        self
+    }
+
+    /// The other harnesses' sources.
+    pub fn sources(&self) -> &Sources {
+        &self.sources
     }
 
     pub fn host(&self) -> &HostContextBox {
@@ -290,6 +307,36 @@ impl Corpus {
     /// The sessions the sessions root lists (empty without a root). Records the listing's problems.
     /// Fails (`PERSISTENCE_FAILED`) only when the root exists but cannot be read as a directory.
     pub fn list_persisted(&self) -> Result<Vec<ListedSession>, PluginError> {
+        let mut listed = self.list_dsh()?;
+        listed.extend(self.list_sources());
+        Ok(listed)
+    }
+
+    /// The transcripts of the other harnesses' sources (empty when none is configured). Records the
+    /// listing's problems.
+    pub fn list_sources(&self) -> Vec<ListedSession> {
+        if self.sources.is_empty() {
+            return Vec::new();
+        }
+        let listing = self.sources.list();
+        let problems = listing
+            .problems
+            .iter()
+            .map(|e| problem(e.path.as_deref().unwrap_or(Path::new("")), None, e))
+            .collect();
+        let mut state = lock(&self.problems);
+        state.sources = problems;
+        let paths: std::collections::HashSet<&Path> =
+            listing.sessions.iter().map(|s| s.path.as_path()).collect();
+        state.reads.retain(|path, _| {
+            self.sources.kind_of(path).is_none() || paths.contains(path.as_path())
+        });
+        drop(state);
+        listing.sessions
+    }
+
+    /// The sessions the DSH sessions root lists (empty without a root).
+    fn list_dsh(&self) -> Result<Vec<ListedSession>, PluginError> {
         let Some(root) = &self.root else {
             return Ok(Vec::new());
         };
@@ -315,9 +362,10 @@ impl Corpus {
         let mut state = lock(&self.problems);
         state.listing = Some(problems);
         // A failed read of a log that no longer lists at that path is no longer news.
-        state
-            .reads
-            .retain(|path, _| listing.sessions.iter().any(|s| &s.path == path));
+        let sources = &self.sources;
+        state.reads.retain(|path, _| {
+            sources.kind_of(path).is_some() || listing.sessions.iter().any(|s| &s.path == path)
+        });
         drop(state);
         Ok(listing.sessions)
     }
@@ -328,6 +376,17 @@ impl Corpus {
         self.check_cancelled(cancel, "reading a session")?;
         if let Some(loaded) = self.load_live(id)? {
             return Ok(loaded);
+        }
+        if SourceKind::of_id(id) != SourceKind::Dsh && !self.sources.is_empty() {
+            if let Some(listed) = self.sources.find(id) {
+                self.check_cancelled(cancel, "reading a session")?;
+                let data = self.read_listed(&listed)?;
+                return Ok(LoadedSession {
+                    data,
+                    live: false,
+                    path: Some(listed.path),
+                });
+            }
         }
         let Some(root) = &self.root else {
             return Err(not_found(
@@ -370,6 +429,9 @@ impl Corpus {
             return Ok(data);
         }
         let id = listed.header.id.as_str();
+        if self.sources.kind_of(&listed.path).is_some() {
+            return self.read_imported(listed, key, stamp);
+        }
         let opts = ReadOptions {
             strict_header: false,
             expected_id: Some(id.to_string()),
@@ -404,6 +466,37 @@ impl Corpus {
         }
         lock(&self.problems).reads.remove(&listed.path);
         // Only a log that did not change while it was read may be remembered under its revision.
+        if Revision::of(&listed.path).ok() == Some(listed.revision) {
+            lock(&self.cache).insert(key, stamp, data.clone());
+        }
+        Ok(data)
+    }
+
+    /// [`Corpus::read_listed`] for another harness's transcript: mapped by its importer, then folded
+    /// like any log (a transcript the importer maps to something that does not fold is a bug, reported
+    /// as that log's problem rather than a failed listing).
+    fn read_imported(
+        &self,
+        listed: &ListedSession,
+        key: CacheKey,
+        stamp: Stamp,
+    ) -> Result<Arc<SessionData>, PluginError> {
+        let id = listed.header.id.as_str();
+        let imported = match self.sources.read(listed) {
+            Ok(imported) => imported,
+            Err(e) => {
+                self.record_read_problem(&listed.path, Some(listed.revision), Some(id), &e);
+                return Err(read_failure(id, &e));
+            }
+        };
+        let events = imported.events.into_iter().map(Arc::new).collect();
+        let data = Arc::new(SessionData::new(imported.header, events));
+        if let Err(fold_error) = data.fold() {
+            let e = LogError::from(fold_error.clone()).at_path(&listed.path);
+            self.record_read_problem(&listed.path, Some(listed.revision), Some(id), &e);
+            return Err(read_failure(id, &e));
+        }
+        lock(&self.problems).reads.remove(&listed.path);
         if Revision::of(&listed.path).ok() == Some(listed.revision) {
             lock(&self.cache).insert(key, stamp, data.clone());
         }
@@ -461,13 +554,17 @@ impl Corpus {
     /// last read failed (re-read when its file changed since). Never fails: a sessions root that cannot be
     /// listed is itself reported.
     pub fn problems(&self) -> Vec<CorpusProblem> {
-        let Some(root) = &self.root else {
-            return Vec::new();
-        };
-        let listed = match self.list_root(root) {
-            Ok(listed) => listed,
-            Err(e) => return vec![problem(root.root(), None, &e)],
-        };
+        let mut listed = self.list_sources();
+        if let Some(root) = &self.root {
+            match self.list_root(root) {
+                Ok(dsh) => listed.extend(dsh),
+                Err(e) => {
+                    let mut out = vec![problem(root.root(), None, &e)];
+                    out.extend(lock(&self.problems).sources.iter().cloned());
+                    return out;
+                }
+            }
+        }
         // Failed logs whose file changed since: read them again so a fixed log leaves the report.
         let stale: Vec<&ListedSession> = {
             let state = lock(&self.problems);
@@ -496,6 +593,7 @@ impl Corpus {
     fn recorded_problems(&self) -> Vec<CorpusProblem> {
         let state = lock(&self.problems);
         let mut out: Vec<CorpusProblem> = state.listing.clone().unwrap_or_default();
+        out.extend(state.sources.iter().cloned());
         out.extend(state.reads.values().map(|(_, p)| p.clone()));
         out
     }

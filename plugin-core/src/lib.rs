@@ -24,6 +24,7 @@ pub mod reads;
 pub mod reference;
 pub mod search;
 pub mod service;
+pub mod sources;
 
 /// What [`export_plugin!`] expands to refers to; not for other use.
 #[doc(hidden)]

@@ -27,6 +27,7 @@ use crate::corpus::Corpus;
 use crate::reads::Reads;
 use crate::reference::{self, ExactTitles, Limits, TitleSource};
 use crate::search::Search;
+use crate::sources::SourceRoots;
 
 /// A fault a test fixture library can build into its instances. Not reachable from config.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
@@ -71,7 +72,10 @@ impl Service {
             Some(path) => Some(Search::open(&config, path, host.clone())?),
             None => None,
         };
-        let corpus = Corpus::new(host, sessions_root);
+        let corpus = Corpus::new(host, sessions_root).with_sources(SourceRoots {
+            claude_projects: config.claude_projects.clone(),
+            codex_home: config.codex_home.clone(),
+        });
         Ok(Self {
             limits: Limits::from_config(&config),
             reads: Reads::new(corpus, config.read_window_max),

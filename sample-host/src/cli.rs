@@ -12,7 +12,9 @@ use clap::{Parser, Subcommand};
 const DEFAULTS: &str = "\
 defaults: --plugins: plugins/ beside the binary, else $XDG_CONFIG_HOME/dsh-session-search/plugins, else the
 binary's folder (where cargo builds the plugin); --sessions: $XDG_DATA_HOME/dsh-session-search/sessions;
---index: $XDG_CACHE_HOME/dsh-session-search/index.sqlite. `--` ends the options (for an id starting with -).";
+--index: $XDG_CACHE_HOME/dsh-session-search/index.sqlite; --claude-projects: $HOME/.claude/projects and
+--codex-home: $HOME/.codex, each when it exists (--no-default-sources: neither). `--` ends the options (for
+an id starting with -).";
 
 /// `sample-host [OPTIONS] COMMAND [ARGS]`.
 #[derive(Debug, Clone, PartialEq, Eq, Parser)]
@@ -32,6 +34,15 @@ pub struct Cli {
     /// The plugin's derived index file.
     #[arg(long, global = true, value_name = "PATH")]
     pub index: Option<PathBuf>,
+    /// Claude Code's projects folder, read read-only (sessions `claude:<uuid>`).
+    #[arg(long, global = true, value_name = "DIR")]
+    pub claude_projects: Option<PathBuf>,
+    /// Codex's home folder (`sessions/`, `archived_sessions/`), read read-only (sessions `codex:<uuid>`).
+    #[arg(long, global = true, value_name = "DIR")]
+    pub codex_home: Option<PathBuf>,
+    /// Do not read ~/.claude/projects or ~/.codex unless named by --claude-projects / --codex-home.
+    #[arg(long, global = true)]
+    pub no_default_sources: bool,
     /// Log debug lines to stderr (RUST_LOG, when set, decides instead).
     #[arg(short, long, global = true)]
     pub verbose: bool,
@@ -336,6 +347,23 @@ mod tests {
             }
             other => panic!("{other:?}"),
         }
+    }
+
+    #[test]
+    fn source_folders_are_global_options() {
+        let cli = run(&[
+            "search",
+            "x",
+            "--claude-projects",
+            "/c",
+            "--codex-home",
+            "/x",
+            "--no-default-sources",
+        ]);
+        assert_eq!(cli.claude_projects, Some(PathBuf::from("/c")));
+        assert_eq!(cli.codex_home, Some(PathBuf::from("/x")));
+        assert!(cli.no_default_sources);
+        assert!(!run(&["sessions"]).no_default_sources);
     }
 
     #[test]

@@ -25,6 +25,16 @@ pub fn default_sessions_dir() -> PathBuf {
     xdg("XDG_DATA_HOME", ".local/share").join("sessions")
 }
 
+/// `$HOME/.claude/projects`: Claude Code's transcripts.
+pub fn default_claude_projects() -> Option<PathBuf> {
+    home().map(|h| h.join(".claude").join("projects"))
+}
+
+/// `$HOME/.codex`: Codex's rollouts.
+pub fn default_codex_home() -> Option<PathBuf> {
+    home().map(|h| h.join(".codex"))
+}
+
 /// `$XDG_CACHE_HOME/dsh-session-search/index.sqlite`.
 pub fn default_index_path() -> PathBuf {
     xdg("XDG_CACHE_HOME", ".cache").join("index.sqlite")

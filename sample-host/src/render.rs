@@ -38,7 +38,12 @@ pub fn header(h: &Header) -> Value {
 }
 
 pub fn record(r: &SessionRecord) -> Value {
-    json!({"header": header(&r.header), "live": r.live, "persisted": r.persisted})
+    json!({"header": header(&r.header), "source": source(&r.header), "live": r.live, "persisted": r.persisted})
+}
+
+/// Where a session comes from (`dsh`, `claude`, `codex`): its id's namespace.
+pub fn source(h: &Header) -> &'static str {
+    host_api::source::SourceKind::of_id(h.id.as_str()).as_str()
 }
 
 pub fn event_record(e: &EventRecord) -> Value {
@@ -53,6 +58,7 @@ pub fn envelope(text: &RString) -> Value {
 pub fn surface(s: &SurfaceSnapshot) -> Value {
     json!({
         "session": header(&s.session),
+        "source": source(&s.session),
         "capturedThroughSeq": s.captured_through_seq.into_option(),
         "events": s.events.iter().map(envelope).collect::<Vec<_>>(),
     })
@@ -61,6 +67,7 @@ pub fn surface(s: &SurfaceSnapshot) -> Value {
 pub fn window(w: &EventWindow) -> Value {
     json!({
         "session": header(&w.session),
+        "source": source(&w.session),
         "target": envelope(&w.target),
         "events": w.events.iter().map(envelope).collect::<Vec<_>>(),
         "startSeq": w.start_seq,
@@ -87,6 +94,7 @@ pub fn lineage(l: &SessionLineage) -> Value {
 pub fn event_trace(t: &EventTrace) -> Value {
     let mut v = json!({
         "session": header(&t.session),
+        "source": source(&t.session),
         "target": event_record(&t.target),
         "replacementChain": t.replacement_chain.to_vec(),
         "replacedEventSeqs": t.replaced_event_seqs.to_vec(),

@@ -12,6 +12,11 @@ use serde_json::Value;
 fn host() -> Command {
     let mut cmd = Command::new(env!("CARGO_BIN_EXE_sample-host"));
     cmd.env_remove("RUST_LOG");
+    // The machine's own ~/.claude and ~/.codex are read by default; never in a test.
+    cmd.env(
+        "HOME",
+        std::env::temp_dir().join("sample-host-tests-home-without-sources"),
+    );
     cmd
 }
 

@@ -202,6 +202,12 @@ pub mod host {
         }
     }
 
+    /// A `HOME` for every `sample-host` a test runs: an empty folder's path, so the machine's own
+    /// `~/.claude/projects` and `~/.codex` (read by default) never join a test's corpus.
+    pub fn isolated_home() -> PathBuf {
+        std::env::temp_dir().join("dsh-session-search-tests-home-without-sources")
+    }
+
     /// A fresh [`DemoEnv`].
     pub fn demo_env() -> DemoEnv {
         let dir = tempfile::tempdir().expect("temporary folder");

@@ -17,6 +17,7 @@ use tests::host::{demo_env as env, DemoEnv as Env};
 
 fn run(env: &Env, plugins: &Path, args: &[&str]) -> (i32, Value, String) {
     let out = Command::new(&libs().sample_host)
+        .env("HOME", tests::host::isolated_home())
         .arg("--plugins")
         .arg(plugins)
         .arg("--sessions")
@@ -162,6 +163,7 @@ fn read_command_errors_are_typed_json_with_exit_status_1() {
 /// Runs the binary with the env's folders and `args` as given (no `--json` added).
 fn raw(env: &Env, args: &[&OsStr]) -> std::process::Output {
     Command::new(&libs().sample_host)
+        .env("HOME", tests::host::isolated_home())
         .arg("--plugins")
         .arg(&env.plugins)
         .arg("--sessions")
@@ -262,6 +264,7 @@ fn a_non_utf8_id_is_session_not_found_and_a_non_utf8_path_is_fine() {
     // A sessions root whose name is not UTF-8 is just a path (empty here: no sessions).
     let odd_root = env.root().join(OsStr::from_bytes(b"sessions-\xfe"));
     let out = Command::new(&libs().sample_host)
+        .env("HOME", tests::host::isolated_home())
         .arg("--plugins")
         .arg(&env.plugins)
         .arg("--sessions")
@@ -391,6 +394,7 @@ fn a_closed_stderr_costs_neither_the_exit_status_nor_stdout() {
     assert_eq!(code, 0);
 
     let mut child = Command::new(&libs().sample_host)
+        .env("HOME", tests::host::isolated_home())
         .arg("--plugins")
         .arg(&env.plugins)
         .arg("--sessions")
@@ -465,6 +469,7 @@ fn watch_tells_the_story_and_cleans_up_on_sigterm() {
     let tmp = env.root().join("tmp");
     std::fs::create_dir(&tmp).unwrap();
     let mut child = Command::new(&libs().sample_host)
+        .env("HOME", tests::host::isolated_home())
         .arg("--plugins")
         .arg(&env.plugins)
         .arg("--sessions")
@@ -540,6 +545,7 @@ fn the_log_level_follows_verbose_and_rust_log() {
     let env = env();
     let stderr_of = |verbose: bool, rust_log: Option<&str>| {
         let mut cmd = Command::new(&libs().sample_host);
+        cmd.env("HOME", tests::host::isolated_home());
         cmd.arg("--plugins")
             .arg(&env.plugins)
             .arg("--sessions")

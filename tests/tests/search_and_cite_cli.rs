@@ -12,6 +12,7 @@ use tests::host::{demo_env as env, DemoEnv as Env};
 /// Runs `sample-host … ARGS --json` and parses its one JSON value.
 fn run(env: &Env, args: &[&str]) -> (i32, Value) {
     let out = Command::new(&libs().sample_host)
+        .env("HOME", tests::host::isolated_home())
         .arg("--plugins")
         .arg(&env.plugins)
         .arg("--sessions")
@@ -300,6 +301,7 @@ fn chat_hot_reloads_the_plugin_between_two_lines() {
 
     let env = env();
     let mut child = Command::new(&libs().sample_host)
+        .env("HOME", tests::host::isolated_home())
         .arg("--plugins")
         .arg(&env.plugins)
         .arg("--sessions")

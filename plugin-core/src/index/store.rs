@@ -286,8 +286,12 @@ pub fn load_rows(conn: &Connection) -> rusqlite::Result<Vec<SessionRow>> {
 /// parent_session, seed_length, delegation_depth, agent_preset … in the order `load_rows` selects).
 pub fn header_from_row(r: &rusqlite::Row<'_>, first: usize) -> rusqlite::Result<HitHeader> {
     // Column order: id, path (skipped), version, created_at, cwd, parent, seed, depth, preset.
+    let id: String = r.get(first)?;
     Ok(HitHeader {
-        id: r.get(first)?,
+        source: host_api::source::SourceKind::of_id(&id)
+            .as_str()
+            .to_string(),
+        id,
         version: r.get(first + 2)?,
         created_at: r.get(first + 3)?,
         cwd: r.get(first + 4)?,

@@ -40,6 +40,7 @@ use std::sync::{Arc, Mutex, MutexGuard};
 use host_api::abi::wire::search::{
     Diagnostics, HitHeader, SessionEventSearchHit, SessionEventSearchPage,
     SessionEventSearchRequest, SessionSearchHit, SessionSearchPage, SessionSearchRequest,
+    SourceDiagnostic,
 };
 use host_api::abi::{ErrorCode, HostContextBox, PluginError};
 use rusqlite::Connection;
@@ -49,6 +50,7 @@ use crate::corpus::Corpus;
 use crate::index::store::{self, label_of, RowKey, SessionRow, Source};
 use crate::index::tokens::Tokenizer;
 use crate::index::{cjk, hot, Index};
+use crate::sources::SourceKind;
 use refresh::{aborted, Engine};
 
 /// The search config keys (spec §4.9).
@@ -382,7 +384,33 @@ impl Search {
             .collect();
         ids.sort_unstable();
         ids.dedup();
+        let mut folders: Vec<(SourceKind, std::path::PathBuf)> = corpus
+            .sessions_root()
+            .map(|r| (SourceKind::Dsh, r.to_path_buf()))
+            .into_iter()
+            .collect();
+        folders.extend(
+            corpus
+                .sources()
+                .roots()
+                .each()
+                .into_iter()
+                .map(|(k, p)| (k, p.to_path_buf())),
+        );
+        let sources = folders
+            .into_iter()
+            .map(|(kind, path)| SourceDiagnostic {
+                source: kind.as_str().to_string(),
+                exists: path.is_dir(),
+                path: path.display().to_string(),
+                indexed_sessions: ids
+                    .iter()
+                    .filter(|id| SourceKind::of_id(id) == kind)
+                    .count() as u64,
+            })
+            .collect();
         Ok(Diagnostics {
+            sources,
             skipped: engine.skipped.clone(),
             indexed_sessions: ids.len() as u64,
             indexed_events,
@@ -665,3 +693,6 @@ fn snippets(
         })
         .collect()
 }
+
+#[cfg(test)]
+mod sources_tests;

@@ -48,6 +48,7 @@ use crate::index::store::{
 use crate::index::watch::{Pending, RootWatch};
 use crate::index::Index;
 use crate::reads::title_of;
+use crate::sources::Sources;
 
 use super::cursor::Cursors;
 
@@ -64,6 +65,8 @@ pub struct ReadCounts {
     pub resumed: u64,
     /// Full listings of the sessions root (each opens every log's header).
     pub listings: u64,
+    /// Listings of the other harnesses' folders (a stat per transcript).
+    pub source_listings: u64,
 }
 
 /// Where a grown log resumes: the fold of its stored events (crash closers excluded) and the checkpoint
@@ -178,6 +181,8 @@ pub(super) struct Engine {
     pub generation: u64,
     pub cursors: Cursors,
     watch: Option<(Option<PathBuf>, RootWatch)>,
+    /// One watch per other harness's folder: an unchanged folder is not listed again.
+    source_watches: Vec<(PathBuf, RootWatch)>,
     listing: Option<Vec<ListedSession>>,
     /// Logs that failed to read, by path, with the stamp that failed (not retried until it changes) and
     /// the report.
@@ -217,6 +222,9 @@ pub(super) fn hit_header(h: &SessionHeader) -> HitHeader {
         seed_length: h.seed_length,
         delegation_depth: h.delegation_depth,
         agent_preset: h.agent_preset.clone(),
+        source: host_api::source::SourceKind::of_id(&h.id)
+            .as_str()
+            .to_string(),
     }
 }
 
@@ -289,6 +297,7 @@ impl Engine {
             generation,
             cursors: Cursors::new(&secret),
             watch: None,
+            source_watches: Vec::new(),
             listing: None,
             failed: HashMap::new(),
             resume: HashMap::new(),
@@ -312,6 +321,14 @@ impl Engine {
         self.watch.as_ref().is_some_and(|(_, w)| w.is_watching())
     }
 
+    /// Whether every other harness's folder is watched and one has reported a change (tests only).
+    #[cfg(test)]
+    pub fn source_change_pending(&self) -> Option<bool> {
+        let all = !self.source_watches.is_empty()
+            && self.source_watches.iter().all(|(_, w)| w.is_watching());
+        all.then(|| self.source_watches.iter().any(|(_, w)| w.is_dirty()))
+    }
+
     fn conn(&mut self) -> Result<&mut rusqlite::Connection, PluginError> {
         self.index
             .connection_mut()
@@ -329,6 +346,9 @@ impl Engine {
         let result = self.try_refresh(corpus, cancelled, progress);
         if result.is_err() {
             if let Some((_, w)) = &self.watch {
+                w.mark_dirty();
+            }
+            for (_, w) in &self.source_watches {
                 w.mark_dirty();
             }
             if let Some(conn) = self.index.connection() {
@@ -370,12 +390,22 @@ impl Engine {
             (Pending::Paths(paths), Some(root)) => self.patch_listing(corpus, root, paths),
             _ => false,
         };
+        let sources_dirty = self.sources_changed(corpus);
+        if sources_dirty && !corpus.sources().is_empty() {
+            self.reads.source_listings += 1;
+        }
         if !patched {
             self.listing = Some(corpus.list_persisted()?);
             self.reads.listings += 1;
+        } else if sources_dirty {
+            let fresh = corpus.list_sources();
+            if let Some(listing) = self.listing.as_mut() {
+                listing.retain(|l| corpus.sources().kind_of(&l.path).is_none());
+                listing.extend(fresh);
+            }
         }
         let live: Vec<LiveSession> = corpus.live_sessions();
-        if patched && pending == Pending::Nothing && self.live_unchanged(&live) {
+        if patched && pending == Pending::Nothing && !sources_dirty && self.live_unchanged(&live) {
             // Nothing on disk was reported and every live session is as indexed: nothing to compare.
             return Ok(());
         }
@@ -462,7 +492,8 @@ impl Engine {
                 for turn in 0..readers {
                     let (sender, reads) = std::sync::mpsc::sync_channel(PREFETCH);
                     let new_logs = &new_logs;
-                    scope.spawn(move || prefetch(new_logs, turn, readers, sender));
+                    let sources = corpus.sources();
+                    scope.spawn(move || prefetch(sources, new_logs, turn, readers, sender));
                     queues.push(reads);
                 }
                 let mut next_new = 0;
@@ -478,7 +509,7 @@ impl Engine {
                         })
                         .flatten();
                     batching.before(self.conn()?)?;
-                    wrote |= self.index_log(listed, prefetched, generation)?;
+                    wrote |= self.index_log(corpus.sources(), listed, prefetched, generation)?;
                     batching.after(self.conn()?, listed.revision.size)?;
                     done += 1;
                     progress(done, total);
@@ -537,6 +568,40 @@ impl Engine {
         skipped.dedup_by(|a, b| a.path.is_some() && a.path == b.path && a.code == b.code);
         self.skipped = skipped;
         Ok(())
+    }
+
+    /// Whether anything under the other harnesses' folders may have changed since the last look (always,
+    /// for a folder that cannot be watched); (re)watches each folder, once it exists.
+    fn sources_changed(&mut self, corpus: &Corpus) -> bool {
+        let roots: Vec<PathBuf> = corpus
+            .sources()
+            .roots()
+            .each()
+            .into_iter()
+            .map(|(_, p)| p.to_path_buf())
+            .collect();
+        let stale = self.source_watches.len() != roots.len()
+            || self
+                .source_watches
+                .iter()
+                .zip(&roots)
+                .any(|((r, w), root)| r != root || (!w.is_watching() && root.is_dir()));
+        if stale {
+            self.source_watches = roots
+                .into_iter()
+                .map(|r| {
+                    let w = RootWatch::new(Some(&r));
+                    (r, w)
+                })
+                .collect();
+        }
+        // Every watch is taken, so none keeps an old change for later.
+        let taken: Vec<bool> = self
+            .source_watches
+            .iter()
+            .map(|(_, w)| w.take_dirty())
+            .collect();
+        taken.into_iter().any(|d| d)
     }
 
     /// Whether every live session is exactly as the index (or the record of its failure) has it, and no
@@ -622,6 +687,7 @@ impl Engine {
     /// `prefetched` is the whole read of a log that had no row, done ahead on another thread.
     fn index_log(
         &mut self,
+        sources: &Sources,
         listed: &ListedSession,
         prefetched: Option<WholeRead>,
         generation: u64,
@@ -683,7 +749,7 @@ impl Engine {
         }
         let read = match prefetched {
             Some(read) if old.is_none() => read,
-            _ => read_ready(listed, &opts),
+            _ => read_ready(sources, listed, &opts),
         };
         let ready = match read {
             Ok(ready) => ready,
@@ -705,7 +771,9 @@ impl Engine {
         )?;
         self.reads.whole += 1;
         self.failed.remove(&listed.path);
-        self.remember_resume(&listed.path, ready.pre_closers, ready.checkpoint);
+        if let Some((fold, checkpoint)) = ready.resume_from {
+            self.remember_resume(&listed.path, fold, checkpoint);
+        }
         Ok(true)
     }
 
@@ -1091,8 +1159,9 @@ struct ReadyLog {
     count: u64,
     docs: Vec<PackedDoc>,
     resume: Option<Vec<u8>>,
-    pre_closers: SurfaceFold,
-    checkpoint: ReadCheckpoint,
+    /// Where a DSH log resumes: the fold of its stored events and the checkpoint after them. Another
+    /// harness's transcript has none: it is read whole whenever it changes.
+    resume_from: Option<(SurfaceFold, ReadCheckpoint)>,
 }
 
 /// What a whole read of a log gives.
@@ -1116,13 +1185,17 @@ const PREFETCH: usize = 2;
 /// Reads whole, in order, every `step`-th of `logs` from the `first`, on the calling thread, making each
 /// ready and handing it to `out`; stops when the receiver is gone (the refresh stopped).
 fn prefetch(
+    sources: &Sources,
     logs: &[&ListedSession],
     first: usize,
     step: usize,
     out: std::sync::mpsc::SyncSender<WholeRead>,
 ) {
     for listed in logs.iter().skip(first).step_by(step.max(1)) {
-        if out.send(read_ready(listed, &read_options(listed))).is_err() {
+        if out
+            .send(read_ready(sources, listed, &read_options(listed)))
+            .is_err()
+        {
             return;
         }
     }
@@ -1131,8 +1204,11 @@ fn prefetch(
 /// Reads a log whole (DSH's `inspect()`: lenient header, crash closers) and makes it ready to write. The
 /// fold runs once: over the stored events (where a later resume goes on), then on over the closers (a
 /// log that does not fold is corrupt, as DSH's inspect() constructing a Session says).
-fn read_ready(listed: &ListedSession, opts: &ReadOptions) -> WholeRead {
+fn read_ready(sources: &Sources, listed: &ListedSession, opts: &ReadOptions) -> WholeRead {
     let path = &listed.path;
+    if sources.kind_of(path).is_some() {
+        return read_imported(sources, listed);
+    }
     let (log, checkpoint) = read_log_with_checkpoint(path, opts).map_err(|e| e.at_path(path))?;
     if !log.header.compatible_with(&listed.header) {
         return Err(LogError::new(
@@ -1167,8 +1243,33 @@ fn read_ready(listed: &ListedSession, opts: &ReadOptions) -> WholeRead {
         count: data.events().len() as u64,
         docs,
         resume: encode_resume(&pre_closers, &checkpoint),
-        pre_closers,
-        checkpoint,
+        resume_from: Some((pre_closers, checkpoint)),
+    })
+}
+
+/// [`read_ready`] for another harness's transcript: its importer's events, folded once.
+fn read_imported(sources: &Sources, listed: &ListedSession) -> WholeRead {
+    let path = &listed.path;
+    let imported = sources.read(listed)?;
+    let fold =
+        SurfaceFold::fold(imported.events.iter()).map_err(|e| LogError::from(e).at_path(path))?;
+    let data = Arc::new(SessionData::new(
+        imported.header,
+        imported.events.into_iter().map(Arc::new).collect(),
+    ));
+    let docs = docs(data.events(), &fold).collect();
+    let session = LoadedSession {
+        data: data.clone(),
+        live: false,
+        path: Some(path.clone()),
+    };
+    Ok(ReadyLog {
+        header: hit_header(data.header()),
+        title: title_json(&session),
+        count: data.events().len() as u64,
+        docs,
+        resume: None,
+        resume_from: None,
     })
 }
 

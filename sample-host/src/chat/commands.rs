@@ -153,10 +153,14 @@ pub fn candidates(
     out: &mut dyn Write,
     err: &mut dyn Write,
 ) -> i32 {
-    let list = match env.services.candidates(agent_session_id, query) {
+    let mut list = match env.services.candidates(agent_session_id, query) {
         Ok(list) => list,
         Err(e) => return error_out(&e.code_name(), &e.message, as_json, out, err),
     };
+    for c in &mut list {
+        let source = host_api::source::SourceKind::of_id(c["sessionId"].as_str().unwrap_or(""));
+        c["source"] = Value::from(source.as_str());
+    }
     let written = if as_json {
         writeln!(out, "{}", Value::Array(list))
     } else {
@@ -167,10 +171,11 @@ pub fn candidates(
             for c in &list {
                 writeln!(
                     out,
-                    "{}  ({}, {})\n    {}",
+                    "{}  ({}, {}, {})\n    {}",
                     c["label"].as_str().unwrap_or("?"),
                     c["sessionId"].as_str().unwrap_or("?"),
                     c["cwd"].as_str().unwrap_or("no cwd"),
+                    c["source"].as_str().unwrap_or("?"),
                     c["mention"].as_str().unwrap_or("")
                 )?;
             }

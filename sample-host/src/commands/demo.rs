@@ -19,6 +19,8 @@ pub fn run(options: &Options, out: &mut dyn Write) -> Result<i32, CommandError> 
         .map_err(|e| CommandError::Demo(format!("writing the demo corpus: {e}")))?;
     let options = Options {
         index: Some(options.index.clone().unwrap_or_else(|| corpus.index_path())),
+        // The tour is about its own corpus: the user's other harnesses join only when named.
+        no_default_sources: true,
         ..options.clone()
     };
     print(

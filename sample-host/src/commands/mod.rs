@@ -26,6 +26,9 @@ pub struct Options {
     pub plugins: Option<PathBuf>,
     pub sessions: Option<PathBuf>,
     pub index: Option<PathBuf>,
+    pub claude_projects: Option<PathBuf>,
+    pub codex_home: Option<PathBuf>,
+    pub no_default_sources: bool,
     pub verbose: bool,
     pub json: bool,
 }
@@ -36,9 +39,43 @@ impl Options {
             plugins: cli.plugins.clone(),
             sessions: cli.sessions.clone(),
             index: cli.index.clone(),
+            claude_projects: cli.claude_projects.clone(),
+            codex_home: cli.codex_home.clone(),
+            no_default_sources: cli.no_default_sources,
             verbose: cli.verbose,
             json: cli.json,
         }
+    }
+
+    /// The other harnesses' folders the plugin reads: each flag, else (unless `--no-default-sources`)
+    /// the harness's own folder under `$HOME` when it exists.
+    pub fn source_dirs(&self) -> (Option<PathBuf>, Option<PathBuf>) {
+        let default = |explicit: &Option<PathBuf>, under_home: Option<PathBuf>| {
+            explicit.clone().or_else(|| {
+                (!self.no_default_sources)
+                    .then_some(under_home)
+                    .flatten()
+                    .filter(|d| d.is_dir())
+            })
+        };
+        (
+            default(&self.claude_projects, paths::default_claude_projects()),
+            default(&self.codex_home, paths::default_codex_home()),
+        )
+    }
+
+    /// The plugin's JSON config for these options.
+    pub fn plugin_config(&self) -> String {
+        let index = self.index.clone().unwrap_or_else(paths::default_index_path);
+        let mut config = json!({"indexPath": index});
+        let (claude, codex) = self.source_dirs();
+        if let Some(dir) = claude {
+            config["claudeProjects"] = json!(dir);
+        }
+        if let Some(dir) = codex {
+            config["codexHome"] = json!(dir);
+        }
+        config.to_string()
     }
 
     /// `--sessions`, or the default sessions root.
@@ -232,11 +269,7 @@ pub fn start_host(options: &Options, sessions: PathBuf) -> Result<Arc<PluginHost
         Some(dir) => (dir.clone(), None),
         None => paths::default_plugins_dir(),
     };
-    let index = options
-        .index
-        .clone()
-        .unwrap_or_else(paths::default_index_path);
-    let config = json!({"indexPath": index}).to_string();
+    let config = options.plugin_config();
     let shared = Shared::new(Some(sessions), true);
     let mut host_options = HostOptions::new(plugins_dir, config);
     // Only cargo's output folder (the fallback, loading just the plugin's file) is known to be written

@@ -234,6 +234,7 @@ fn sessions(
             vec![
                 h.id.to_string(),
                 h.created_at.to_string(),
+                render::source(h).to_string(),
                 source.to_string(),
                 h.cwd
                     .as_ref()
@@ -246,7 +247,10 @@ fn sessions(
             ]
         })
         .collect();
-    let mut text = table(&["ID", "CREATED", "SOURCE", "CWD", "PARENT"], &rows);
+    let mut text = table(
+        &["ID", "CREATED", "SOURCE", "WHERE", "CWD", "PARENT"],
+        &rows,
+    );
     if skipped.is_empty() {
         return text;
     }

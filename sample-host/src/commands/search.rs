@@ -8,6 +8,7 @@ use std::time::{Duration, Instant};
 
 use host_api::abi::client::QueryMethod;
 use host_api::abi::{Call, EmptyRequest};
+use host_api::source::SourceKind;
 use indicatif::{ProgressBar, ProgressDrawTarget, ProgressStyle};
 use serde_json::{json, Map, Value};
 
@@ -57,9 +58,25 @@ pub fn diagnostics(
         return Ok(0);
     }
     for (key, value) in report.as_object().into_iter().flatten() {
-        if key != "skipped" {
+        if key != "skipped" && key != "sources" {
             print(out, format!("{key}: {value}"))?;
         }
+    }
+    for s in report["sources"].as_array().into_iter().flatten() {
+        print(
+            out,
+            format!(
+                "source {}: {} ({}, {} session(s) indexed)",
+                s["source"].as_str().unwrap_or("?"),
+                s["path"].as_str().unwrap_or("?"),
+                if s["exists"] == true {
+                    "exists"
+                } else {
+                    "missing"
+                },
+                s["indexedSessions"],
+            ),
+        )?;
     }
     let skipped = report["skipped"].as_array().cloned().unwrap_or_default();
     print(
@@ -146,6 +163,11 @@ pub(crate) fn flatten(page: &Value, method: QueryMethod) -> Value {
             }
             _ => item.clone(),
         })
+        .map(|mut hit| {
+            let source = SourceKind::of_id(hit["sessionId"].as_str().unwrap_or_default());
+            hit["source"] = json!(source.as_str());
+            hit
+        })
         .collect();
     let mut flat = json!({
         "items": items,
@@ -172,13 +194,14 @@ fn print_page(
             (Some(false), _) => " disk",
             _ => "",
         };
+        let id = hit["sessionId"].as_str().unwrap_or("?");
         let head = format!(
-            "{}:{} {} [{}] {}{}",
-            hit["sessionId"].as_str().unwrap_or("?"),
+            "{id}:{} {} [{}] {} ({}){}",
             hit["seq"],
             format_time(hit["time"].as_i64().unwrap_or(0)),
             hit["surface"].as_str().unwrap_or("?"),
             hit["type"].as_str().unwrap_or("?"),
+            SourceKind::of_id(id),
             where_,
         );
         let snippet = hit["snippet"].as_str().unwrap_or_default();

@@ -114,6 +114,14 @@ pub struct HitHeader {
     pub delegation_depth: Option<u64>,
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub agent_preset: Option<String>,
+    /// Where the session comes from: `dsh`, `claude` or `codex` (`crate::source::SourceKind`, from the
+    /// id's namespace).
+    #[serde(default = "dsh_source")]
+    pub source: String,
+}
+
+fn dsh_source() -> String {
+    crate::source::SourceKind::Dsh.as_str().to_string()
 }
 
 /// `SessionEventSearchHit` (spec §4.6): one matching event with its provenance and snippet.
@@ -200,4 +208,20 @@ pub struct Diagnostics {
     /// Logs that grew and were read from their checkpoint (only the appended bytes) since it opened.
     #[serde(default)]
     pub resumed_reads: u64,
+    /// Every folder sessions are read from: the DSH sessions root and the other harnesses' folders.
+    #[serde(default)]
+    pub sources: Vec<SourceDiagnostic>,
+}
+
+/// One folder the corpus reads sessions from.
+#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
+#[serde(rename_all = "camelCase")]
+pub struct SourceDiagnostic {
+    /// `dsh`, `claude` or `codex`.
+    pub source: String,
+    pub path: String,
+    /// Whether the folder exists now (a configured folder that does not is read as empty).
+    pub exists: bool,
+    /// Sessions of this source searchable now.
+    pub indexed_sessions: u64,
 }
