@@ -18,7 +18,7 @@ use serde_json::{json, Value};
 
 use crate::cli::{Cli, Command, USAGE_EXIT};
 use crate::render::{bound_id_in, quote_id};
-use crate::{paths, HostOptions, PluginHost, Shared};
+use crate::{paths, HostOptions, PluginHost, ShadowPlace, Shared};
 
 /// The global options, as every command sees them.
 #[derive(Debug, Clone, Default)]
@@ -221,9 +221,28 @@ pub fn run(cli: Cli, out: &mut dyn Write) -> Result<i32, CommandError> {
     }
 }
 
-/// Loads the plugin folder. A host with nothing serving is still returned (its calls answer
+/// Loads the plugin folder for a one-shot command: its shadows live in memory, so it makes no folder
+/// and can leave none behind. A host with nothing serving is still returned (its calls answer
 /// `PLUGIN_UNAVAILABLE`); why nothing serves goes to the log.
 pub fn start_host(options: &Options, sessions: PathBuf) -> Result<Arc<PluginHost>, CommandError> {
+    start_host_in(options, sessions, ShadowPlace::Memory)
+}
+
+/// Loads the plugin folder for a host that keeps running and reloads (`watch`, `chat`): its shadows
+/// are files in a folder of its own (reflinks where the file system has them), which it removes on
+/// every way out, and the start sweeps the folders of hosts that died without removing theirs.
+pub fn start_reloading_host(
+    options: &Options,
+    sessions: PathBuf,
+) -> Result<Arc<PluginHost>, CommandError> {
+    start_host_in(options, sessions, ShadowPlace::Folder(None))
+}
+
+fn start_host_in(
+    options: &Options,
+    sessions: PathBuf,
+    shadows: ShadowPlace,
+) -> Result<Arc<PluginHost>, CommandError> {
     let (plugins_dir, only_file) = match &options.plugins {
         Some(dir) => (dir.clone(), None),
         None => paths::default_plugins_dir(),
@@ -235,10 +254,8 @@ pub fn start_host(options: &Options, sessions: PathBuf) -> Result<Arc<PluginHost
     let config = json!({"indexPath": index}).to_string();
     let shared = Shared::new(Some(sessions), true);
     let mut host_options = HostOptions::new(plugins_dir, config);
-    // Only cargo's output folder (the fallback, loading just the plugin's file) is known to be written
-    // by a tool that always publishes a new file, so only there are shadows hard links.
-    host_options.shadow_by_link = only_file.is_some();
     host_options.only_file = only_file;
+    host_options.shadows = shadows;
     let host = PluginHost::start(host_options, shared).map_err(CommandError::io(
         "starting the plugin host (making its shadow folder)",
     ))?;
