@@ -226,7 +226,7 @@ fn a_plugin_of_a_newer_minor_is_refused_with_the_reason() {
     let (code, reason) = refused_reason(&host, "libdsh_session_search.so");
     assert_eq!(code, "contract-version");
     assert!(
-        reason.contains("plugin contract 2.99") && reason.contains("newer than this host's 2.1"),
+        reason.contains("plugin contract 2.99") && reason.contains("newer than this host's 2.2"),
         "{reason}"
     );
 }
