@@ -21,6 +21,7 @@ pub mod loader;
 pub mod logging;
 pub mod manager;
 pub mod paths;
+pub mod present;
 pub mod render;
 pub mod replay;
 pub mod request;

@@ -167,7 +167,15 @@ pub struct PluginHost {
     mapped: AtomicUsize,
     /// One load or swap at a time; calls are never blocked by a load, only by the swap itself.
     reload: Mutex<()>,
+    /// Why the last generation failed to start when nothing serves because of it (e.g. its index
+    /// could not be opened): calls answer with this real cause, not a generic "no plugin".
+    start_failure: Mutex<Option<PluginError>>,
+    /// Told of every reload and refused build as it happens (a chat announces them inline).
+    announcer: Mutex<Option<Announcer>>,
 }
+
+/// Receives one line per reload or refused build.
+pub type Announcer = Box<dyn Fn(&str) + Send + Sync>;
 
 impl PluginHost {
     /// Loads every library in the plugin folder (in file-name order; the first good one serves).
@@ -199,9 +207,22 @@ impl PluginHost {
             next_generation: AtomicU64::new(1),
             mapped: AtomicUsize::new(0),
             reload: Mutex::new(()),
+            start_failure: Mutex::new(None),
+            announcer: Mutex::new(None),
         });
         host.scan();
         Ok(host)
+    }
+
+    /// Sets (or clears) who is told of reloads and refused builds as they happen.
+    pub fn set_announcer(&self, announcer: Option<Announcer>) {
+        *self.announcer.lock().unwrap_or_else(|p| p.into_inner()) = announcer;
+    }
+
+    fn announce(&self, line: &str) {
+        if let Some(a) = &*self.announcer.lock().unwrap_or_else(|p| p.into_inner()) {
+            a(line);
+        }
     }
 
     /// The shared state (live sessions, log).
@@ -394,6 +415,13 @@ impl PluginHost {
             ),
         };
         self.shared.log(0, LogLevel::Warn, message);
+        if let Some(generation) = serving_generation {
+            self.announce(&format!(
+                "plugin: refused a new build of {} ({}): {refusal}; generation {generation} keeps serving",
+                file.file_name().unwrap_or_default().to_string_lossy(),
+                refusal.code()
+            ));
+        }
         let mut catalog = self.catalog.lock().unwrap_or_else(|p| p.into_inner());
         let serving_this = matches!(
             catalog.get(file),
@@ -503,6 +531,15 @@ impl PluginHost {
                     ),
                 };
                 self.shared.log(0, LogLevel::Info, message);
+                if let Some((_, _, old)) = &previous {
+                    self.announce(&format!(
+                        "plugin: reloaded {} {} → {} (generation {generation}, {took})",
+                        old.name(),
+                        old.version(),
+                        plugin.version()
+                    ));
+                }
+                *self.start_failure.lock().unwrap_or_else(|p| p.into_inner()) = None;
                 *serving = Some(Active {
                     generation,
                     file: file.to_path_buf(),
@@ -536,6 +573,9 @@ impl PluginHost {
                                     LogLevel::Info,
                                     format!("generation {old_gen} restored"),
                                 );
+                                self.announce(&format!(
+                                    "plugin: a new build failed to start ({e}); generation {old_gen} serves again"
+                                ));
                                 *serving = Some(Active {
                                     generation: old_gen,
                                     file: old_file.clone(),
@@ -570,6 +610,8 @@ impl PluginHost {
                     }
                     None => {
                         drop(serving);
+                        *self.start_failure.lock().unwrap_or_else(|p| p.into_inner()) =
+                            Some(e.clone());
                         self.set_status(
                             file,
                             SlotState::Refused {
@@ -609,7 +651,7 @@ impl PluginHost {
                 )),
                 Some((active.generation, active.plugin.version())),
             ),
-            None => (Err(unavailable(&self.options.plugins_dir)), None),
+            None => (Err(self.unavailable()), None),
         }
     }
 
@@ -621,8 +663,45 @@ impl PluginHost {
         let serving = self.serving.read().unwrap_or_else(|p| p.into_inner());
         match serving.as_ref() {
             Some(active) => call(&ResolverClient::new(&active.instance.resolver)),
-            None => Err(unavailable(&self.options.plugins_dir)),
+            None => Err(self.unavailable()),
         }
+    }
+
+    /// Why no generation serves: the plugin's own error when it failed to start (its code and words,
+    /// e.g. `SESSION_QUERY_INDEX_FAILED` naming the index and its holder), else `PLUGIN_UNAVAILABLE`.
+    pub fn unavailable(&self) -> PluginError {
+        if let Some(e) = self
+            .start_failure
+            .lock()
+            .unwrap_or_else(|p| p.into_inner())
+            .clone()
+        {
+            return e;
+        }
+        let refused = self
+            .status()
+            .iter()
+            .any(|s| matches!(s.state, SlotState::Refused { .. }));
+        PluginError::new(
+            ErrorCode::PluginUnavailable,
+            format!(
+                "no plugin serves ctx.sessionQuery (plugin folder: {}{})",
+                self.options.plugins_dir.display(),
+                if refused {
+                    "; its libraries were refused"
+                } else {
+                    "; no plugin library there"
+                }
+            ),
+        )
+    }
+
+    /// Whether nothing serves because the plugin failed to start (not because no library was found).
+    pub fn failed_to_start(&self) -> bool {
+        self.start_failure
+            .lock()
+            .unwrap_or_else(|p| p.into_inner())
+            .is_some()
     }
 
     /// The serving generation: (generation, plugin name, version).
@@ -692,14 +771,4 @@ impl Drop for PluginHost {
     fn drop(&mut self) {
         self.shutdown();
     }
-}
-
-fn unavailable(dir: &Path) -> PluginError {
-    PluginError::new(
-        ErrorCode::PluginUnavailable,
-        format!(
-            "no plugin serves ctx.sessionQuery (plugin folder: {})",
-            dir.display()
-        ),
-    )
 }

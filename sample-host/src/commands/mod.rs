@@ -3,6 +3,8 @@
 
 pub mod chat;
 pub mod demo;
+pub mod errors;
+pub mod ids;
 pub mod plugins;
 pub mod read;
 pub mod search;
@@ -28,6 +30,7 @@ pub struct Options {
     pub index: Option<PathBuf>,
     pub verbose: bool,
     pub json: bool,
+    pub color: crate::present::ColorChoice,
 }
 
 impl Options {
@@ -38,7 +41,13 @@ impl Options {
             index: cli.index.clone(),
             verbose: cli.verbose,
             json: cli.json,
+            color: cli.color,
         }
+    }
+
+    /// How plain output looks on this stdout.
+    pub fn style(&self) -> crate::present::Style {
+        crate::present::Style::detect(self.color)
     }
 
     /// `--sessions`, or the default sessions root.
@@ -68,6 +77,12 @@ pub enum CommandError {
     /// Building the demo corpus or the demo's live session.
     #[error("{0}")]
     Demo(String),
+    /// A session id prefix that more than one session starts with.
+    #[error("{0}")]
+    Ambiguous(String),
+    /// The sessions folder given with `--sessions` does not exist.
+    #[error("{0}")]
+    NoSessionsFolder(String),
 }
 
 impl CommandError {
@@ -79,6 +94,37 @@ impl CommandError {
             Self::Plugin(e) => e.code_name(),
             Self::Io { .. } => "IO".into(),
             Self::Demo(_) => "DEMO".into(),
+            Self::Ambiguous(_) => "SESSION_ID_AMBIGUOUS".into(),
+            Self::NoSessionsFolder(_) => "SESSIONS_FOLDER_NOT_FOUND".into(),
+        }
+    }
+
+    /// What to do about it, when the cause says: one line for a person, the same in `--json`.
+    pub fn fix(&self) -> Option<String> {
+        match self {
+            Self::Plugin(e) => errors::fix(e),
+            Self::NoSessionsFolder(_) => Some(
+                "pass --sessions DIR with an existing sessions folder (DSH layout), or leave it out for the default"
+                    .into(),
+            ),
+            Self::Ambiguous(_) => Some("type more of the id".into()),
+            _ => None,
+        }
+    }
+
+    /// The text printed without `--json`: `CODE: message`, then the fix on its own line.
+    pub fn plain(&self) -> String {
+        let head = match self {
+            Self::Plugin(e) => e.to_string(),
+            Self::Usage(m) => m.clone(),
+            other => format!("{}: {other}", other.code()),
+        };
+        match self.fix() {
+            Some(fix) => format!(
+                "{head}
+  fix: {fix}"
+            ),
+            None => head,
         }
     }
 
@@ -96,7 +142,11 @@ impl CommandError {
             Self::Plugin(e) => e.message.to_string(),
             other => other.to_string(),
         };
-        json!({"error": {"code": self.code(), "message": message}})
+        let mut error = json!({"code": self.code(), "message": message});
+        if let Some(fix) = self.fix() {
+            error["fix"] = fix.into();
+        }
+        json!({ "error": error })
     }
 
     /// Whether this is stdout closed under us (`sample-host … | head`): not a failure of ours.
@@ -142,6 +192,17 @@ pub fn about_id(e: PluginError, id: &str) -> CommandError {
 /// still report a non-zero status, e.g. `plugins` with nothing serving).
 pub fn run(cli: Cli, out: &mut dyn Write) -> Result<i32, CommandError> {
     let options = Options::from_cli(&cli);
+    let reads_sessions = !matches!(
+        cli.command,
+        Command::Inspect { .. }
+            | Command::Demo
+            | Command::Plugins
+            | Command::Watch
+            | Command::Chat { .. }
+    );
+    if reads_sessions {
+        errors::check_sessions_dir(options.sessions.as_deref(), &paths::default_sessions_dir())?;
+    }
     match cli.command {
         Command::Inspect { path } => {
             let stderr = std::io::stderr();
@@ -221,6 +282,9 @@ pub fn run(cli: Cli, out: &mut dyn Write) -> Result<i32, CommandError> {
     }
 }
 
+/// Snippet length the host asks the plugin for (code points).
+const SNIPPET_CHARS: u64 = 240;
+
 /// Loads the plugin folder for a one-shot command: its shadows live in memory, so it makes no folder
 /// and can leave none behind. A host with nothing serving is still returned (its calls answer
 /// `PLUGIN_UNAVAILABLE`); why nothing serves goes to the log.
@@ -251,7 +315,9 @@ fn start_host_in(
         .index
         .clone()
         .unwrap_or_else(paths::default_index_path);
-    let config = json!({"indexPath": index}).to_string();
+    errors::check_index_path(&index)?;
+    // Longer than the spec's default, so the host can fit the snippet to the terminal around its match.
+    let config = json!({"indexPath": index, "snippetChars": SNIPPET_CHARS}).to_string();
     let shared = Shared::new(Some(sessions), true);
     let mut host_options = HostOptions::new(plugins_dir, config);
     host_options.only_file = only_file;
@@ -259,8 +325,9 @@ fn start_host_in(
     let host = PluginHost::start(host_options, shared).map_err(CommandError::io(
         "starting the plugin host (making its shadow folder)",
     ))?;
-    // Each refusal was logged as it happened; this says what it adds up to.
-    if host.serving().is_none() {
+    // Each refusal was logged as it happened; this says what it adds up to. A plugin that failed to
+    // start has its own cause, which every call reports.
+    if host.serving().is_none() && !host.failed_to_start() {
         tracing::warn!(
             "no plugin loaded from {} — build it with `cargo build --release` (or pass --plugins DIR)",
             host.plugins_dir().display()
