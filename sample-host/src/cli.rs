@@ -137,6 +137,12 @@ pub enum Command {
         /// The citing session (it is never its own candidate; sessions of its cwd come first).
         #[arg(long, value_name = "ID")]
         session: Option<OsString>,
+        /// Candidates per page.
+        #[arg(long, value_name = "N", default_value_t = 50)]
+        limit: u64,
+        /// Which page (from 1).
+        #[arg(long, value_name = "P", default_value_t = 1)]
+        page: u64,
     },
     /// Keep running and hot-reload plugin libraries as they change.
     Watch,

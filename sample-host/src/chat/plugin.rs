@@ -81,6 +81,18 @@ impl Services for PluginServices<'_> {
         self.host.resolver(|r| r.list_candidates(&call, &request))
     }
 
+    fn candidates_up_to(
+        &self,
+        agent_session_id: &str,
+        query: &str,
+        limit: u64,
+    ) -> Result<Vec<Value>, PluginError> {
+        let call = Call::new().on_behalf_of(agent_session_id);
+        let _running = self.running.start(&call);
+        let request = json!({"agentSessionId": agent_session_id, "query": query, "limit": limit});
+        self.host.resolver(|r| r.list_candidates(&call, &request))
+    }
+
     fn prepare(
         &self,
         agent_session_id: &str,

@@ -124,15 +124,17 @@ pub fn candidates(
     options: &Options,
     query: String,
     session: Option<String>,
+    page: chat_commands::CandidatePage,
     out: &mut dyn Write,
 ) -> Result<i32, CommandError> {
     let host = start_host(options, options.sessions_dir())?;
     let services = PluginServices::new(&host);
     let env = ChatEnv::new(host.shared(), &services);
-    Ok(chat_commands::candidates(
+    Ok(chat_commands::candidates_page(
         env,
         session.as_deref().unwrap_or(""),
         &query,
+        page,
         options.json,
         out,
         &mut LossyWriter(std::io::stderr()),

@@ -266,9 +266,18 @@ pub fn run(cli: Cli, out: &mut dyn Write) -> Result<i32, CommandError> {
                 .map_err(|_| CommandError::Usage("--message must be UTF-8 text".into()))?;
             chat::cite(&options, into, message, out)
         }
-        Command::Candidates { query, session } => {
+        Command::Candidates {
+            query,
+            session,
+            limit,
+            page,
+        } => {
             let session = session.as_deref().map(session_id).transpose()?;
-            chat::candidates(&options, query.unwrap_or_default(), session, out)
+            let page = crate::chat::commands::CandidatePage {
+                page,
+                per_page: limit,
+            };
+            chat::candidates(&options, query.unwrap_or_default(), session, page, out)
         }
         Command::Diagnostics => {
             let host = start_host(&options, options.sessions_dir())?;
