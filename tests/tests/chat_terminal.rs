@@ -207,7 +207,10 @@ fn ctrl_c_mid_search_cancels_it_and_ctrl_c_on_an_empty_line_leaves_saying_how_to
     // Still chatting.
     chat.wait_for("you> ", Duration::from_secs(10));
     chat.type_line("hello after the cancel");
-    chat.wait_for("sharedPrefixBytes", Duration::from_secs(30));
+    chat.wait_for(
+        "no previous request to share a prefix with",
+        Duration::from_secs(30),
+    );
     chat.wait_for("you> ", Duration::from_secs(10));
     // Ctrl-C on an empty line leaves, saying where the log is and how to resume.
     chat.ctrl_c();

@@ -441,10 +441,18 @@ context): {} shared",
     Ok(())
 }
 
-/// `request: 6 messages, 5.2 KiB; cache: 1.4 KiB of the previous 1.4 KiB shared (kept)`.
+/// `request: 6 messages, 5.2 KiB; sharedPrefixBytes 1400 of previousRequestBytes 1400 (cache kept)`;
+/// for a session's first request, which has no previous one, no prefix figure.
 pub fn cache_line(cache: &CacheFigure, messages: usize) -> String {
+    let messages = plural(messages as u64, "message", "messages");
+    if cache.previous_request_bytes == 0 {
+        return format!(
+            "request: {messages}, {}; the session's first request: no previous request to share a prefix with",
+            human_bytes(cache.request_bytes as u64)
+        );
+    }
     format!(
-        "request: {messages} messages, {}; sharedPrefixBytes {} of previousRequestBytes {} ({})",
+        "request: {messages}, {}; sharedPrefixBytes {} of previousRequestBytes {} ({})",
         human_bytes(cache.request_bytes as u64),
         cache.shared_prefix_bytes,
         cache.previous_request_bytes,
@@ -645,6 +653,18 @@ mod tests {
         assert_eq!(
             line,
             "request: 3 messages, 2.0 KiB; sharedPrefixBytes 1000 of previousRequestBytes 1000 (cache kept)"
+        );
+        let first = cache_line(
+            &CacheFigure {
+                request_bytes: 200,
+                previous_request_bytes: 0,
+                shared_prefix_bytes: 0,
+            },
+            1,
+        );
+        assert!(
+            first.starts_with("request: 1 message, ") && first.contains("no previous request"),
+            "{first}"
         );
     }
 

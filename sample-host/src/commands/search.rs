@@ -634,13 +634,34 @@ fn print_page(
     Ok(())
 }
 
+/// A plugin page as `search` prints it (no titles looked up, no next-page command): for other views
+/// of the same hits, such as the demo's.
+pub fn render_hits(page: &Value, method: QueryMethod, query: &str, style: &Style) -> String {
+    let mut flat = flatten(page, method, &HashMap::new(), style);
+    // No titles were looked up: say nothing rather than "(untitled)".
+    for hit in flat["items"].as_array_mut().into_iter().flatten() {
+        if let Some(h) = hit.as_object_mut() {
+            h.remove("title");
+        }
+    }
+    let mut out = Vec::new();
+    let _ = print_page(&flat, query, style, None, &mut out);
+    String::from_utf8_lossy(&out).into_owned()
+}
+
+/// The one line that explains the order hits come in.
+pub const RANK_ORDER: &str =
+    "order: most matches in the event first, then the shorter event, then the newer \
+(spec §4.4); `--sort newest` puts the last time first";
+
 /// `id  "title"  ~/cwd`, the line that places a session.
 fn session_line(hit: &Value, style: &Style) -> String {
     let id = hit["sessionId"].as_str().unwrap_or("?");
     let mut line = style.paint("35", id);
-    match hit["title"].as_str() {
-        Some(title) => line.push_str(&format!("  {}", style.paint("1", &clip(title, 80)))),
-        None => line.push_str("  (untitled)"),
+    match hit.get("title").map(Value::as_str) {
+        Some(Some(title)) => line.push_str(&format!("  {}", style.paint("1", &clip(title, 80)))),
+        Some(None) => line.push_str("  (untitled)"),
+        None => {}
     }
     if let Some(cwd) = hit["cwd"].as_str() {
         line.push_str(&format!("  {}", style.path(cwd)));
