@@ -156,9 +156,8 @@ impl ShadowStore {
                     ShadowKind::Reflink
                 } else {
                     copy(&mut source, &target)
-                        .map_err(|e| {
+                        .inspect_err(|_| {
                             let _ = std::fs::remove_file(&path);
-                            e
                         })
                         .map_err(io_err(format!(
                             "copying {} to {}",

@@ -11,7 +11,7 @@ use super::mention;
 
 /// A label cut inside a code span (an odd number of backticks) loses the unclosed span.
 pub fn whole_code_spans(label: &str) -> String {
-    if label.matches('`').count() % 2 == 0 {
+    if label.matches('`').count().is_multiple_of(2) {
         return label.to_string();
     }
     let cut = label.rfind('`').unwrap_or(label.len());
@@ -23,13 +23,16 @@ pub fn whole_code_spans(label: &str) -> String {
     }
 }
 
+/// What tells apart candidates whose labels repeat (the cwd's last folder, the day, the id's start).
+type Distinguisher = dyn Fn(&Value) -> Option<String>;
+
 /// Rewrites the candidates' `label` and `mention` so every label is whole and unique.
 pub fn make_unique(candidates: &mut [Value]) {
     for c in candidates.iter_mut() {
         let label = whole_code_spans(c["label"].as_str().unwrap_or(""));
         c["label"] = label.into();
     }
-    let keys: [&dyn Fn(&Value) -> Option<String>; 3] = [
+    let keys: [&Distinguisher; 3] = [
         &|c| {
             c["cwd"]
                 .as_str()

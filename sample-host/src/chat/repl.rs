@@ -122,20 +122,18 @@ impl rustyline::ConditionalEventHandler for CtrlC {
 impl LineSource for TerminalLines {
     fn read_line(&mut self, prompt: &str, prefill: &str) -> io::Result<Option<String>> {
         use rustyline::error::ReadlineError;
-        loop {
-            match self.editor.readline_with_initial(prompt, (prefill, "")) {
-                Ok(line) => {
-                    if !line.trim().is_empty() {
-                        let _ = self.editor.add_history_entry(line.as_str());
-                    }
-                    return Ok(Some(line));
+        match self.editor.readline_with_initial(prompt, (prefill, "")) {
+            Ok(line) => {
+                if !line.trim().is_empty() {
+                    let _ = self.editor.add_history_entry(line.as_str());
                 }
-                // Ctrl-C on an empty line (a line with text is cleared by `CtrlC`) and Ctrl-D end
-                // the chat.
-                Err(ReadlineError::Interrupted) | Err(ReadlineError::Eof) => return Ok(None),
-                Err(ReadlineError::Io(e)) => return Err(e),
-                Err(other) => return Err(io::Error::other(other.to_string())),
+                Ok(Some(line))
             }
+            // Ctrl-C on an empty line (a line with text is cleared by `CtrlC`) and Ctrl-D end the
+            // chat.
+            Err(ReadlineError::Interrupted) | Err(ReadlineError::Eof) => Ok(None),
+            Err(ReadlineError::Io(e)) => Err(e),
+            Err(other) => Err(io::Error::other(other.to_string())),
         }
     }
 
