@@ -96,6 +96,22 @@ impl SavedTerminal {
     }
 }
 
+/// A session id as typed: the whole id, or a unique prefix of one (an ambiguous prefix is an error).
+fn resolve_prefix(host: &crate::PluginHost, typed: String) -> Result<String, CommandError> {
+    super::ids::with_session(host, &typed, |id| {
+        host.query(|q| {
+            q.read_surface(
+                &host_api::abi::Call::new(),
+                &host_api::abi::SessionRequest {
+                    session_id: id.to_string(),
+                },
+            )
+        })
+        .map(|_| ())
+    })
+    .map(|(id, ())| id)
+}
+
 /// `cite --into ID --message TEXT`.
 pub fn cite(
     options: &Options,
@@ -104,6 +120,7 @@ pub fn cite(
     out: &mut dyn Write,
 ) -> Result<i32, CommandError> {
     let host = start_host(options, options.sessions_dir())?;
+    let into = resolve_prefix(&host, into)?;
     let services = PluginServices::new(&host);
     let env = ChatEnv::new(host.shared(), &services);
     let cite = CiteOptions {
@@ -128,6 +145,7 @@ pub fn candidates(
     out: &mut dyn Write,
 ) -> Result<i32, CommandError> {
     let host = start_host(options, options.sessions_dir())?;
+    let session = session.map(|s| resolve_prefix(&host, s)).transpose()?;
     let services = PluginServices::new(&host);
     let env = ChatEnv::new(host.shared(), &services);
     Ok(chat_commands::candidates_page(
