@@ -1301,3 +1301,18 @@ mod no_panic {
         }
     }
 }
+
+#[test]
+fn a_zstd_log_of_random_bytes_says_it_is_not_a_zstd_stream() {
+    let random: Vec<u8> = (0u32..4096)
+        .map(|i| (i.wrapping_mul(2_654_435_761) >> 13) as u8)
+        .collect();
+    let e = LogReader::from_bytes(
+        random,
+        Path::new("mem/session.jsonl.zstd"),
+        &ReadOptions::default(),
+    )
+    .and_then(|r| r.into_log())
+    .expect_err("random bytes are no log");
+    assert!(e.message.contains("not a zstd stream"), "{e}");
+}

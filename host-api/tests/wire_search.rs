@@ -45,6 +45,7 @@ fn examples() -> Value {
         event_filters: Some(json!([{"kind": "surface", "values": ["current"]}])),
         limit: Some(json!(10)),
         cursor: None,
+        ..Default::default()
     };
     let events_request = SessionEventSearchRequest {
         session_id: json!("s-1"),
@@ -52,6 +53,7 @@ fn examples() -> Value {
         filters: Some(json!([{"kind": "seq", "from": 2}])),
         limit: None,
         cursor: Some(json!("opaque")),
+        ..Default::default()
     };
     let session_filters = vec![
         SessionResultFilter::Id {

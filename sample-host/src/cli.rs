@@ -49,6 +49,9 @@ pub struct Cli {
     /// One JSON value on stdout; errors as {"error":{"code":…,"message":…}}.
     #[arg(long, global = true)]
     pub json: bool,
+    /// Colour in plain output: auto (on a terminal, unless NO_COLOR is set), always or never.
+    #[arg(long, global = true, value_name = "WHEN", default_value = "auto")]
+    pub color: crate::present::ColorChoice,
     #[command(subcommand)]
     pub command: Command,
 }
@@ -145,6 +148,12 @@ pub enum Command {
         /// The citing session (it is never its own candidate; sessions of its cwd come first).
         #[arg(long, value_name = "ID")]
         session: Option<OsString>,
+        /// Candidates per page.
+        #[arg(long, value_name = "N", default_value_t = 50)]
+        limit: u64,
+        /// Which page (from 1).
+        #[arg(long, value_name = "P", default_value_t = 1)]
+        page: u64,
     },
     /// Keep running and hot-reload plugin libraries as they change.
     Watch,
@@ -170,12 +179,22 @@ pub struct SearchArgs {
     /// Only these surface labels (comma-separated: current, shadowed, log-only); all by default.
     #[arg(long, value_name = "LABELS", value_delimiter = ',')]
     pub surface: Vec<String>,
-    /// Only events of this type (repeatable), e.g. tool/result.
-    #[arg(long = "type", value_name = "TYPE")]
+    /// Only events of these types (comma-separated or repeated), e.g. tool/result,assistant/message.
+    #[arg(long = "type", value_name = "TYPES", value_delimiter = ',')]
     pub types: Vec<String>,
-    /// Only sessions whose cwd is DIR (repeatable).
-    #[arg(long, value_name = "DIR")]
+    /// Only sessions whose cwd is DIR (comma-separated or repeated; `.` and relative paths are made
+    /// absolute).
+    #[arg(long, value_name = "DIR", value_delimiter = ',')]
     pub cwd: Vec<String>,
+    /// Only sessions whose cwd is DIR or a folder below it (comma-separated or repeated).
+    #[arg(long, value_name = "DIR", value_delimiter = ',')]
+    pub under: Vec<String>,
+    /// Events containing every word of QUERY in any order (instead of the literal phrase).
+    #[arg(long)]
+    pub words: bool,
+    /// Order of the hits: rank (spec §4.4's ranking, the default) or newest (the last time first).
+    #[arg(long, value_name = "ORDER", default_value = "rank")]
+    pub sort: SortOrder,
     /// Only events at or after TIME: epoch milliseconds, an ISO date or date-time
     /// (2026-11-01, 2026-11-01T09:30Z), or an age such as 90m, 36h, 7d.
     #[arg(long, value_name = "TIME")]
@@ -189,6 +208,16 @@ pub struct SearchArgs {
     /// Draw the indexing progress bar even under --json.
     #[arg(long)]
     pub progress: bool,
+}
+
+/// `search --sort`.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Default, clap::ValueEnum)]
+pub enum SortOrder {
+    /// Spec §4.4's ranking: most matches, then shorter, then newer.
+    #[default]
+    Rank,
+    /// Newest matching event first.
+    Newest,
 }
 
 /// What parsing ended with, other than a command to run.

@@ -357,40 +357,40 @@ fn tour_steps(env: ChatEnv<'_>, root: &Path, out: &mut dyn Write) -> io::Result<
         "Labels: current = on the model's surface; shadowed = compacted away, still in the log;\n\
 log-only = never a message (tool calls, turn markers). All three are searchable."
     )?;
-    writeln!(out, "search_sessions \"parser\" (best hit per session):")?;
+    let style = crate::present::Style::detect(crate::present::ColorChoice::Never);
+    writeln!(
+        out,
+        "$ sample-host search parser    (every session; the best hit of each)"
+    )?;
+    writeln!(out, "{}", crate::commands::search::RANK_ORDER)?;
     match services.search_sessions(json!({"query": "parser", "limit": 10})) {
-        Ok(page) => {
-            for item in page["items"].as_array().into_iter().flatten() {
-                let hit = &item["bestMatch"];
-                writeln!(
-                    out,
-                    "  {:<20} seq {:<3} {:<9} {}",
-                    hit["sessionId"].as_str().unwrap_or("?"),
-                    hit["seq"].to_string(),
-                    hit["surface"].as_str().unwrap_or("?"),
-                    clip(hit["snippet"].as_str().unwrap_or(""), 70)
-                )?;
-            }
-        }
+        Ok(page) => write!(
+            out,
+            "{}",
+            crate::commands::search::render_hits(
+                &page,
+                host_api::abi::client::QueryMethod::SearchSessions,
+                "parser",
+                &style
+            )
+        )?,
         Err(e) => writeln!(out, "  error {e}")?,
     }
     writeln!(
         out,
-        "search_events \"parser\" inside {CI_SESSION} (compacted earlier):"
+        "$ sample-host search parser --session {CI_SESSION}    (every hit inside it, compacted earlier)"
     )?;
     match services.search_events(json!({"sessionId": CI_SESSION, "query": "parser", "limit": 50})) {
-        Ok(page) => {
-            for hit in page["items"].as_array().into_iter().flatten() {
-                writeln!(
-                    out,
-                    "  seq {:<3} {:<9} {:<18} {}",
-                    hit["seq"].to_string(),
-                    hit["surface"].as_str().unwrap_or("?"),
-                    hit["type"].as_str().unwrap_or("?"),
-                    clip(hit["snippet"].as_str().unwrap_or(""), 60)
-                )?;
-            }
-        }
+        Ok(page) => write!(
+            out,
+            "{}",
+            crate::commands::search::render_hits(
+                &page,
+                host_api::abi::client::QueryMethod::SearchEvents,
+                "parser",
+                &style
+            )
+        )?,
         Err(e) => writeln!(out, "  error {e}")?,
     }
 
@@ -511,7 +511,8 @@ Had the snapshot gone before the earlier history, only {} would have been shared
             let hits = page["items"].as_array().map_or(0, Vec::len);
             writeln!(
                 out,
-                "search: the context message is itself searchable in {TOUR_SESSION} ({hits} hit(s) for \"referenced sessions\")"
+                "search: the context message is itself searchable in {TOUR_SESSION} ({} for \"referenced sessions\")",
+                crate::present::plural(hits as u64, "hit", "hits")
             )?;
         }
         Err(e) => writeln!(out, "search: error {e}")?,

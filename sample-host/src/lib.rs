@@ -22,10 +22,13 @@ pub mod logging;
 pub mod manager;
 pub mod mcp;
 pub mod paths;
+pub mod present;
 pub mod render;
 pub mod replay;
 pub mod request;
+pub mod shadow;
+pub mod signals;
 pub mod watch;
 
 pub use context::Shared;
-pub use manager::{HostOptions, PluginHost, SlotState, SlotStatus};
+pub use manager::{HostOptions, PluginHost, ShadowPlace, SlotState, SlotStatus};

@@ -147,6 +147,9 @@ pub fn open_and_check(path: &Path) -> Result<CheckedPlugin, Refusal> {
             0 => lib_header
                 .ensure_layout::<host_api::abi::frozen::v2_0::PluginRoot_Ref>()
                 .map_err(layout)?,
+            1 => lib_header
+                .ensure_layout::<host_api::abi::frozen::v2_1::PluginRoot_Ref>()
+                .map_err(layout)?,
             other => {
                 return Err(Refusal::Contract(format!(
                 "it was built against plugin contract {}.{other}, which this host has no frozen \

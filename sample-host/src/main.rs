@@ -64,7 +64,7 @@ fn fail(e: &CommandError, json: bool) -> i32 {
     if json {
         let _ = writeln!(std::io::stdout(), "{}", e.to_json());
     } else {
-        let _ = writeln!(std::io::stderr(), "error: {e}");
+        let _ = writeln!(std::io::stderr(), "error: {}", e.plain());
     }
     e.exit_status()
 }

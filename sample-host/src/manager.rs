@@ -1,9 +1,8 @@
 //! Plugin generations: loading every library in the plugin folder, serving calls from one of them, and
 //! swapping in a new build without a failed call.
 //!
-//! A reload: copy the changed library to a fresh shadow path (the dynamic loader would hand back the
-//! already-mapped library for a path or inode it has seen, and overwriting a mapped library crashes the
-//! process) → open and check the copy while the old generation keeps serving → take the write lock, which
+//! A reload: make a private shadow of the changed library (`crate::shadow`: a reflink or a copy, never a
+//! link, so a library rewritten in place cannot change under a mapping) → open and check the copy while the old generation keeps serving → take the write lock, which
 //! waits for calls in flight to finish and holds new calls back → drop the old instance (its index closes)
 //! → build the new instance (it opens the index) → release. A library that fails to load or check leaves
 //! the old generation serving; one that fails to start brings the old build back up.
@@ -22,6 +21,7 @@ use host_api::abi::{
 
 use crate::context::{GenerationContext, Shared};
 use crate::loader::{is_library_file, open_and_check, CheckedPlugin, Refusal};
+use crate::shadow::{self, ShadowKind, ShadowStore};
 
 /// How the host finds and builds plugins.
 #[derive(Debug, Clone)]
@@ -32,16 +32,20 @@ pub struct HostOptions {
     pub only_file: Option<std::ffi::OsString>,
     /// The JSON config every plugin instance is built with.
     pub plugin_config: String,
-    /// Where shadow copies are made; a private temporary folder when `None`.
-    pub shadow_dir: Option<PathBuf>,
+    /// Where shadows are made: a folder of this process (long-running hosts), or memory (one-shot
+    /// commands: no folder at all).
+    pub shadows: ShadowPlace,
     /// How many libraries may be mapped in this process (each load keeps one mapping).
     pub max_mapped: usize,
-    /// Make shadow "copies" as hard links when the shadow folder is on the library's file system (a
-    /// copy otherwise). Only for a folder whose libraries are always replaced by a new file, never
-    /// rewritten in place, as cargo's output folder is: a link shares the file, so a library rewritten
-    /// in place would change under the generation that maps it. Saves copying ~30 MB of debug build per
-    /// reload.
-    pub shadow_by_link: bool,
+}
+
+/// Where a host makes its shadows (`crate::shadow`).
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub enum ShadowPlace {
+    /// A private folder `sample-host-shadow-<pid>-…` in this folder (the temporary folder when `None`).
+    Folder(Option<PathBuf>),
+    /// Anonymous memory: nothing on disk.
+    Memory,
 }
 
 impl HostOptions {
@@ -50,9 +54,8 @@ impl HostOptions {
             plugins_dir: plugins_dir.into(),
             only_file: None,
             plugin_config: plugin_config.into(),
-            shadow_dir: None,
+            shadows: ShadowPlace::Folder(None),
             max_mapped: 64,
-            shadow_by_link: false,
         }
     }
 }
@@ -109,24 +112,29 @@ struct Timing {
     /// From the library's last change to the start of the load (the watcher's debounce and stability
     /// check); zero for a load not triggered by the watcher.
     waited: Duration,
-    /// Making the shadow copy.
+    /// Making the shadow.
     copy: Duration,
+    /// How the shadow was made (reflink, copy, memory copy).
+    kind: Option<ShadowKind>,
     /// Opening and checking the copy.
     open: Duration,
 }
 
 impl Timing {
-    /// "X ms: debounce D ms, copy C ms, load L ms", where the load is the open and check plus `swap`
-    /// (draining the old generation and building the new one).
+    /// "X ms: debounce D ms, copy C ms as a reflink, load L ms: open and check O ms, swap S ms", where the
+    /// swap drains the old generation and builds the new one.
     fn describe(&self, swap: Duration) -> String {
         let ms = |d: Duration| d.as_secs_f64() * 1000.0;
         let load = self.open + swap;
         format!(
-            "{:.0} ms: debounce {:.0} ms, copy {:.0} ms, load {:.0} ms",
+            "{:.0} ms: debounce {:.0} ms, copy {:.0} ms {}, load {:.0} ms: open and check {:.0} ms, swap {:.0} ms",
             ms(self.waited + self.copy + load),
             ms(self.waited),
             ms(self.copy),
-            ms(load)
+            self.kind.map_or("(none)", ShadowKind::name),
+            ms(load),
+            ms(self.open),
+            ms(swap)
         )
     }
 }
@@ -150,8 +158,7 @@ struct Instance {
 pub struct PluginHost {
     shared: Arc<Shared>,
     options: HostOptions,
-    shadow_dir: PathBuf,
-    _shadow_guard: Option<tempfile::TempDir>,
+    shadows: ShadowStore,
     serving: RwLock<Option<Active>>,
     catalog: Mutex<BTreeMap<PathBuf, SlotStatus>>,
     /// Identity of each file at its last load attempt.
@@ -160,37 +167,62 @@ pub struct PluginHost {
     mapped: AtomicUsize,
     /// One load or swap at a time; calls are never blocked by a load, only by the swap itself.
     reload: Mutex<()>,
+    /// Why the last generation failed to start when nothing serves because of it (e.g. its index
+    /// could not be opened): calls answer with this real cause, not a generic "no plugin".
+    start_failure: Mutex<Option<PluginError>>,
+    /// Told of every reload and refused build as it happens (a chat announces them inline).
+    announcer: Mutex<Option<Announcer>>,
 }
+
+/// Receives one line per reload or refused build.
+pub type Announcer = Box<dyn Fn(&str) + Send + Sync>;
 
 impl PluginHost {
     /// Loads every library in the plugin folder (in file-name order; the first good one serves).
     pub fn start(options: HostOptions, shared: Arc<Shared>) -> std::io::Result<Arc<Self>> {
-        let (shadow_dir, guard) = match &options.shadow_dir {
-            Some(dir) => {
-                std::fs::create_dir_all(dir)?;
-                (dir.clone(), None)
+        let shadows = match &options.shadows {
+            ShadowPlace::Folder(parent) => {
+                // Hosts that died without cleaning up (kill -9, a crash) left their folders here.
+                for stale in shadow::sweep_stale(parent.as_deref()) {
+                    shared.log(
+                        0,
+                        LogLevel::Info,
+                        format!(
+                            "removed the shadow folder {} of a host no longer running",
+                            stale.display()
+                        ),
+                    );
+                }
+                ShadowStore::folder(parent.as_deref())?
             }
-            None => {
-                let dir = tempfile::Builder::new()
-                    .prefix("sample-host-shadow-")
-                    .tempdir()?;
-                (dir.path().to_path_buf(), Some(dir))
-            }
+            ShadowPlace::Memory => ShadowStore::memory(),
         };
         let host = Arc::new(Self {
             shared,
             options,
-            shadow_dir,
-            _shadow_guard: guard,
+            shadows,
             serving: RwLock::new(None),
             catalog: Mutex::new(BTreeMap::new()),
             seen: Mutex::new(BTreeMap::new()),
             next_generation: AtomicU64::new(1),
             mapped: AtomicUsize::new(0),
             reload: Mutex::new(()),
+            start_failure: Mutex::new(None),
+            announcer: Mutex::new(None),
         });
         host.scan();
         Ok(host)
+    }
+
+    /// Sets (or clears) who is told of reloads and refused builds as they happen.
+    pub fn set_announcer(&self, announcer: Option<Announcer>) {
+        *self.announcer.lock().unwrap_or_else(|p| p.into_inner()) = announcer;
+    }
+
+    fn announce(&self, line: &str) {
+        if let Some(a) = &*self.announcer.lock().unwrap_or_else(|p| p.into_inner()) {
+            a(line);
+        }
     }
 
     /// The shared state (live sessions, log).
@@ -314,27 +346,24 @@ impl PluginHost {
         if mapped >= self.options.max_mapped {
             return Err(Refusal::ReloadLimit(mapped));
         }
-        let shadow = self.shadow_path(file);
-        let started = std::time::Instant::now();
-        let linked = self.options.shadow_by_link && std::fs::hard_link(file, &shadow).is_ok();
-        if !linked {
-            std::fs::copy(file, &shadow).map_err(|e| {
-                Refusal::ShadowCopy(format!("{} → {}: {e}", file.display(), shadow.display()))
-            })?;
-        }
-        let copied = started.elapsed();
-        let result = open_and_check(&shadow);
-        timing.copy = copied;
-        timing.open = started.elapsed() - copied;
+        let shadow = self
+            .shadows
+            .make(file, &self.shadow_name(file))
+            .map_err(|e| Refusal::ShadowCopy(e.to_string()))?;
+        let started = Instant::now();
+        let result = open_and_check(&shadow.path);
+        timing.copy = shadow.took;
+        timing.kind = Some(shadow.kind);
+        timing.open = started.elapsed();
         self.shared.log(
             0,
             LogLevel::Debug,
             format!(
                 "timing: {} shadow {} {} µs, open and check {} µs",
                 file.display(),
-                if linked { "link" } else { "copy" },
-                copied.as_micros(),
-                (started.elapsed() - copied).as_micros()
+                shadow.kind.name(),
+                shadow.took.as_micros(),
+                timing.open.as_micros()
             ),
         );
         if !matches!(
@@ -343,12 +372,12 @@ impl PluginHost {
         ) {
             self.mapped.fetch_add(1, Ordering::SeqCst);
         }
-        // The mapping outlives the file; removing it keeps the shadow folder from growing.
-        let _ = std::fs::remove_file(&shadow);
+        // The mapping outlives the file; removing it keeps the shadow folder empty between loads.
+        shadow.forget_name();
         result
     }
 
-    fn shadow_path(&self, file: &Path) -> PathBuf {
+    fn shadow_name(&self, file: &Path) -> String {
         let stem = file
             .file_stem()
             .map(|s| s.to_string_lossy().into_owned())
@@ -362,7 +391,7 @@ impl PluginHost {
             .duration_since(std::time::UNIX_EPOCH)
             .map(|d| d.as_nanos())
             .unwrap_or(0);
-        self.shadow_dir.join(format!("{stem}.gen{n}.{nanos}.{ext}"))
+        format!("{stem}.gen{n}.{nanos}.{ext}")
     }
 
     fn refuse(&self, file: &Path, refusal: Refusal) {
@@ -386,6 +415,13 @@ impl PluginHost {
             ),
         };
         self.shared.log(0, LogLevel::Warn, message);
+        if let Some(generation) = serving_generation {
+            self.announce(&format!(
+                "plugin: refused a new build of {} ({}): {refusal}; generation {generation} keeps serving",
+                file.file_name().unwrap_or_default().to_string_lossy(),
+                refusal.code()
+            ));
+        }
         let mut catalog = self.catalog.lock().unwrap_or_else(|p| p.into_inner());
         let serving_this = matches!(
             catalog.get(file),
@@ -495,6 +531,15 @@ impl PluginHost {
                     ),
                 };
                 self.shared.log(0, LogLevel::Info, message);
+                if let Some((_, _, old)) = &previous {
+                    self.announce(&format!(
+                        "plugin: reloaded {} {} → {} (generation {generation}, {took})",
+                        old.name(),
+                        old.version(),
+                        plugin.version()
+                    ));
+                }
+                *self.start_failure.lock().unwrap_or_else(|p| p.into_inner()) = None;
                 *serving = Some(Active {
                     generation,
                     file: file.to_path_buf(),
@@ -528,6 +573,9 @@ impl PluginHost {
                                     LogLevel::Info,
                                     format!("generation {old_gen} restored"),
                                 );
+                                self.announce(&format!(
+                                    "plugin: a new build failed to start ({e}); generation {old_gen} serves again"
+                                ));
                                 *serving = Some(Active {
                                     generation: old_gen,
                                     file: old_file.clone(),
@@ -562,6 +610,8 @@ impl PluginHost {
                     }
                     None => {
                         drop(serving);
+                        *self.start_failure.lock().unwrap_or_else(|p| p.into_inner()) =
+                            Some(e.clone());
                         self.set_status(
                             file,
                             SlotState::Refused {
@@ -601,7 +651,7 @@ impl PluginHost {
                 )),
                 Some((active.generation, active.plugin.version())),
             ),
-            None => (Err(unavailable(&self.options.plugins_dir)), None),
+            None => (Err(self.unavailable()), None),
         }
     }
 
@@ -613,8 +663,45 @@ impl PluginHost {
         let serving = self.serving.read().unwrap_or_else(|p| p.into_inner());
         match serving.as_ref() {
             Some(active) => call(&ResolverClient::new(&active.instance.resolver)),
-            None => Err(unavailable(&self.options.plugins_dir)),
+            None => Err(self.unavailable()),
         }
+    }
+
+    /// Why no generation serves: the plugin's own error when it failed to start (its code and words,
+    /// e.g. `SESSION_QUERY_INDEX_FAILED` naming the index and its holder), else `PLUGIN_UNAVAILABLE`.
+    pub fn unavailable(&self) -> PluginError {
+        if let Some(e) = self
+            .start_failure
+            .lock()
+            .unwrap_or_else(|p| p.into_inner())
+            .clone()
+        {
+            return e;
+        }
+        let refused = self
+            .status()
+            .iter()
+            .any(|s| matches!(s.state, SlotState::Refused { .. }));
+        PluginError::new(
+            ErrorCode::PluginUnavailable,
+            format!(
+                "no plugin serves ctx.sessionQuery (plugin folder: {}{})",
+                self.options.plugins_dir.display(),
+                if refused {
+                    "; its libraries were refused"
+                } else {
+                    "; no plugin library there"
+                }
+            ),
+        )
+    }
+
+    /// Whether nothing serves because the plugin failed to start (not because no library was found).
+    pub fn failed_to_start(&self) -> bool {
+        self.start_failure
+            .lock()
+            .unwrap_or_else(|p| p.into_inner())
+            .is_some()
     }
 
     /// The serving generation: (generation, plugin name, version).
@@ -654,9 +741,15 @@ impl PluginHost {
         )
     }
 
-    /// The folder shadow copies are made in (removed with the host when it is a private one).
-    pub fn shadow_dir(&self) -> &Path {
-        &self.shadow_dir
+    /// The folder shadows are made in (`None` for shadows in memory).
+    pub fn shadow_dir(&self) -> Option<PathBuf> {
+        self.shadows.dir()
+    }
+
+    /// Removes the shadow folder now (a signal is ending the process); later reloads are refused.
+    /// Returns the folder removed.
+    pub fn remove_shadow_dir(&self) -> Option<PathBuf> {
+        self.shadows.remove()
     }
 
     /// Drops the serving instance (closing its index). Later calls get `PLUGIN_UNAVAILABLE`.
@@ -678,14 +771,4 @@ impl Drop for PluginHost {
     fn drop(&mut self) {
         self.shutdown();
     }
-}
-
-fn unavailable(dir: &Path) -> PluginError {
-    PluginError::new(
-        ErrorCode::PluginUnavailable,
-        format!(
-            "no plugin serves ctx.sessionQuery (plugin folder: {})",
-            dir.display()
-        ),
-    )
 }

@@ -158,6 +158,51 @@ pub fn clip(text: &str, max: usize) -> String {
     }
 }
 
+/// A skipped session's reason as a person reads it beside its code: without the code repeated at its
+/// start and without a line number said twice.
+pub fn reason(code: &str, message: &str) -> String {
+    let mut text = message.trim();
+    loop {
+        let before = text;
+        for prefix in [code, "error"] {
+            if let Some(rest) = text.strip_prefix(prefix) {
+                text = rest.trim_start_matches([':', ' ']);
+            }
+        }
+        if text == before {
+            break;
+        }
+    }
+    // "line 3: … (line 3)" or "line 3: line 3: …": keep the first mention only.
+    let mut out = String::with_capacity(text.len());
+    let mut seen: Vec<String> = Vec::new();
+    let mut rest = text;
+    while let Some(at) = rest.find("line ") {
+        let digits: String = rest[at + 5..]
+            .chars()
+            .take_while(char::is_ascii_digit)
+            .collect();
+        if digits.is_empty() {
+            out.push_str(&rest[..at + 5]);
+            rest = &rest[at + 5..];
+            continue;
+        }
+        let mention = format!("line {digits}");
+        let end = at + mention.len();
+        if seen.contains(&mention) {
+            let head = rest[..at].trim_end_matches(['(', ' ', ',', ';']);
+            out.push_str(head);
+            rest = rest[end..].trim_start_matches([')', ':']);
+        } else {
+            out.push_str(&rest[..end]);
+            seen.push(mention);
+            rest = &rest[end..];
+        }
+    }
+    out.push_str(rest);
+    out.trim().to_string()
+}
+
 /// At most this many characters of a user-supplied id are quoted in a message: a huge id must not make
 /// a huge error.
 pub const ID_QUOTE_CHARS: usize = 100;
@@ -222,6 +267,18 @@ mod tests {
         let bounded = bound_id_in(&message, &id);
         assert!(bounded.len() < 1_000, "{} bytes", bounded.len());
         assert!(bounded.starts_with("session \"éé") && bounded.contains("not found"));
+    }
+
+    #[test]
+    fn reasons_do_not_repeat_their_code_or_line() {
+        assert_eq!(
+            reason(
+                "LOG_SEQ_GAP",
+                "LOG_SEQ_GAP: line 3: seq 1: expected seq 0 (line 3)"
+            ),
+            "line 3: seq 1: expected seq 0"
+        );
+        assert_eq!(reason("X", "plain words"), "plain words");
     }
 
     #[test]

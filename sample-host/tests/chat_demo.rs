@@ -16,7 +16,7 @@ fn the_tour_shows_labels_a_citation_the_cache_and_an_identical_replay() {
     let code = tour(ChatEnv::new(&shared, &services), &corpus.root(), &mut out);
     let out = String::from_utf8(out).unwrap();
     assert_eq!(code, 0, "{out}");
-    for label in [" current ", " shadowed ", " log-only "] {
+    for label in ["[current]", "[shadowed]", "[log-only]"] {
         assert!(out.contains(label), "no{label}hit:\n{out}");
     }
     assert!(

@@ -105,8 +105,11 @@ fn the_chat_reads_lines_from_a_terminal_and_keeps_their_history() {
 
     wait_for(&output, "you> ");
     keys.write_all(b"hello from a terminal\r").unwrap();
-    let text = wait_for(&output, "sharedPrefixBytes");
-    assert!(text.contains("(stand-in model) I saw 1 messages"), "{text}");
+    let text = wait_for(&output, "no previous request to share a prefix with");
+    assert!(
+        text.contains("(stand-in model) I saw 1 message in"),
+        "{text}"
+    );
     // On a terminal the chat does not echo the line back as a transcript line.
     assert!(!text.contains("you> hello from a terminal\r\n"), "{text}");
     keys.write_all(b"/quit\r").unwrap();

@@ -315,5 +315,7 @@ fn candidates_command_lists_mentions_as_text_and_json() {
         commands::candidates(env, "", "zzz-none", false, &mut out, &mut err),
         0
     );
-    assert_eq!(String::from_utf8(out).unwrap(), "no candidates\n");
+    // A notice, so on stderr; stdout stays the (empty) listing.
+    assert_eq!(String::from_utf8(out).unwrap(), "");
+    assert_eq!(String::from_utf8(err).unwrap(), "no candidates\n");
 }

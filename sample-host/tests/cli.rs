@@ -46,6 +46,7 @@ fn a_missing_argument_is_a_usage_error_in_either_form() {
 #[test]
 fn no_plugin_is_a_typed_error_and_a_warning() {
     let dir = tempfile::tempdir().unwrap();
+    std::fs::create_dir(dir.path().join("s")).unwrap();
     let out = host()
         .arg("--plugins")
         .arg(dir.path())

@@ -588,6 +588,7 @@ mod ours {
                 event_filters: None,
                 limit: Some(json!(limit)),
                 cursor: None,
+                ..Default::default()
             };
             let page = self
                 .search
@@ -610,6 +611,7 @@ mod ours {
                 filters: None,
                 limit: Some(json!(limit)),
                 cursor: None,
+                ..Default::default()
             };
             let page = self
                 .search

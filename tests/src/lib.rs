@@ -151,25 +151,38 @@ pub mod libs {
     /// workspace), built once per test process into `target/frozen-2.0`.
     pub fn frozen_contract_2_0() -> &'static Path {
         static LIB: OnceLock<PathBuf> = OnceLock::new();
-        LIB.get_or_init(|| {
-            let target = profile_dir()
-                .parent()
-                .expect("target folder")
-                .join("frozen-2.0");
-            let manifest =
-                PathBuf::from(env!("CARGO_MANIFEST_DIR")).join("frozen/contract-2.0/Cargo.toml");
-            let cargo = std::env::var("CARGO").unwrap_or_else(|_| "cargo".into());
-            let status = Command::new(cargo)
-                .arg("build")
-                .arg("--manifest-path")
-                .arg(&manifest)
-                .arg("--target-dir")
-                .arg(&target)
-                .status()
-                .expect("running cargo build for the frozen 2.0 plugin");
-            assert!(status.success(), "building the frozen 2.0 plugin failed");
-            lib(&target.join("debug"), "frozen_plugin_2_0")
-        })
+        LIB.get_or_init(|| build_frozen("2.0", "frozen_plugin_2_0"))
+    }
+
+    /// A plugin built against the frozen copy of contract 2.1 (`tests/frozen/contract-2.1`), which
+    /// predates the search requests' `match` and `order` fields.
+    pub fn frozen_contract_2_1() -> &'static Path {
+        static LIB: OnceLock<PathBuf> = OnceLock::new();
+        LIB.get_or_init(|| build_frozen("2.1", "frozen_plugin_2_1"))
+    }
+
+    /// Builds the fixture workspace `tests/frozen/contract-<minor>` into `target/frozen-<minor>`.
+    fn build_frozen(minor: &str, lib_name: &str) -> PathBuf {
+        let target = profile_dir()
+            .parent()
+            .expect("target folder")
+            .join(format!("frozen-{minor}"));
+        let manifest = PathBuf::from(env!("CARGO_MANIFEST_DIR"))
+            .join(format!("frozen/contract-{minor}/Cargo.toml"));
+        let cargo = std::env::var("CARGO").unwrap_or_else(|_| "cargo".into());
+        let status = Command::new(cargo)
+            .arg("build")
+            .arg("--manifest-path")
+            .arg(&manifest)
+            .arg("--target-dir")
+            .arg(&target)
+            .status()
+            .unwrap_or_else(|e| panic!("running cargo build for the frozen {minor} plugin: {e}"));
+        assert!(
+            status.success(),
+            "building the frozen {minor} plugin failed"
+        );
+        lib(&target.join("debug"), lib_name)
     }
 
     /// Copies `lib` into `dir` as `name`, atomically replacing what is there (write a temporary file,

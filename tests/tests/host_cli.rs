@@ -263,6 +263,7 @@ fn a_non_utf8_id_is_session_not_found_and_a_non_utf8_path_is_fine() {
 
     // A sessions root whose name is not UTF-8 is just a path (empty here: no sessions).
     let odd_root = env.root().join(OsStr::from_bytes(b"sessions-\xfe"));
+    std::fs::create_dir(&odd_root).unwrap();
     let out = Command::new(&libs().sample_host)
         .env("HOME", tests::host::isolated_home())
         .arg("--plugins")

@@ -175,7 +175,7 @@ fn an_invalid_config_refuses_the_instance_with_a_clear_error() {
 }
 
 /// The contract's promise to plugins already built: one built against the frozen copy of contract 2.0
-/// (the previous minor) loads in today's host (2.1), serves, and calls back into the host; what 2.1
+/// (an earlier minor) loads in today's host (2.2), serves, and calls back into the host; what 2.1
 /// added is answered by the host's client with its documented default instead of reaching the plugin.
 #[test]
 fn a_plugin_built_against_the_previous_minor_loads_and_serves() {
@@ -217,6 +217,39 @@ fn a_plugin_built_against_the_previous_minor_loads_and_serves() {
     assert!(err.message.contains("contract 2.0"), "{err}");
 }
 
+/// Every earlier minor keeps loading: a plugin built against the frozen contract 2.1 loads in today's
+/// host (2.2), serves through the old vtable, and answers the calls 2.1 had (diagnostics among them).
+#[test]
+fn a_plugin_built_against_contract_2_1_loads_and_serves() {
+    let frozen = tests::libs::frozen_contract_2_1();
+    let (dir, plugins) = host::plugin_folder(frozen);
+    let host = host::start(&plugins, None, &dir.path().join("index.sqlite"));
+    let (generation, _, version) = host
+        .serving()
+        .unwrap_or_else(|| panic!("the 2.1 plugin should serve: {:?}", host.status()));
+    assert_eq!((generation, version.as_str()), (1, "0.1.0-frozen-2.1"));
+    let header = host_api::log::SessionHeader::new("live-one", 5, Some("/w".to_string()));
+    host.shared().live.create(header, None).unwrap();
+    let listed = host
+        .query(|q| {
+            assert_eq!(q.contract().to_string(), "2.1");
+            assert!(!q.has_search_modes(), "2.1 predates match/order");
+            q.list_sessions(&Call::new(), &EmptyRequest {})
+        })
+        .expect("the 2.1 plugin answers list_sessions");
+    assert_eq!(listed[0].header.id.as_str(), "live-one");
+    let report: serde_json::Value = host
+        .query(|q| {
+            q.raw(
+                host_api::abi::client::QueryMethod::Diagnostics,
+                &Call::new(),
+                &EmptyRequest {},
+            )
+        })
+        .expect("2.1 has diagnostics");
+    assert_eq!(report["sessionsIndexed"], 1);
+}
+
 #[test]
 fn a_plugin_of_a_newer_minor_is_refused_with_the_reason() {
     let libs = libs();
@@ -226,7 +259,7 @@ fn a_plugin_of_a_newer_minor_is_refused_with_the_reason() {
     let (code, reason) = refused_reason(&host, "libdsh_session_search.so");
     assert_eq!(code, "contract-version");
     assert!(
-        reason.contains("plugin contract 2.99") && reason.contains("newer than this host's 2.1"),
+        reason.contains("plugin contract 2.99") && reason.contains("newer than this host's 2.2"),
         "{reason}"
     );
 }

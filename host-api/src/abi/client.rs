@@ -10,7 +10,7 @@ use super::error::{ErrorCode, PluginError};
 use super::query::SessionQueryBox;
 use super::reference::SessionReferenceResolverBox;
 use super::types::*;
-use super::version::{ContractVersion, MINOR_DIAGNOSTICS};
+use super::version::{ContractVersion, MINOR_DIAGNOSTICS, MINOR_SEARCH_MODES};
 
 /// Serialises `request`, makes the call, parses the response.
 fn roundtrip<Req: Serialize, Resp: DeserializeOwned>(
@@ -59,6 +59,13 @@ impl<'a> QueryClient<'a> {
     /// The serving plugin's contract version.
     pub fn contract(&self) -> ContractVersion {
         self.contract
+    }
+
+    /// Whether the plugin reads the search requests' `match` and `order` fields (contract 2.2). An
+    /// older one ignores them and answers with the phrase semantics and spec order: a host asking for
+    /// either must say so rather than present that answer as what it asked for.
+    pub fn has_search_modes(&self) -> bool {
+        self.contract.has_minor(MINOR_SEARCH_MODES)
     }
 
     query_methods! {

@@ -29,11 +29,16 @@ pub struct ContractVersion {
 ///
 /// History: 2.0 made the contract evolvable (open error codes, JSON records, per-call context, plugin
 /// instance and services as prefix-typed vtables); 2.1 appended `SessionQuery::diagnostics` and
-/// `HostContext::report_progress`.
-pub const CONTRACT: ContractVersion = ContractVersion { major: 2, minor: 1 };
+/// `HostContext::report_progress`; 2.2 appended the search requests' `match` and `order` fields.
+pub const CONTRACT: ContractVersion = ContractVersion { major: 2, minor: 2 };
 
 /// Minor 1 added `SessionQuery::diagnostics` and `HostContext::report_progress`.
 pub const MINOR_DIAGNOSTICS: u16 = 1;
+
+/// Minor 2 added the search requests' `match` (`"phrase"` | `"all-words"`) and `order` (`"rank"` |
+/// `"newest"`) fields. An older plugin ignores them (unknown JSON fields) and answers with the phrase
+/// semantics and spec order, so the host must know not to claim otherwise.
+pub const MINOR_SEARCH_MODES: u16 = 2;
 
 impl fmt::Display for ContractVersion {
     fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {

@@ -385,10 +385,12 @@ impl LogReader {
                 cap,
                 &mut track.window,
             )
+            .map_err(|e| not_zstd_as_named(e, zstd, path))
             .map_err(at)?
         };
-        let (header, diagnostics) =
-            SessionHeader::parse(&header_bytes, opts.strict_header).map_err(at)?;
+        let (header, diagnostics) = SessionHeader::parse(&header_bytes, opts.strict_header)
+            .map_err(|e| not_zstd_as_named(e, zstd, path))
+            .map_err(at)?;
         check_expected_id(&header, opts, path)?;
         let header_end = match &input {
             Input::Raw { header_len, .. } => *header_len,
@@ -975,6 +977,24 @@ fn header_frame_bound(cap: usize) -> usize {
     zstd::zstd_safe::compress_bound(cap.saturating_add(1)).saturating_add(1024)
 }
 
+/// A file named `….zstd` whose bytes are no zstd stream (random bytes, say) is read as raw text, as the
+/// spec detects compression by content; when that fails too, the reason a person needs is that it is
+/// not a zstd stream, not what the raw reader made of its bytes.
+fn not_zstd_as_named(e: LogError, zstd: bool, path: &Path) -> LogError {
+    let named_zstd = path
+        .file_name()
+        .and_then(|n| n.to_str())
+        .is_some_and(|n| n.ends_with(".zstd"));
+    if zstd || !named_zstd {
+        return e;
+    }
+    let message = format!(
+        "not a zstd stream: the file is named .zstd but does not start with a Zstandard frame (read as text: {})",
+        e.message
+    );
+    LogError { message, ..e }
+}
+
 fn read_zstd_header(
     src: Source,
     chunk: usize,
@@ -992,10 +1012,15 @@ fn read_zstd_header(
     let at = match frames.next_frame().map_err(frame_error)? {
         Some(at) if at.complete => at,
         _ => {
-            return Err(LogError::new(
-                LogErrorCode::MissingHeader,
-                "empty or header-less Zstandard session log (the first frame is incomplete)",
-            ))
+            // Say which: nothing at all, bytes that are no zstd stream, or a frame that never ends.
+            let why = if frames.buf.is_empty() {
+                "empty Zstandard session log (no bytes)"
+            } else if !zstd_frames::has_zstd_magic(&frames.buf) && frames.buf.len() >= 4 {
+                "not a zstd stream: the file does not start with a Zstandard frame"
+            } else {
+                "header-less Zstandard session log (the first frame is incomplete)"
+            };
+            return Err(LogError::new(LogErrorCode::MissingHeader, why));
         }
     };
     frames.max_frame = usize::MAX;

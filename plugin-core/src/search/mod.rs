@@ -22,6 +22,7 @@
 //! file itself is `crate::index`.
 
 pub mod cursor;
+mod newest;
 pub mod rank;
 pub mod refresh;
 pub mod request;
@@ -188,7 +189,8 @@ impl Search {
         let sessions = request::session_filters(req.session_filters.as_ref())?;
         let events = request::event_filters(req.event_filters.as_ref(), "eventFilters")?;
         let cursor = request::cursor(req.cursor.as_ref())?;
-        let query = request::query(&req.query)?;
+        let mode = request::mode(req.match_mode.as_ref(), req.order.as_ref())?;
+        let query = request::query_in(&req.query, mode.matching)?;
         let limit = request::limit(
             req.limit.as_ref(),
             self.limits.default_limit,
@@ -196,7 +198,10 @@ impl Search {
         )?;
         let engine = self.engine(&mut state)?;
         engine.refresh(corpus, cancelled, &no_progress)?;
-        let fingerprint = request::fingerprint("sessions", None, &query, &sessions, &events, limit);
+        let fingerprint = request::fingerprint_in(
+            request::fingerprint("sessions", None, &query, &sessions, &events, limit),
+            mode,
+        );
         let generation = engine.generation.to_string();
         let offset = match &cursor {
             Some(c) => engine
@@ -224,7 +229,8 @@ impl Search {
         // Enough of the ranking for this page and whether another follows.
         let need =
             usize::try_from(offset.saturating_add(limit).saturating_add(1)).unwrap_or(usize::MAX);
-        let hot_id = if events.is_empty() {
+        // The materialised phrases hold spec §4.4's ranking of a phrase; other modes scan.
+        let hot_id = if events.is_empty() && mode.is_spec() {
             hot::phrase_id(conn, &query.phrase).map_err(index_failed)?
         } else {
             None
@@ -235,9 +241,14 @@ impl Search {
                 every_candidate = candidates(&|_| true);
                 hot_ranked(conn, id, &every_candidate, need, cancelled)?
             }
+            None if mode.order == request::Order::Newest => {
+                let newest = newest::scan(conn, &sql, cancelled)?;
+                let matched_candidates = candidates(&|sid| newest.contains_key(&sid));
+                newest::ranked(newest, &matched_candidates)
+            }
             None => {
                 let (best, matched) = scan(conn, &sql, cancelled)?;
-                if events.is_empty() && matched >= hot::MIN_MATCHES {
+                if events.is_empty() && mode.is_spec() && matched >= hot::MIN_MATCHES {
                     hot::materialise(conn, &query.phrase, matched).map_err(index_failed)?;
                 }
                 let matched_candidates = candidates(&|sid| best.contains(sid));
@@ -259,7 +270,7 @@ impl Search {
         }
         let snippets = snippets(
             conn,
-            &query.text,
+            snippet_text(&query, mode),
             hits.iter().map(|(h, _)| h.rowid),
             self.limits.snippet_chars,
         )?;
@@ -301,7 +312,8 @@ impl Search {
         };
         let events = request::event_filters(req.filters.as_ref(), "filters")?;
         let cursor = request::cursor(req.cursor.as_ref())?;
-        let query = request::query(&req.query)?;
+        let mode = request::mode(req.match_mode.as_ref(), req.order.as_ref())?;
+        let query = request::query_in(&req.query, mode.matching)?;
         let limit = request::limit(
             req.limit.as_ref(),
             self.limits.default_limit,
@@ -310,8 +322,10 @@ impl Search {
         let engine = self.engine(&mut state)?;
         engine.refresh(corpus, cancelled, &no_progress)?;
         let target = target(engine, session_id)?;
-        let fingerprint =
-            request::fingerprint("events", Some(session_id), &query, &[], &events, limit);
+        let fingerprint = request::fingerprint_in(
+            request::fingerprint("events", Some(session_id), &query, &[], &events, limit),
+            mode,
+        );
         let generation = format!("{}:{}", target.source.as_str(), target.generation);
         let offset = match &cursor {
             Some(c) => engine
@@ -323,12 +337,19 @@ impl Search {
         if cancelled() {
             return Err(aborted());
         }
-        let sql = sql::events_query(&query.phrase, target.sid, &events, limit + 1, offset);
+        let sql = sql::events_query_in(
+            &query.phrase,
+            target.sid,
+            &events,
+            limit + 1,
+            offset,
+            mode.order,
+        );
         let conn = engine
             .index
             .connection()
             .ok_or_else(|| index_failed("index is closed"))?;
-        let hot_id = if events.is_empty() {
+        let hot_id = if events.is_empty() && mode.is_spec() {
             hot::phrase_id(conn, &query.phrase).map_err(index_failed)?
         } else {
             None
@@ -341,7 +362,7 @@ impl Search {
         rows.truncate(limit as usize);
         let snippets = snippets(
             conn,
-            &query.text,
+            snippet_text(&query, mode),
             rows.iter().map(|h| h.rowid),
             self.limits.snippet_chars,
         )?;
@@ -617,6 +638,14 @@ fn scan(
         });
     }
     Ok((best, seen))
+}
+
+/// The text a snippet is centred on: the phrase, or for all-words the first word (every hit has it).
+fn snippet_text(query: &request::Query, mode: request::Mode) -> &str {
+    match mode.matching {
+        request::Matching::Phrase => &query.text,
+        request::Matching::AllWords => query.text.split(' ').next().unwrap_or(&query.text),
+    }
 }
 
 /// The hit columns of document `rowid`.

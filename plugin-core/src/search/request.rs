@@ -66,6 +66,104 @@ pub fn query(value: &Value) -> Result<Query, PluginError> {
     Ok(Query { text, phrase })
 }
 
+/// How words match (contract 2.2's `match`): spec §4's literal phrase by default.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Default)]
+pub enum Matching {
+    #[default]
+    Phrase,
+    /// Every word of the query, in any order, anywhere in the event.
+    AllWords,
+}
+
+/// Which hits come first (contract 2.2's `order`): spec §4.4's ranking by default.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Default)]
+pub enum Order {
+    #[default]
+    Rank,
+    /// Newest matching event first (and, across sessions, each session's newest matching event).
+    Newest,
+}
+
+/// A search's mode: what matches, in which order.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Default)]
+pub struct Mode {
+    pub matching: Matching,
+    pub order: Order,
+}
+
+impl Mode {
+    /// Whether this is spec §4 as written (the paths that precompute the spec's ranking apply).
+    pub fn is_spec(&self) -> bool {
+        *self == Self::default()
+    }
+}
+
+/// `match` and `order` (contract 2.2): absent or `null` → the spec's phrase and ranking; otherwise one
+/// of the named strings, else `SESSION_QUERY_INVALID_QUERY` naming the field.
+pub fn mode(matching: Option<&Value>, order: Option<&Value>) -> Result<Mode, PluginError> {
+    let pick = |value: Option<&Value>, field: &str, names: &[&str]| -> Result<usize, PluginError> {
+        match value {
+            None | Some(Value::Null) => Ok(0),
+            Some(Value::String(s)) if names.contains(&s.as_str()) => {
+                Ok(names.iter().position(|n| n == s).unwrap_or(0))
+            }
+            Some(other) => Err(invalid(
+                ErrorCode::SessionQueryInvalidQuery,
+                format!(
+                    "{field} must be one of {}, not {}",
+                    names
+                        .iter()
+                        .map(|n| format!("\"{n}\""))
+                        .collect::<Vec<_>>()
+                        .join(", "),
+                    match other {
+                        Value::String(s) => format!("{s:?}"),
+                        v => json_kind(v).to_string(),
+                    }
+                ),
+            )),
+        }
+    };
+    Ok(Mode {
+        matching: match pick(matching, "match", &["phrase", "all-words"])? {
+            0 => Matching::Phrase,
+            _ => Matching::AllWords,
+        },
+        order: match pick(order, "order", &["rank", "newest"])? {
+            0 => Order::Rank,
+            _ => Order::Newest,
+        },
+    })
+}
+
+/// [`query`] for a mode: all-words makes each word its own FTS5 phrase (FTS5 ANDs adjacent phrases),
+/// so the words match in any order; the text stays as normalised.
+pub fn query_in(value: &Value, matching: Matching) -> Result<Query, PluginError> {
+    let q = query(value)?;
+    Ok(match matching {
+        Matching::Phrase => q,
+        Matching::AllWords => {
+            let phrase = q
+                .text
+                .split(' ')
+                .map(|w| format!("\"{}\"", cjk::split(w).replace('"', "\"\"")))
+                .collect::<Vec<_>>()
+                .join(" ");
+            Query { phrase, ..q }
+        }
+    })
+}
+
+/// A cursor's fingerprint for a mode: the spec's own text for spec §4, the mode appended otherwise, so
+/// a cursor of one mode is refused by another.
+pub fn fingerprint_in(fingerprint: String, mode: Mode) -> String {
+    if mode.is_spec() {
+        fingerprint
+    } else {
+        format!("{fingerprint}|{mode:?}")
+    }
+}
+
 /// `limit` (spec §4.2): absent → `default`; else a safe integer in `1..=max`.
 pub fn limit(value: Option<&Value>, default: u64, max: u64) -> Result<u64, PluginError> {
     let Some(value) = value else {
@@ -446,6 +544,35 @@ mod tests {
             code(query(&Value::Null)),
             ErrorCode::SessionQueryInvalidQuery
         );
+    }
+
+    #[test]
+    fn modes_default_to_the_spec_and_refuse_unknown_names() {
+        assert!(mode(None, None).unwrap().is_spec());
+        assert!(mode(Some(&Value::Null), Some(&json!("rank")))
+            .unwrap()
+            .is_spec());
+        let m = mode(Some(&json!("all-words")), Some(&json!("newest"))).unwrap();
+        assert_eq!((m.matching, m.order), (Matching::AllWords, Order::Newest));
+        let e = mode(Some(&json!("fuzzy")), None).unwrap_err();
+        assert_eq!(e.code, ErrorCode::SessionQueryInvalidQuery);
+        assert!(
+            e.message.contains("match") && e.message.contains("fuzzy"),
+            "{e}"
+        );
+        assert_eq!(
+            code(mode(None, Some(&json!(3)))),
+            ErrorCode::SessionQueryInvalidQuery
+        );
+    }
+
+    #[test]
+    fn all_words_makes_one_phrase_per_word() {
+        let q = query_in(&json!("  properties  security file "), Matching::AllWords).unwrap();
+        assert_eq!(q.text, "properties security file");
+        assert_eq!(q.phrase, "\"properties\" \"security\" \"file\"");
+        let p = query_in(&json!("a \"b"), Matching::Phrase).unwrap();
+        assert_eq!(p.phrase, query(&json!("a \"b")).unwrap().phrase);
     }
 
     #[test]

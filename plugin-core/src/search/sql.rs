@@ -9,6 +9,7 @@ use host_api::abi::wire::search::{Range, SessionEventMetadataFilter};
 use host_api::surface::Label;
 use rusqlite::types::Value as SqlValue;
 
+use super::request::Order;
 use crate::index::store::{label_code, rowid_range};
 
 /// SQL text and its bound values, numbered from `?1`.
@@ -104,6 +105,18 @@ pub fn events_query(
     limit_plus_one: u64,
     offset: u64,
 ) -> Sql {
+    events_query_in(phrase, sid, events, limit_plus_one, offset, Order::Rank)
+}
+
+/// [`events_query`] in `order`: newest first (time, then seq) instead of the ranking.
+pub fn events_query_in(
+    phrase: &str,
+    sid: i64,
+    events: &[SessionEventMetadataFilter],
+    limit_plus_one: u64,
+    offset: u64,
+    order: Order,
+) -> Sql {
     let mut sql = Sql::default();
     let m = sql.bind(SqlValue::Text(phrase.into()));
     let (lo, hi) = rowid_range(sid);
@@ -114,11 +127,15 @@ pub fn events_query(
     let extra: String = preds.iter().map(|p| format!(" AND {p}")).collect();
     let lim = sql.bind(SqlValue::Integer(limit_plus_one as i64));
     let off = sql.bind(SqlValue::Integer(offset.min(i64::MAX as u64) as i64));
+    let order_by = match order {
+        Order::Rank => "dsh_spans(fts) DESC, d.len ASC, d.time DESC, d.seq DESC",
+        Order::Newest => "d.time DESC, d.seq DESC",
+    };
     sql.text = format!(
         "SELECT d.rowid, d.seq, d.type, d.time, d.surface
          FROM fts CROSS JOIN docs d ON d.rowid = fts.rowid
          WHERE fts MATCH {m} AND fts.rowid BETWEEN {lo} AND {hi}{extra}
-         ORDER BY dsh_spans(fts) DESC, d.len ASC, d.time DESC, d.seq DESC
+         ORDER BY {order_by}
          LIMIT {lim} OFFSET {off}"
     );
     sql

@@ -1445,3 +1445,75 @@ fn without_a_watch_every_search_looks_again() {
     // Once the root exists it is watched.
     assert!(e.search.diagnostics(&e.corpus, &never).unwrap().watching);
 }
+
+#[test]
+fn all_words_matches_in_any_order_and_the_phrase_stays_the_default() {
+    let e = env();
+    e.disk(
+        "s",
+        1,
+        &conversation("security properties file is wrong", "ok"),
+    );
+    e.disk("t", 2, &conversation("the file has no properties", "ok"));
+    assert!(e.ids("properties security file").is_empty());
+    let page = e
+        .sessions(json!({"query": "properties security file", "match": "all-words"}))
+        .unwrap();
+    let ids: Vec<_> = page.items.iter().map(|h| h.header.id.as_str()).collect();
+    assert_eq!(ids, ["s"]);
+    assert!(
+        page.items[0].best_match.snippet.contains("properties"),
+        "{:?}",
+        page.items[0].best_match
+    );
+    let within = e
+        .events(json!({"sessionId": "t", "query": "properties file", "match": "all-words"}))
+        .unwrap();
+    assert_eq!(within.items.len(), 1);
+    assert_eq!(
+        code(e.sessions(json!({"query": "x", "match": "fuzzy"}))),
+        ErrorCode::SessionQueryInvalidQuery
+    );
+}
+
+#[test]
+fn newest_first_orders_by_each_sessions_newest_match() {
+    let e = env();
+    // Times are 1000 + seq: more events before the match make it newer.
+    let mut old = LogBuilder::new();
+    old.user("error error error"); // the best by §4.4, and the oldest
+    e.disk("old", 1, &old);
+    let mut new = LogBuilder::new();
+    new.user("x");
+    new.user("y");
+    new.user("an error, once, in a longer line");
+    e.disk("new", 1, &new);
+    assert_eq!(e.ids("error"), ["old", "new"]);
+    let page = e
+        .sessions(json!({"query": "error", "order": "newest"}))
+        .unwrap();
+    let ids: Vec<_> = page.items.iter().map(|h| h.header.id.as_str()).collect();
+    assert_eq!(ids, ["new", "old"]);
+    // Within a session: newest first, not by spans.
+    let mut one = LogBuilder::new();
+    one.user("error error"); // 0
+    one.user("error"); // 1
+    e.disk("one", 1, &one);
+    let seqs: Vec<u64> = e
+        .events(json!({"sessionId": "one", "query": "error", "order": "newest"}))
+        .unwrap()
+        .items
+        .iter()
+        .map(|h| h.seq)
+        .collect();
+    assert_eq!(seqs, [1, 0]);
+    // A cursor of one order is not a cursor of the other.
+    let first = e
+        .sessions(json!({"query": "error", "order": "newest", "limit": 1}))
+        .unwrap();
+    let cursor = first.next_cursor.expect("a second page");
+    assert_eq!(
+        code(e.sessions(json!({"query": "error", "limit": 1, "cursor": cursor}))),
+        ErrorCode::SessionQueryInvalidCursor
+    );
+}

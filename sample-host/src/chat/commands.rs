@@ -143,8 +143,24 @@ fn cite_text(id: &str, turn: &Turn, out: &mut dyn Write) -> io::Result<()> {
     Ok(())
 }
 
+/// One page of candidates: `page` (from 1) of `per_page`.
+#[derive(Debug, Clone, Copy)]
+pub struct CandidatePage {
+    pub page: u64,
+    pub per_page: u64,
+}
+
+impl Default for CandidatePage {
+    fn default() -> Self {
+        Self {
+            page: 1,
+            per_page: 50,
+        }
+    }
+}
+
 /// `candidates [QUERY] [--json]`: the sessions `agent_session_id` could cite (every session when it is
-/// empty), with their mentions. Returns the exit code.
+/// empty), with their mentions, labels made unique. Returns the exit code.
 pub fn candidates(
     env: ChatEnv<'_>,
     agent_session_id: &str,
@@ -153,7 +169,35 @@ pub fn candidates(
     out: &mut dyn Write,
     err: &mut dyn Write,
 ) -> i32 {
-    let mut list = match env.services.candidates(agent_session_id, query) {
+    candidates_page(
+        env,
+        agent_session_id,
+        query,
+        CandidatePage::default(),
+        as_json,
+        out,
+        err,
+    )
+}
+
+/// [`candidates`] for one page, saying how many were shown and how to see the next page.
+pub fn candidates_page(
+    env: ChatEnv<'_>,
+    agent_session_id: &str,
+    query: &str,
+    page: CandidatePage,
+    as_json: bool,
+    out: &mut dyn Write,
+    err: &mut dyn Write,
+) -> i32 {
+    let page = CandidatePage {
+        page: page.page.max(1),
+        per_page: page.per_page.max(1),
+    };
+    let skip = (page.page - 1).saturating_mul(page.per_page);
+    // One more than the page holds: whether another page follows.
+    let want = skip.saturating_add(page.per_page).saturating_add(1);
+    let mut list = match env.services.candidates_up_to(agent_session_id, query, want) {
         Ok(list) => list,
         Err(e) => return error_out(&e.code_name(), &e.message, as_json, out, err),
     };
@@ -161,12 +205,38 @@ pub fn candidates(
         let source = host_api::source::SourceKind::of_id(c["sessionId"].as_str().unwrap_or(""));
         c["source"] = Value::from(source.as_str());
     }
+    super::labels::make_unique(&mut list);
+    let more = list.len() as u64 > skip + page.per_page;
+    let list: Vec<Value> = list
+        .into_iter()
+        .skip(skip as usize)
+        .take(page.per_page as usize)
+        .collect();
+    let next = more.then(|| {
+        let mut words = vec!["sample-host".to_string(), "candidates".to_string()];
+        if !query.is_empty() {
+            words.push(format!("'{}'", query.replace('\'', "'\\''")));
+        }
+        words.push(format!("--page {}", page.page + 1));
+        if page.per_page != CandidatePage::default().per_page {
+            words.push(format!("--limit {}", page.per_page));
+        }
+        words.join(" ")
+    });
     let written = if as_json {
-        writeln!(out, "{}", Value::Array(list))
+        if page.page == 1 && next.is_none() && page.per_page == CandidatePage::default().per_page {
+            writeln!(out, "{}", Value::Array(list))
+        } else {
+            writeln!(
+                out,
+                "{}",
+                json!({"candidates": list, "page": page.page, "more": more, "nextCommand": next})
+            )
+        }
     } else {
         (|| {
             if list.is_empty() {
-                writeln!(out, "no candidates")?;
+                writeln!(err, "no candidates")?;
             }
             for c in &list {
                 writeln!(
@@ -178,6 +248,21 @@ pub fn candidates(
                     c["source"].as_str().unwrap_or("?"),
                     c["mention"].as_str().unwrap_or("")
                 )?;
+            }
+            let shown = list.len() as u64;
+            match &next {
+                Some(next) => writeln!(
+                    out,
+                    "showing {} of {}+ candidates; next page: {next}",
+                    crate::present::count(shown),
+                    crate::present::count(skip + shown + 1)
+                )?,
+                None if shown > 0 => writeln!(
+                    out,
+                    "showing {}",
+                    crate::present::plural(skip + shown, "candidate", "candidates")
+                )?,
+                None => {}
             }
             Ok(())
         })()

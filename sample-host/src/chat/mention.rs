@@ -15,9 +15,30 @@ pub struct ParsedLine {
     pub references: Vec<Value>,
 }
 
-/// Parses the mentions of one user line. A malformed mention is `SESSION_REFERENCE_INVALID_REFERENCE`.
+/// The form every error about a mention shows.
+pub const EXPECTED_FORM: &str =
+    "a mention is @[label](dsh-session:SESSION-ID) (`candidates` prints each session's, ready to paste)";
+
+/// Parses the mentions of one user line. A malformed mention, a raw id where the URI belongs and an
+/// unterminated mention (`@[label](dsh-session:… ` without its `)`) are all
+/// `SESSION_REFERENCE_INVALID_REFERENCE`, saying the expected form.
 pub fn parse(line: &str) -> Result<ParsedLine, PluginError> {
-    let parsed = host_api::mention::parse_mentions(line).map_err(PluginError::from)?;
+    let parsed = host_api::mention::parse_mentions(line).map_err(|e| {
+        let e = PluginError::from(e);
+        PluginError::new(e.code, format!("{}; {EXPECTED_FORM}", e.message))
+    })?;
+    // What is left of `@[` after the well-formed mentions were replaced is a mention that did not end.
+    if let Some(at) = parsed.text.find("@[") {
+        let rest = &parsed.text[at..];
+        let shown: String = rest.chars().take(40).collect();
+        return Err(PluginError::new(
+            host_api::abi::ErrorCode::SessionReferenceInvalidReference,
+            format!(
+                "an unterminated or malformed mention: {shown:?}{}; {EXPECTED_FORM}",
+                if rest.chars().count() > 40 { "…" } else { "" }
+            ),
+        ));
+    }
     Ok(ParsedLine {
         text: parsed.text,
         references: parsed
@@ -53,6 +74,28 @@ mod tests {
     fn a_malformed_mention_is_an_invalid_reference() {
         let err = parse("look at @[x](dsh-session:!!!)").unwrap_err();
         assert_eq!(err.code, ErrorCode::SessionReferenceInvalidReference);
+    }
+
+    #[test]
+    fn an_unterminated_mention_or_a_raw_id_is_an_error_with_the_expected_form() {
+        let line = format!(
+            "{} and @[other](dsh-session:demo-docs",
+            format("demo-ci-fix", Some("CI"))
+        );
+        let err = parse(&line).unwrap_err();
+        assert_eq!(err.code, ErrorCode::SessionReferenceInvalidReference);
+        assert!(err.message.contains("@[label](dsh-session:"), "{err}");
+        let line = format!("{} and @[other label", format("demo-ci-fix", Some("CI")));
+        let err = parse(&line).unwrap_err();
+        assert!(
+            err.message.contains("unterminated") && err.message.contains("@[label](dsh-session:"),
+            "{err}"
+        );
+        let err = parse("see @[x](335e97f7-1111)").unwrap_err();
+        assert!(
+            err.message.contains("@[label](dsh-session:SESSION-ID)"),
+            "{err}"
+        );
     }
 
     #[test]

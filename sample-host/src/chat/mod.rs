@@ -13,6 +13,7 @@
 pub mod commands;
 pub mod compact;
 pub mod fake;
+pub mod labels;
 pub mod mention;
 pub mod model;
 pub mod plugin;

@@ -23,14 +23,24 @@ pub fn reply(request: &ModelRequest, cache: &CacheFigure, last_user: &str) -> St
     } else {
         "cache rebuilt"
     };
+    let messages = if request.messages == 1 {
+        "1 message".to_string()
+    } else {
+        format!("{} messages", request.messages)
+    };
+    // A first request has no previous one: there is no prefix to speak of.
+    let prefix = if cache.previous_request_bytes == 0 {
+        "the first request of this session".to_string()
+    } else {
+        format!(
+            "{} of the previous {} bytes were a shared prefix ({verdict})",
+            cache.shared_prefix_bytes, cache.previous_request_bytes
+        )
+    };
     format!(
-        "(stand-in model) I saw {} messages in {} bytes, request {}; {} of the previous {} bytes were a \
-shared prefix ({verdict}). You said: \"{quoted}{ellipsis}\"",
-        request.messages,
+        "(stand-in model) I saw {messages} in {} bytes, request {}; {prefix}. You said: \"{quoted}{ellipsis}\"",
         request.bytes.len(),
         request.fingerprint(),
-        cache.shared_prefix_bytes,
-        cache.previous_request_bytes,
     )
 }
 
@@ -49,7 +59,7 @@ mod tests {
         };
         let a = reply(&request, &cache, "hello");
         assert_eq!(a, reply(&request, &cache, "hello"));
-        assert!(a.contains("1 messages"));
+        assert!(a.contains("I saw 1 message in"));
         assert!(a.contains(&request.fingerprint()));
         assert!(a.contains("10 of the previous 10 bytes"));
         assert!(a.contains("cache kept"));
@@ -67,6 +77,6 @@ mod tests {
         };
         let text = reply(&request, &cache, &"x".repeat(200));
         assert!(text.contains(&format!("\"{}…\"", "x".repeat(80))));
-        assert!(text.contains("cache rebuilt"));
+        assert!(text.contains("the first request of this session"), "{text}");
     }
 }

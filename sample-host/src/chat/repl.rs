@@ -7,12 +7,14 @@
 
 use std::io::{self, BufRead, IsTerminal, Write};
 use std::path::PathBuf;
+use std::sync::mpsc::Receiver;
 
 use serde_json::{json, Value};
 
 use super::mention;
 use super::session::{ChatEnv, ChatError, ChatSession, Turn};
 use super::transcript::human_bytes;
+use crate::present::{count, plural, ColorChoice, Style};
 use crate::request::CacheFigure;
 
 /// Options of the `chat` command.
@@ -29,6 +31,14 @@ pub trait LineSource {
     fn read_line(&mut self, prompt: &str, prefill: &str) -> io::Result<Option<String>>;
     /// Whether the user sees their own line as they type it (a terminal); otherwise the chat echoes it.
     fn shows_typing(&self) -> bool;
+    /// Starts printing `announcements` above the prompt as they come, when this source can (a
+    /// terminal); otherwise hands them back for the REPL to print between lines.
+    fn announce_while_reading(
+        &mut self,
+        announcements: Receiver<String>,
+    ) -> Result<(), Receiver<String>> {
+        Err(announcements)
+    }
 }
 
 /// Lines from any reader (a pipe, a file, a test's script).
@@ -67,6 +77,11 @@ impl TerminalLines {
     /// An editor with the history at `history` (loaded if it exists; created when saved).
     pub fn new(history: Option<PathBuf>) -> Result<Self, rustyline::error::ReadlineError> {
         let mut editor = rustyline::DefaultEditor::new()?;
+        // Ctrl-C on an empty line leaves (as Ctrl-D does); on a line with text it clears the line.
+        editor.bind_sequence(
+            rustyline::KeyEvent::ctrl('C'),
+            rustyline::EventHandler::Conditional(Box::new(CtrlC)),
+        );
         if let Some(path) = &history {
             // A missing or unreadable history only means starting without one.
             let _ = editor.load_history(path);
@@ -85,28 +100,67 @@ impl TerminalLines {
     }
 }
 
+/// Ctrl-C at the prompt: leave on an empty line, clear a line with text.
+struct CtrlC;
+
+impl rustyline::ConditionalEventHandler for CtrlC {
+    fn handle(
+        &self,
+        _evt: &rustyline::Event,
+        _n: rustyline::RepeatCount,
+        _positive: bool,
+        ctx: &rustyline::EventContext,
+    ) -> Option<rustyline::Cmd> {
+        Some(if ctx.line().is_empty() {
+            rustyline::Cmd::Interrupt
+        } else {
+            rustyline::Cmd::Kill(rustyline::Movement::WholeLine)
+        })
+    }
+}
+
 impl LineSource for TerminalLines {
     fn read_line(&mut self, prompt: &str, prefill: &str) -> io::Result<Option<String>> {
         use rustyline::error::ReadlineError;
-        loop {
-            match self.editor.readline_with_initial(prompt, (prefill, "")) {
-                Ok(line) => {
-                    if !line.trim().is_empty() {
-                        let _ = self.editor.add_history_entry(line.as_str());
-                    }
-                    return Ok(Some(line));
+        match self.editor.readline_with_initial(prompt, (prefill, "")) {
+            Ok(line) => {
+                if !line.trim().is_empty() {
+                    let _ = self.editor.add_history_entry(line.as_str());
                 }
-                // Ctrl-C clears the line, as in a shell; Ctrl-D ends the chat.
-                Err(ReadlineError::Interrupted) => continue,
-                Err(ReadlineError::Eof) => return Ok(None),
-                Err(ReadlineError::Io(e)) => return Err(e),
-                Err(other) => return Err(io::Error::other(other.to_string())),
+                Ok(Some(line))
             }
+            // Ctrl-C on an empty line (a line with text is cleared by `CtrlC`) and Ctrl-D end the
+            // chat.
+            Err(ReadlineError::Interrupted) | Err(ReadlineError::Eof) => Ok(None),
+            Err(ReadlineError::Io(e)) => Err(e),
+            Err(other) => Err(io::Error::other(other.to_string())),
         }
     }
 
     fn shows_typing(&self) -> bool {
         true
+    }
+
+    fn announce_while_reading(
+        &mut self,
+        announcements: Receiver<String>,
+    ) -> Result<(), Receiver<String>> {
+        use rustyline::ExternalPrinter as _;
+        let Ok(mut printer) = self.editor.create_external_printer() else {
+            return Err(announcements);
+        };
+        std::thread::Builder::new()
+            .name("chat-announce".into())
+            .spawn(move || {
+                for line in announcements {
+                    if printer.print(format!("{line}\n")).is_err() {
+                        return;
+                    }
+                }
+            })
+            .map(|_| ())
+            // The thread (and with it the receiver) could not start; nothing is lost but the printing.
+            .map_err(|_| std::sync::mpsc::channel().1)
     }
 }
 
@@ -122,10 +176,20 @@ pub fn history_path() -> PathBuf {
 /// The `chat` command: a terminal REPL when standard input is a terminal, else lines from it.
 /// Returns the exit code.
 pub fn run(env: ChatEnv<'_>, options: &ChatOptions, out: &mut dyn Write) -> i32 {
+    run_announcing(env, options, None, out)
+}
+
+/// [`run`], announcing each line of `announcements` (reloads, refused builds) as it arrives.
+pub fn run_announcing(
+    env: ChatEnv<'_>,
+    options: &ChatOptions,
+    announcements: Option<Receiver<String>>,
+    out: &mut dyn Write,
+) -> i32 {
     if io::stdin().is_terminal() {
         match TerminalLines::new(Some(history_path())) {
             Ok(mut lines) => {
-                let code = run_with(env, options, &mut lines, out);
+                let code = run_with_announcements(env, options, &mut lines, announcements, out);
                 lines.save();
                 code
             }
@@ -137,7 +201,7 @@ pub fn run(env: ChatEnv<'_>, options: &ChatOptions, out: &mut dyn Write) -> i32 
     } else {
         let stdin = io::stdin();
         let mut lines = ScriptedLines::new(stdin.lock());
-        run_with(env, options, &mut lines, out)
+        run_with_announcements(env, options, &mut lines, announcements, out)
     }
 }
 
@@ -149,10 +213,10 @@ Type a line to talk to the stand-in model. Cite another session inline with @[la
   /candidates [QUERY]  sessions you can cite, with their mentions
   /compact             replace all but the newest two messages with a summary checkpoint
   /request             the last model request, byte for byte (the model's view)
-  /sessions            every session, live and on disk
+  /sessions [--all]    sessions, live and on disk (the newest 20, or all)
   /plugins             which plugin library serves, and refused ones
   /help                this help
-  /quit                leave (Ctrl-D too)";
+  /quit                leave (Ctrl-D, or Ctrl-C on an empty line; Ctrl-C during a step cancels it)";
 
 /// The REPL over any line source. Returns the exit code: 0 when the input ends or on `/quit`, 1 when
 /// the session cannot be opened or the output fails.
@@ -162,6 +226,19 @@ pub fn run_with(
     input: &mut dyn LineSource,
     out: &mut dyn Write,
 ) -> i32 {
+    run_with_announcements(env, options, input, None, out)
+}
+
+/// [`run_with`], announcing reloads and refused builds as they happen: above the prompt on a terminal,
+/// else before the next line is handled.
+pub fn run_with_announcements(
+    env: ChatEnv<'_>,
+    options: &ChatOptions,
+    input: &mut dyn LineSource,
+    announcements: Option<Receiver<String>>,
+    out: &mut dyn Write,
+) -> i32 {
+    let announcements = announcements.and_then(|rx| input.announce_while_reading(rx).err());
     let mut session = match ChatSession::open(env, options.session.as_deref()) {
         Ok(s) => s,
         Err(e) => {
@@ -169,7 +246,7 @@ pub fn run_with(
             return 1;
         }
     };
-    match repl(&mut session, input, out) {
+    match repl(&mut session, input, announcements.as_ref(), out) {
         Ok(()) => 0,
         Err(e) => {
             // The output went away (a closed pipe); there is no one left to tell.
@@ -182,19 +259,32 @@ pub fn run_with(
 fn repl(
     session: &mut ChatSession<'_>,
     input: &mut dyn LineSource,
+    announcements: Option<&Receiver<String>>,
     out: &mut dyn Write,
 ) -> io::Result<()> {
+    let messages = session.last_request().messages as u64;
     writeln!(
         out,
-        "chat session {} ({} messages on its surface) — /help for commands",
+        "chat session {} ({} on its surface) — /help for commands",
         session.id(),
-        session.last_request().messages
+        plural(messages, "message", "messages")
     )?;
+    writeln!(out, "{}", where_it_lives(session))?;
     let mut pending = String::new();
+    let drain = |out: &mut dyn Write| -> io::Result<()> {
+        for line in announcements.into_iter().flat_map(|rx| rx.try_iter()) {
+            writeln!(out, "{line}")?;
+        }
+        Ok(())
+    };
     loop {
+        drain(out)?;
         let Some(line) = input.read_line("you> ", &pending)? else {
+            drain(out)?;
+            writeln!(out, "left the chat. {}", where_it_lives(session))?;
             return Ok(());
         };
+        drain(out)?;
         pending.clear();
         let line = line.trim();
         if line.is_empty() {
@@ -215,7 +305,10 @@ fn repl(
                 Ok(turn) => show_turn(&turn, input.shows_typing(), out)?,
                 Err(e) => show_error(&e, out)?,
             },
-            Some("quit" | "exit" | "q") => return Ok(()),
+            Some("quit" | "exit" | "q") => {
+                writeln!(out, "left the chat. {}", where_it_lives(session))?;
+                return Ok(());
+            }
             Some("help" | "h" | "?") => writeln!(out, "{HELP}")?,
             Some("search") => {
                 search(session, rest, out)?;
@@ -255,7 +348,10 @@ events are now shadowed, still in the log and searchable",
             }
             Some("sessions") => match session.env().services.list_sessions() {
                 Ok(records) => {
-                    for r in records {
+                    let style = Style::detect(ColorChoice::Never);
+                    let all = rest == "--all";
+                    let shown = if all { records.len() } else { SESSIONS_SHOWN };
+                    for r in records.iter().take(shown) {
                         let h = &r["header"];
                         let source = match (r["live"].as_bool(), r["persisted"].as_bool()) {
                             (Some(true), Some(true)) => "live+disk",
@@ -266,9 +362,16 @@ events are now shadowed, still in the log and searchable",
                             out,
                             "  {}  {}  {}  {}",
                             h["id"].as_str().unwrap_or("?"),
-                            h["createdAt"],
+                            style.when(h["createdAt"].as_i64().unwrap_or(0)),
                             source,
-                            h["cwd"].as_str().unwrap_or("-")
+                            h["cwd"].as_str().map_or("-".into(), |c| style.path(c))
+                        )?;
+                    }
+                    if records.len() > shown {
+                        writeln!(
+                            out,
+                            "  … {} more: /sessions --all lists every one",
+                            count((records.len() - shown) as u64)
                         )?;
                     }
                 }
@@ -280,8 +383,34 @@ events are now shadowed, still in the log and searchable",
     }
 }
 
+/// How many sessions `/sessions` lists before saying how many more there are.
+const SESSIONS_SHOWN: usize = 20;
+
 fn show_error(e: &ChatError, out: &mut dyn Write) -> io::Result<()> {
+    if e.code() == "SESSION_QUERY_ABORTED" {
+        return writeln!(out, "cancelled (Ctrl-C); back at the prompt");
+    }
     writeln!(out, "error {}: {}", e.code(), e.message())
+}
+
+/// Where the chat's log is and how to come back to it.
+fn where_it_lives(session: &ChatSession<'_>) -> String {
+    let id = session.id();
+    let log = session.env().sessions_root.map(|root| {
+        host_api::log::layout::SessionsRoot::new(root)
+            .find(id)
+            .ok()
+            .flatten()
+            .map(|listed| listed.path.display().to_string())
+            .unwrap_or_else(|| format!("under {} (written with the first message)", root.display()))
+    });
+    let resume = format!("resume with: sample-host chat --session {id}");
+    match log {
+        Some(log) => format!("log: {log}; {resume}"),
+        None => format!(
+            "this session is not persisted (no sessions folder); {resume} while this host runs"
+        ),
+    }
 }
 
 /// The human view of a turn: citations as one line each, the reply, the cache figure.
@@ -310,10 +439,18 @@ context): {} shared",
     Ok(())
 }
 
-/// `request: 6 messages, 5.2 KiB; cache: 1.4 KiB of the previous 1.4 KiB shared (kept)`.
+/// `request: 6 messages, 5.2 KiB; sharedPrefixBytes 1400 of previousRequestBytes 1400 (cache kept)`;
+/// for a session's first request, which has no previous one, no prefix figure.
 pub fn cache_line(cache: &CacheFigure, messages: usize) -> String {
+    let messages = plural(messages as u64, "message", "messages");
+    if cache.previous_request_bytes == 0 {
+        return format!(
+            "request: {messages}, {}; the session's first request: no previous request to share a prefix with",
+            human_bytes(cache.request_bytes as u64)
+        );
+    }
     format!(
-        "request: {messages} messages, {}; sharedPrefixBytes {} of previousRequestBytes {} ({})",
+        "request: {messages}, {}; sharedPrefixBytes {} of previousRequestBytes {} ({})",
         human_bytes(cache.request_bytes as u64),
         cache.shared_prefix_bytes,
         cache.previous_request_bytes,
@@ -323,15 +460,6 @@ pub fn cache_line(cache: &CacheFigure, messages: usize) -> String {
             "cache rebuilt"
         }
     )
-}
-
-fn clip(s: &str, max: usize) -> String {
-    if s.chars().count() <= max {
-        return s.to_string();
-    }
-    let mut c: String = s.chars().take(max).collect();
-    c.push('…');
-    c
 }
 
 /// `/search QUERY`: numbered session hits. Returns them for `/cite`.
@@ -355,17 +483,22 @@ fn search(session: &ChatSession<'_>, query: &str, out: &mut dyn Write) -> io::Re
     if items.is_empty() {
         writeln!(out, "no session matches {query:?}")?;
     }
+    let style = Style::detect(ColorChoice::Auto);
     for (i, item) in items.iter().enumerate() {
         let hit = &item["bestMatch"];
         writeln!(
             out,
-            "  {}. {}  seq {}  {}  {}  {}",
+            "  {}. {}  {}  #{} {} [{}] {}\n       {}",
             i + 1,
             hit["sessionId"].as_str().unwrap_or("?"),
+            item["header"]["cwd"]
+                .as_str()
+                .map_or("-".into(), |c| style.path(c)),
             hit["seq"],
+            style.when(hit["time"].as_i64().unwrap_or(0)),
             hit["surface"].as_str().unwrap_or("?"),
             hit["type"].as_str().unwrap_or("?"),
-            clip(hit["snippet"].as_str().unwrap_or(""), 100)
+            style.snippet(hit["snippet"].as_str().unwrap_or(""), query, 7)
         )?;
     }
     if let Some(skipped) = page["skipped"].as_array().filter(|s| !s.is_empty()) {
@@ -393,14 +526,16 @@ fn find(session: &ChatSession<'_>, rest: &str, out: &mut dyn Write) -> io::Resul
             if items.is_empty() {
                 writeln!(out, "no event of {id} matches {:?}", query.trim())?;
             }
+            let style = Style::detect(ColorChoice::Auto);
             for hit in items {
                 writeln!(
                     out,
-                    "  seq {:>3}  {:<9} {:<18} {}",
+                    "  seq {:>3}  {:<9} {:<18} {}\n      {}",
                     hit["seq"].to_string(),
                     hit["surface"].as_str().unwrap_or("?"),
                     hit["type"].as_str().unwrap_or("?"),
-                    clip(hit["snippet"].as_str().unwrap_or(""), 100)
+                    style.when(hit["time"].as_i64().unwrap_or(0)),
+                    style.snippet(hit["snippet"].as_str().unwrap_or(""), query.trim(), 6)
                 )?;
             }
             Ok(())
@@ -516,6 +651,18 @@ mod tests {
         assert_eq!(
             line,
             "request: 3 messages, 2.0 KiB; sharedPrefixBytes 1000 of previousRequestBytes 1000 (cache kept)"
+        );
+        let first = cache_line(
+            &CacheFigure {
+                request_bytes: 200,
+                previous_request_bytes: 0,
+                shared_prefix_bytes: 0,
+            },
+            1,
+        );
+        assert!(
+            first.starts_with("request: 1 message, ") && first.contains("no previous request"),
+            "{first}"
         );
     }
 

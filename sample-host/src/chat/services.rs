@@ -25,6 +25,15 @@ pub trait Services {
     fn search_sessions(&self, request: Value) -> Result<Value, PluginError>;
     fn search_events(&self, request: Value) -> Result<Value, PluginError>;
     fn candidates(&self, agent_session_id: &str, query: &str) -> Result<Vec<Value>, PluginError>;
+    /// At most `limit` candidates (the plugin's own cap otherwise).
+    fn candidates_up_to(
+        &self,
+        agent_session_id: &str,
+        query: &str,
+        _limit: u64,
+    ) -> Result<Vec<Value>, PluginError> {
+        self.candidates(agent_session_id, query)
+    }
     fn prepare(
         &self,
         agent_session_id: &str,

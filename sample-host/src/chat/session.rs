@@ -228,7 +228,11 @@ impl<'a> ChatSession<'a> {
             .filter(|e| e.kind == "turn/start")
             .count() as u64;
         let current = session.current_request()?;
-        session.ledger.record(&session.id, &current);
+        // A surface without messages was never sent to a model: the first turn has no previous
+        // request to share a prefix with (and says so), rather than "all of the previous 157 bytes".
+        if current.messages > 0 {
+            session.ledger.record(&session.id, &current);
+        }
         session.last_request = current;
         Ok(session)
     }

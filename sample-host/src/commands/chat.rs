@@ -4,9 +4,9 @@
 
 use std::io::Write;
 
-use super::{shown, start_host, CommandError, Options};
+use super::{shown, start_host, start_reloading_host, CommandError, Options};
 use crate::chat::commands::{self as chat_commands, CiteOptions};
-use crate::chat::plugin::PluginServices;
+use crate::chat::plugin::{PluginServices, Running};
 use crate::chat::repl::{self, ChatOptions};
 use crate::chat::ChatEnv;
 use crate::logging::LossyWriter;
@@ -17,17 +17,99 @@ pub fn chat(
     session: Option<String>,
     out: &mut dyn Write,
 ) -> Result<i32, CommandError> {
-    let host = start_host(options, options.sessions_dir())?;
+    let signals = crate::signals::listen()
+        .map_err(CommandError::io("installing the Ctrl-C/SIGTERM handler"))?;
+    let host = start_reloading_host(options, options.sessions_dir())?;
     let _watcher =
         crate::watch::watch(&host, super::watch::DEBOUNCE).map_err(|e| CommandError::Io {
             what: format!("watching the plugin folder {}", shown(host.plugins_dir())),
             source: std::io::Error::other(e.to_string()),
         })?;
-    let services = PluginServices::new(&host);
+    let (announce_tx, announcements) = std::sync::mpsc::channel::<String>();
+    let announce_tx = std::sync::Mutex::new(announce_tx);
+    host.set_announcer(Some(Box::new(move |line: &str| {
+        let _ = announce_tx
+            .lock()
+            .unwrap_or_else(|p| p.into_inner())
+            .send(line.to_string());
+    })));
+    let running = Running::default();
+    handle_signals(signals, &host, running.clone());
+    let services = PluginServices::with_running(&host, running);
     let env = ChatEnv::new(host.shared(), &services);
-    let code = repl::run(env, &ChatOptions { session }, out);
+    let code = repl::run_announcing(env, &ChatOptions { session }, Some(announcements), out);
+    host.set_announcer(None);
     host.shutdown();
+    host.remove_shadow_dir();
     Ok(code)
+}
+
+/// Ctrl-C while a step runs cancels that step (the chat goes on); at the prompt the line editor reads
+/// Ctrl-C itself. SIGTERM or SIGHUP ends the chat at once, but not before the shadow folder is removed
+/// and the terminal is put back as it was.
+fn handle_signals(
+    signals: std::sync::mpsc::Receiver<crate::signals::Signal>,
+    host: &std::sync::Arc<crate::PluginHost>,
+    running: Running,
+) {
+    let terminal = SavedTerminal::now();
+    let host = std::sync::Arc::downgrade(host);
+    std::thread::spawn(move || {
+        for signal in signals {
+            match signal {
+                crate::signals::Signal::Interrupt => {
+                    running.cancel();
+                }
+                crate::signals::Signal::Terminate => {
+                    running.cancel();
+                    if let Some(host) = host.upgrade() {
+                        host.remove_shadow_dir();
+                    }
+                    terminal.restore();
+                    std::process::exit(143);
+                }
+            }
+        }
+    });
+}
+
+/// The terminal's settings when the chat started, to restore if a signal ends it inside the line
+/// editor (which keeps the terminal in raw mode while it reads).
+struct SavedTerminal(Option<libc::termios>);
+
+impl SavedTerminal {
+    fn now() -> Self {
+        // SAFETY: tcgetattr writes a termios for a valid descriptor; on failure we keep nothing.
+        unsafe {
+            let mut t: libc::termios = std::mem::zeroed();
+            Self((libc::tcgetattr(libc::STDIN_FILENO, &mut t) == 0).then_some(t))
+        }
+    }
+
+    fn restore(&self) {
+        if let Some(t) = &self.0 {
+            // SAFETY: restoring settings read from the same descriptor.
+            unsafe {
+                libc::tcsetattr(libc::STDIN_FILENO, libc::TCSANOW, t);
+            }
+        }
+    }
+}
+
+/// A session id as typed: the whole id, or a unique prefix of one (an ambiguous prefix is an error).
+fn resolve_prefix(host: &crate::PluginHost, typed: String) -> Result<String, CommandError> {
+    super::ids::with_session(host, &typed, |id| {
+        host.query(|q| {
+            q.read_surface(
+                &host_api::abi::Call::new(),
+                &host_api::abi::SessionRequest {
+                    session_id: id.to_string(),
+                },
+            )
+        })
+        .map(|_| ())
+    })
+    .map(|(id, ())| id)
 }
 
 /// `cite --into ID --message TEXT`.
@@ -38,6 +120,7 @@ pub fn cite(
     out: &mut dyn Write,
 ) -> Result<i32, CommandError> {
     let host = start_host(options, options.sessions_dir())?;
+    let into = resolve_prefix(&host, into)?;
     let services = PluginServices::new(&host);
     let env = ChatEnv::new(host.shared(), &services);
     let cite = CiteOptions {
@@ -58,15 +141,18 @@ pub fn candidates(
     options: &Options,
     query: String,
     session: Option<String>,
+    page: chat_commands::CandidatePage,
     out: &mut dyn Write,
 ) -> Result<i32, CommandError> {
     let host = start_host(options, options.sessions_dir())?;
+    let session = session.map(|s| resolve_prefix(&host, s)).transpose()?;
     let services = PluginServices::new(&host);
     let env = ChatEnv::new(host.shared(), &services);
-    Ok(chat_commands::candidates(
+    Ok(chat_commands::candidates_page(
         env,
         session.as_deref().unwrap_or(""),
         &query,
+        page,
         options.json,
         out,
         &mut LossyWriter(std::io::stderr()),

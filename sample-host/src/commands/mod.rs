@@ -3,6 +3,8 @@
 
 pub mod chat;
 pub mod demo;
+pub mod errors;
+pub mod ids;
 pub mod plugins;
 pub mod read;
 pub mod search;
@@ -18,7 +20,7 @@ use serde_json::{json, Value};
 
 use crate::cli::{Cli, Command, USAGE_EXIT};
 use crate::render::{bound_id_in, quote_id};
-use crate::{paths, HostOptions, PluginHost, Shared};
+use crate::{paths, HostOptions, PluginHost, ShadowPlace, Shared};
 
 /// The global options, as every command sees them.
 #[derive(Debug, Clone, Default)]
@@ -31,6 +33,7 @@ pub struct Options {
     pub no_default_sources: bool,
     pub verbose: bool,
     pub json: bool,
+    pub color: crate::present::ColorChoice,
 }
 
 impl Options {
@@ -44,6 +47,7 @@ impl Options {
             no_default_sources: cli.no_default_sources,
             verbose: cli.verbose,
             json: cli.json,
+            color: cli.color,
         }
     }
 
@@ -67,7 +71,8 @@ impl Options {
     /// The plugin's JSON config for these options.
     pub fn plugin_config(&self) -> String {
         let index = self.index.clone().unwrap_or_else(paths::default_index_path);
-        let mut config = json!({"indexPath": index});
+        // Longer than the spec's default, so the host can fit the snippet to the terminal around its match.
+        let mut config = json!({"indexPath": index, "snippetChars": SNIPPET_CHARS});
         let (claude, codex) = self.source_dirs();
         if let Some(dir) = claude {
             config["claudeProjects"] = json!(dir);
@@ -76,6 +81,11 @@ impl Options {
             config["codexHome"] = json!(dir);
         }
         config.to_string()
+    }
+
+    /// How plain output looks on this stdout.
+    pub fn style(&self) -> crate::present::Style {
+        crate::present::Style::detect(self.color)
     }
 
     /// `--sessions`, or the default sessions root.
@@ -105,6 +115,12 @@ pub enum CommandError {
     /// Building the demo corpus or the demo's live session.
     #[error("{0}")]
     Demo(String),
+    /// A session id prefix that more than one session starts with.
+    #[error("{0}")]
+    Ambiguous(String),
+    /// The sessions folder given with `--sessions` does not exist.
+    #[error("{0}")]
+    NoSessionsFolder(String),
 }
 
 impl CommandError {
@@ -116,6 +132,37 @@ impl CommandError {
             Self::Plugin(e) => e.code_name(),
             Self::Io { .. } => "IO".into(),
             Self::Demo(_) => "DEMO".into(),
+            Self::Ambiguous(_) => "SESSION_ID_AMBIGUOUS".into(),
+            Self::NoSessionsFolder(_) => "SESSIONS_FOLDER_NOT_FOUND".into(),
+        }
+    }
+
+    /// What to do about it, when the cause says: one line for a person, the same in `--json`.
+    pub fn fix(&self) -> Option<String> {
+        match self {
+            Self::Plugin(e) => errors::fix(e),
+            Self::NoSessionsFolder(_) => Some(
+                "pass --sessions DIR with an existing sessions folder (DSH layout), or leave it out for the default"
+                    .into(),
+            ),
+            Self::Ambiguous(_) => Some("type more of the id".into()),
+            _ => None,
+        }
+    }
+
+    /// The text printed without `--json`: `CODE: message`, then the fix on its own line.
+    pub fn plain(&self) -> String {
+        let head = match self {
+            Self::Plugin(e) => e.to_string(),
+            Self::Usage(m) => m.clone(),
+            other => format!("{}: {other}", other.code()),
+        };
+        match self.fix() {
+            Some(fix) => format!(
+                "{head}
+  fix: {fix}"
+            ),
+            None => head,
         }
     }
 
@@ -133,7 +180,11 @@ impl CommandError {
             Self::Plugin(e) => e.message.to_string(),
             other => other.to_string(),
         };
-        json!({"error": {"code": self.code(), "message": message}})
+        let mut error = json!({"code": self.code(), "message": message});
+        if let Some(fix) = self.fix() {
+            error["fix"] = fix.into();
+        }
+        json!({ "error": error })
     }
 
     /// Whether this is stdout closed under us (`sample-host … | head`): not a failure of ours.
@@ -179,6 +230,17 @@ pub fn about_id(e: PluginError, id: &str) -> CommandError {
 /// still report a non-zero status, e.g. `plugins` with nothing serving).
 pub fn run(cli: Cli, out: &mut dyn Write) -> Result<i32, CommandError> {
     let options = Options::from_cli(&cli);
+    let reads_sessions = !matches!(
+        cli.command,
+        Command::Inspect { .. }
+            | Command::Demo
+            | Command::Plugins
+            | Command::Watch
+            | Command::Chat { .. }
+    );
+    if reads_sessions {
+        errors::check_sessions_dir(options.sessions.as_deref(), &paths::default_sessions_dir())?;
+    }
     match cli.command {
         Command::Inspect { path } => {
             let stderr = std::io::stderr();
@@ -242,9 +304,18 @@ pub fn run(cli: Cli, out: &mut dyn Write) -> Result<i32, CommandError> {
                 .map_err(|_| CommandError::Usage("--message must be UTF-8 text".into()))?;
             chat::cite(&options, into, message, out)
         }
-        Command::Candidates { query, session } => {
+        Command::Candidates {
+            query,
+            session,
+            limit,
+            page,
+        } => {
             let session = session.as_deref().map(session_id).transpose()?;
-            chat::candidates(&options, query.unwrap_or_default(), session, out)
+            let page = crate::chat::commands::CandidatePage {
+                page,
+                per_page: limit,
+            };
+            chat::candidates(&options, query.unwrap_or_default(), session, page, out)
         }
         Command::Mcp { session } => {
             let session = session.as_deref().map(session_id).transpose()?;
@@ -262,25 +333,51 @@ pub fn run(cli: Cli, out: &mut dyn Write) -> Result<i32, CommandError> {
     }
 }
 
-/// Loads the plugin folder. A host with nothing serving is still returned (its calls answer
+/// Snippet length the host asks the plugin for (code points).
+const SNIPPET_CHARS: u64 = 240;
+
+/// Loads the plugin folder for a one-shot command: its shadows live in memory, so it makes no folder
+/// and can leave none behind. A host with nothing serving is still returned (its calls answer
 /// `PLUGIN_UNAVAILABLE`); why nothing serves goes to the log.
 pub fn start_host(options: &Options, sessions: PathBuf) -> Result<Arc<PluginHost>, CommandError> {
+    start_host_in(options, sessions, ShadowPlace::Memory)
+}
+
+/// Loads the plugin folder for a host that keeps running and reloads (`watch`, `chat`): its shadows
+/// are files in a folder of its own (reflinks where the file system has them), which it removes on
+/// every way out, and the start sweeps the folders of hosts that died without removing theirs.
+pub fn start_reloading_host(
+    options: &Options,
+    sessions: PathBuf,
+) -> Result<Arc<PluginHost>, CommandError> {
+    start_host_in(options, sessions, ShadowPlace::Folder(None))
+}
+
+fn start_host_in(
+    options: &Options,
+    sessions: PathBuf,
+    shadows: ShadowPlace,
+) -> Result<Arc<PluginHost>, CommandError> {
     let (plugins_dir, only_file) = match &options.plugins {
         Some(dir) => (dir.clone(), None),
         None => paths::default_plugins_dir(),
     };
+    let index = options
+        .index
+        .clone()
+        .unwrap_or_else(paths::default_index_path);
+    errors::check_index_path(&index)?;
     let config = options.plugin_config();
     let shared = Shared::new(Some(sessions), true);
     let mut host_options = HostOptions::new(plugins_dir, config);
-    // Only cargo's output folder (the fallback, loading just the plugin's file) is known to be written
-    // by a tool that always publishes a new file, so only there are shadows hard links.
-    host_options.shadow_by_link = only_file.is_some();
     host_options.only_file = only_file;
+    host_options.shadows = shadows;
     let host = PluginHost::start(host_options, shared).map_err(CommandError::io(
         "starting the plugin host (making its shadow folder)",
     ))?;
-    // Each refusal was logged as it happened; this says what it adds up to.
-    if host.serving().is_none() {
+    // Each refusal was logged as it happened; this says what it adds up to. A plugin that failed to
+    // start has its own cause, which every call reports.
+    if host.serving().is_none() && !host.failed_to_start() {
         tracing::warn!(
             "no plugin loaded from {} — build it with `cargo build --release` (or pass --plugins DIR)",
             host.plugins_dir().display()

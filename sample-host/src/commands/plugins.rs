@@ -55,6 +55,32 @@ pub fn print_status(
             host.plugins_dir().display()
         ),
     )?;
+    print_rows(host, out)
+}
+
+/// The listing for the host that is running this very command (a chat): what serves it now, every
+/// library it has seen since it started, and how many it has mapped.
+pub fn print_running_status(host: &PluginHost, out: &mut dyn Write) -> Result<(), CommandError> {
+    let serving = match host.serving() {
+        Some((generation, name, version)) => {
+            format!("{name} {version} serves this chat (generation {generation})")
+        }
+        None => "no plugin serves this chat".into(),
+    };
+    print(
+        out,
+        format!(
+            "{serving}; plugin folder {} is watched and rebuilt libraries are swapped in; {} of {} libraries mapped",
+            host.plugins_dir().display(),
+            host.mapped_libraries(),
+            host.max_mapped_libraries()
+        ),
+    )?;
+    print_rows(host, out)
+}
+
+fn print_rows(host: &PluginHost, out: &mut dyn Write) -> Result<(), CommandError> {
+    let status = host.status();
     let rows: Vec<Vec<String>> = status
         .iter()
         .map(|s| {

@@ -10,7 +10,8 @@ use host_api::abi::{
 };
 use serde_json::{json, Value};
 
-use super::{about_id, print, CommandError, Options};
+use super::{print, CommandError, Options};
+use crate::present::Style;
 use crate::render::{self, clip, table};
 use crate::PluginHost;
 
@@ -39,6 +40,19 @@ pub enum Read {
 }
 
 impl Read {
+    /// The same read of another session id (a prefix resolved to the whole id).
+    fn with_id(&self, new: &str) -> Self {
+        let mut read = self.clone();
+        match &mut read {
+            Self::Sessions { .. } => {}
+            Self::Events { id }
+            | Self::Surface { id }
+            | Self::Event { id, .. }
+            | Self::Trace { id, .. } => *id = new.to_string(),
+        }
+        read
+    }
+
     fn id(&self) -> Option<&str> {
         match self {
             Self::Sessions { .. } => None,
@@ -58,19 +72,27 @@ pub fn run(
     options: &Options,
     out: &mut dyn Write,
 ) -> Result<i32, CommandError> {
-    match answer(host, read, options.json) {
-        Ok(text) => {
-            print(out, text.trim_end())?;
-            Ok(0)
+    let style = options.style();
+    let text = match read.id() {
+        // A unique prefix of an id is enough; a near miss gets "did you mean".
+        Some(typed) => {
+            super::ids::with_session(host, typed, |id| {
+                answer(host, &read.with_id(id), options.json, &style)
+            })?
+            .1
         }
-        Err(e) => Err(match read.id() {
-            Some(id) => about_id(e, id),
-            None => CommandError::Plugin(e),
-        }),
-    }
+        None => answer(host, read, options.json, &style).map_err(CommandError::Plugin)?,
+    };
+    print(out, text.trim_end())?;
+    Ok(0)
 }
 
-fn answer(host: &PluginHost, read: &Read, as_json: bool) -> Result<String, PluginError> {
+fn answer(
+    host: &PluginHost,
+    read: &Read,
+    as_json: bool,
+    style: &Style,
+) -> Result<String, PluginError> {
     let call = Call::new();
     let session = |id: &str| SessionRequest {
         session_id: id.to_string(),
@@ -79,8 +101,21 @@ fn answer(host: &PluginHost, read: &Read, as_json: bool) -> Result<String, Plugi
         Read::Sessions { problems } => {
             let list = host.query(|q| q.list_sessions(&call, &EmptyRequest {}))?;
             // Read after the listing: the problems of the look the listing just took.
-            let skipped = host.query(|q| q.problems(&call, &EmptyRequest {}))?;
-            Ok(sessions(&list, &skipped, *problems, as_json))
+            let mut skipped = host.query(|q| q.problems(&call, &EmptyRequest {}))?;
+            if *problems {
+                // The same sessions `diagnostics` counts: the index's view, which also holds the
+                // live/disk conflicts the plain listing cannot see.
+                if let Ok(report) = host.query(|q| {
+                    q.raw::<_, Value>(
+                        host_api::abi::client::QueryMethod::Diagnostics,
+                        &call,
+                        &EmptyRequest {},
+                    )
+                }) {
+                    skipped = skipped_of(&report);
+                }
+            }
+            Ok(sessions(&list, &skipped, *problems, as_json, style))
         }
         Read::Events { id } => {
             let id = id.as_str();
@@ -97,7 +132,7 @@ fn answer(host: &PluginHost, read: &Read, as_json: bool) -> Result<String, Plugi
                                     e.seq.to_string(),
                                     e.kind.to_string(),
                                     e.surface.as_str().to_string(),
-                                    e.time.to_string(),
+                                    style.when(e.time),
                                 ]
                             })
                             .collect();
@@ -208,12 +243,29 @@ fn answer(host: &PluginHost, read: &Read, as_json: bool) -> Result<String, Plugi
     }
 }
 
-/// `sessions`: the table (or JSON object) of sessions, and what was left out.
+/// The report's `skipped` entries as corpus problems.
+fn skipped_of(report: &Value) -> Vec<CorpusProblem> {
+    report["skipped"]
+        .as_array()
+        .into_iter()
+        .flatten()
+        .map(|s| CorpusProblem {
+            path: s["path"].as_str().unwrap_or("").into(),
+            session_id: s["id"].as_str().map(RString::from).into(),
+            code: s["code"].as_str().unwrap_or("").into(),
+            message: s["reason"].as_str().unwrap_or("").into(),
+        })
+        .collect()
+}
+
+/// `sessions`: the table (or JSON object) of sessions, and what was left out; with `--problems`, only
+/// what was left out (path, code, reason).
 fn sessions(
     list: &[host_api::abi::SessionRecord],
     skipped: &[CorpusProblem],
     list_problems: bool,
     as_json: bool,
+    style: &Style,
 ) -> String {
     if as_json {
         return json!({
@@ -233,12 +285,12 @@ fn sessions(
             };
             vec![
                 h.id.to_string(),
-                h.created_at.to_string(),
+                style.when(h.created_at),
                 render::source(h).to_string(),
                 source.to_string(),
                 h.cwd
                     .as_ref()
-                    .map(|c| c.to_string())
+                    .map(|c| style.path(c.as_str()))
                     .unwrap_or_else(|| "-".into()),
                 h.parent_session
                     .as_ref()
@@ -247,6 +299,27 @@ fn sessions(
             ]
         })
         .collect();
+    if list_problems {
+        if skipped.is_empty() {
+            return "no session was left out: every log could be read".into();
+        }
+        let mut text = format!("{}:\n", left_out(skipped.len()));
+        let rows: Vec<Vec<String>> = skipped
+            .iter()
+            .map(|p| {
+                vec![
+                    style.path(p.path.as_str()),
+                    p.code.to_string(),
+                    clip(
+                        &crate::render::reason(p.code.as_str(), p.message.as_str()),
+                        120,
+                    ),
+                ]
+            })
+            .collect();
+        text.push_str(&table(&["PATH", "CODE", "REASON"], &rows));
+        return text;
+    }
     let mut text = table(
         &["ID", "CREATED", "SOURCE", "WHERE", "CWD", "PARENT"],
         &rows,
@@ -254,20 +327,7 @@ fn sessions(
     if skipped.is_empty() {
         return text;
     }
-    if list_problems {
-        text.push_str(&format!("\n{}:\n", left_out(skipped.len())));
-        let rows: Vec<Vec<String>> = skipped
-            .iter()
-            .map(|p| {
-                vec![
-                    p.path.to_string(),
-                    p.code.to_string(),
-                    clip(p.message.as_str(), 120),
-                ]
-            })
-            .collect();
-        text.push_str(&table(&["PATH", "CODE", "REASON"], &rows));
-    } else {
+    {
         text.push_str(&format!(
             "\n{}; see which and why with `sessions --problems` (or `sessions --json`)\n",
             left_out(skipped.len())
@@ -337,27 +397,38 @@ mod tests {
     #[test]
     fn the_plain_listing_counts_skipped_sessions_and_says_how_to_see_them() {
         let skipped: RVec<CorpusProblem> = vec![problem("/s/a.jsonl")].into();
-        let text = sessions(&RVec::new(), &skipped, false, false);
+        let style = Style::plain(100, 0);
+        let text = sessions(&RVec::new(), &skipped, false, false, &style);
         assert!(
             text.contains("1 session was left out because it could not be read")
                 && text.contains("sessions --problems"),
             "{text}"
         );
         assert!(!text.contains("/s/a.jsonl"), "{text}");
-        let text = sessions(&RVec::new(), &skipped, true, false);
+        let text = sessions(&RVec::new(), &skipped, true, false, &style);
         assert!(
             text.contains("/s/a.jsonl") && text.contains("LOG_SEQ_GAP"),
             "{text}"
         );
-        let text = sessions(&RVec::new(), &RVec::new(), false, false);
+        assert!(
+            !text.contains("ID "),
+            "--problems prints only the problems: {text}"
+        );
+        let text = sessions(&RVec::new(), &RVec::new(), false, false, &style);
         assert!(!text.contains("left out"), "{text}");
     }
 
     #[test]
     fn the_json_listing_carries_the_skipped_sessions() {
         let skipped: RVec<CorpusProblem> = vec![problem("/s/a.jsonl")].into();
-        let value: Value =
-            serde_json::from_str(&sessions(&RVec::new(), &skipped, false, true)).unwrap();
+        let value: Value = serde_json::from_str(&sessions(
+            &RVec::new(),
+            &skipped,
+            false,
+            true,
+            &Style::plain(100, 0),
+        ))
+        .unwrap();
         assert_eq!(value["sessions"], json!([]));
         assert_eq!(
             value["skipped"],

@@ -17,7 +17,7 @@ use std::time::Duration;
 
 use host_api::abi::{ErrorCode, PluginError};
 
-use crate::commands::{shown, start_host, CommandError, Options};
+use crate::commands::{shown, start_reloading_host, CommandError, Options};
 use crate::render::bound_id_in;
 
 /// A tool's failure, answered as an MCP tool error (`isError: true`) whose text is `CODE: message`.
@@ -82,7 +82,7 @@ pub fn run(options: &Options, calling_session: Option<String>) -> Result<i32, Co
         source: std::io::Error::other(e.to_string()),
     })?;
 
-    let host = start_host(options, options.sessions_dir())?;
+    let host = start_reloading_host(options, options.sessions_dir())?;
     let watcher = crate::watch::watch(&host, crate::commands::watch::DEBOUNCE).map_err(|e| {
         CommandError::Io {
             what: format!("watching the plugin folder {}", shown(host.plugins_dir())),
@@ -108,11 +108,7 @@ pub fn run(options: &Options, calling_session: Option<String>) -> Result<i32, Co
     runtime.shutdown_timeout(SHUTDOWN_GRACE);
     drop(watcher);
     host.shutdown();
-    let shadow = host.shadow_dir().to_path_buf();
-    drop(host);
-    if shadow.exists() {
-        let _ = std::fs::remove_dir_all(&shadow);
-    }
+    host.remove_shadow_dir();
     match served {
         Ok(()) => {
             tracing::info!("MCP client gone; shut down");

@@ -3,7 +3,7 @@
 //! with a cursor. Nothing is held between calls but citations already prepared (so a citation read in
 //! parts is one frozen snapshot), so a plugin swapped in by the watch answers the next call.
 
-use std::collections::VecDeque;
+use std::collections::{HashMap, VecDeque};
 use std::sync::atomic::{AtomicU64, Ordering};
 use std::sync::{Arc, Mutex};
 
@@ -16,7 +16,8 @@ use super::args::*;
 use super::budget::{self, floor_char_boundary, insert_bounded, json_len, page};
 use super::cursor::{self, Position};
 use super::ToolError;
-use crate::commands::search::{flatten, parse_time};
+use crate::commands::search::{flatten, parse_time, titles};
+use crate::present::{ColorChoice, Style};
 use crate::render;
 use crate::PluginHost;
 
@@ -109,10 +110,12 @@ impl Tools {
             .map_err(ToolError::plugin)?;
         let caller = self.caller(&args.calling_session_id);
         let keep = |hit: &Value| caller.is_none() || hit["sessionId"].as_str() != caller.as_deref();
+        let titles = titles(&self.host, &page, QueryMethod::SearchSessions);
         search_page(
             TOOL,
             print,
             &page,
+            &titles,
             QueryMethod::SearchSessions,
             plugin,
             skip,
@@ -148,10 +151,12 @@ impl Tools {
             .host
             .query(|q| q.raw(QueryMethod::SearchEvents, &call, &Value::Object(request)))
             .map_err(|e| ToolError::about(e, &args.session_id))?;
+        let titles = titles(&self.host, &page, QueryMethod::SearchEvents);
         search_page(
             TOOL,
             print,
             &page,
+            &titles,
             QueryMethod::SearchEvents,
             plugin,
             skip,
@@ -580,6 +585,7 @@ fn search_page(
     tool: &str,
     print: u64,
     plugin_page: &Value,
+    titles: &HashMap<String, String>,
     method: QueryMethod,
     plugin: Option<String>,
     skip: usize,
@@ -587,7 +593,7 @@ fn search_page(
     budget: usize,
     keep: &dyn Fn(&Value) -> bool,
 ) -> Result<Answer, ToolError> {
-    let flat = flatten(plugin_page, method);
+    let flat = flatten(plugin_page, method, titles, &Style::detect(ColorChoice::Never));
     let items: Vec<Value> = flat["items"]
         .as_array()
         .map(|a| a.iter().skip(skip).cloned().collect())

@@ -12,3 +12,5 @@
 // abi_stable's derives and `#[sabi_trait]` expand to items these lints flag.
 #[allow(non_camel_case_types, non_local_definitions, non_upper_case_globals)]
 pub mod v2_0;
+#[allow(non_camel_case_types, non_local_definitions, non_upper_case_globals)]
+pub mod v2_1;

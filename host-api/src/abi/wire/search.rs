@@ -30,6 +30,14 @@ pub struct SessionSearchRequest {
     pub limit: Option<Value>,
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub cursor: Option<Value>,
+    /// Contract 2.2: `"phrase"` (absent: spec §4's literal phrase) or `"all-words"` (events containing
+    /// every word of the query, in any order). A 2.1 plugin ignores it and answers the phrase.
+    #[serde(default, rename = "match", skip_serializing_if = "Option::is_none")]
+    pub match_mode: Option<Value>,
+    /// Contract 2.2: `"rank"` (absent: spec §4.4's ranking) or `"newest"` (each session's newest
+    /// matching event, sessions newest first). A 2.1 plugin ignores it and answers in spec order.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub order: Option<Value>,
 }
 
 /// `SessionEventSearchRequest` (spec §4.1).
@@ -48,6 +56,14 @@ pub struct SessionEventSearchRequest {
     pub limit: Option<Value>,
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub cursor: Option<Value>,
+    /// Contract 2.2: `"phrase"` (absent: spec §4's literal phrase) or `"all-words"` (events containing
+    /// every word of the query, in any order). A 2.1 plugin ignores it and answers the phrase.
+    #[serde(default, rename = "match", skip_serializing_if = "Option::is_none")]
+    pub match_mode: Option<Value>,
+    /// Contract 2.2: `"rank"` (absent: spec §4.4's ranking) or `"newest"` (each session's newest
+    /// matching event, sessions newest first). A 2.1 plugin ignores it and answers in spec order.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub order: Option<Value>,
 }
 
 /// An inclusive numeric range; a bound that is absent (or `null` once validated away) is open.

@@ -1,0 +1,150 @@
+//! The one error path from plugin to screen: a fix that fits the cause, and the checks the host makes
+//! before the plugin runs, so that a wrong `--index` or `--sessions` is named as such (and leaves nothing
+//! beside it) instead of surfacing as "no plugin serves".
+
+use std::io::Read;
+use std::path::Path;
+
+use host_api::abi::{ErrorCode, PluginError};
+
+use super::CommandError;
+
+/// The fix for a plugin error, from its code and what its message says about the cause.
+pub fn fix(e: &PluginError) -> Option<String> {
+    let message = e.message.as_str();
+    match e.code {
+        ErrorCode::SessionQueryIndexFailed => Some(if let Some(pid) = holder_pid(message) {
+            format!(
+                "another process (pid {pid}) has this index open: stop it (a `watch` or `chat` of this host), \
+                 or pass --index PATH to use another index file"
+            )
+        } else if message.contains("is a folder") {
+            "--index takes the index file's path, not a folder: pass --index DIR/index.sqlite"
+                .into()
+        } else if message.contains("not a database") || message.contains("not an SQLite") {
+            "this file is not the plugin's index: pass --index PATH with a new file name (the index is rebuilt from the sessions)".into()
+        } else if message.contains("ermission") || message.contains("read-only") {
+            "the index or its folder is not writable by you: fix the permissions or pass --index PATH elsewhere".into()
+        } else {
+            "pass --index PATH to use another index file (it is rebuilt from the sessions)".into()
+        }),
+        ErrorCode::PluginUnavailable => Some(if message.contains("refused") {
+            "run `sample-host plugins` to see why each library was refused".into()
+        } else {
+            "build the plugin with `cargo build --release` (or pass --plugins DIR)".into()
+        }),
+        ErrorCode::SessionQuerySessionNotFound if !message.contains("did you mean") => Some(
+            "`sample-host sessions` lists every session; a unique prefix of an id is enough".into(),
+        ),
+        ErrorCode::SessionQueryInvalidCursor => Some(
+            "run the search again without --cursor: cursors go stale when the index changes".into(),
+        ),
+        _ => None,
+    }
+}
+
+/// The pid in "… in use by another process (pid N)".
+fn holder_pid(message: &str) -> Option<u32> {
+    let at = message.find("(pid ")? + "(pid ".len();
+    let digits: String = message[at..]
+        .chars()
+        .take_while(char::is_ascii_digit)
+        .collect();
+    digits.parse().ok()
+}
+
+/// The first bytes of every SQLite database file.
+const SQLITE_MAGIC: &[u8; 16] = b"SQLite format 3\0";
+
+/// Refuses an `--index` path that cannot be an index before the plugin touches it (it would leave a
+/// `.lock` file beside it): a folder, or an existing non-empty file that is not an SQLite database.
+pub fn check_index_path(path: &Path) -> Result<(), CommandError> {
+    let fail = |what: String| {
+        Err(CommandError::Plugin(PluginError::new(
+            ErrorCode::SessionQueryIndexFailed,
+            what,
+        )))
+    };
+    let Ok(meta) = std::fs::metadata(path) else {
+        return Ok(()); // made on first use
+    };
+    if meta.is_dir() {
+        return fail(format!("index path {} is a folder", path.display()));
+    }
+    if !meta.is_file() {
+        return fail(format!(
+            "index path {} is not a regular file",
+            path.display()
+        ));
+    }
+    if meta.len() == 0 {
+        return Ok(());
+    }
+    let mut head = [0u8; 16];
+    let read = std::fs::File::open(path).and_then(|mut f| f.read(&mut head));
+    match read {
+        Ok(n) if n == head.len() && &head == SQLITE_MAGIC => Ok(()),
+        Ok(_) => fail(format!(
+            "index path {} is not an SQLite database (a file of {} bytes that is something else)",
+            path.display(),
+            meta.len()
+        )),
+        // Unreadable: the plugin reports it with its own words.
+        Err(_) => Ok(()),
+    }
+}
+
+/// `--sessions DIR` that does not exist is an error naming it; the default one that does not exist yet
+/// is a first run, said on stderr.
+pub fn check_sessions_dir(given: Option<&Path>, default: &Path) -> Result<(), CommandError> {
+    match given {
+        Some(dir) if !dir.is_dir() => Err(CommandError::NoSessionsFolder(format!(
+            "sessions folder {} {}",
+            dir.display(),
+            if dir.exists() {
+                "is not a folder"
+            } else {
+                "does not exist"
+            }
+        ))),
+        Some(_) => Ok(()),
+        None => {
+            if !default.is_dir() {
+                tracing::warn!(
+                    "no sessions yet: sessions are expected in {} (DSH layout); pass --sessions DIR to use another folder",
+                    default.display()
+                );
+            }
+            Ok(())
+        }
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn a_held_index_names_the_holder_in_its_fix() {
+        let e = PluginError::new(
+            ErrorCode::SessionQueryIndexFailed,
+            "index /x is in use by another process (pid 4242)",
+        );
+        let fix = fix(&e).unwrap();
+        assert!(fix.contains("pid 4242") && fix.contains("--index"), "{fix}");
+        assert!(!fix.contains("cargo build"), "{fix}");
+    }
+
+    #[test]
+    fn folders_and_foreign_files_are_refused_before_the_plugin_runs() {
+        let dir = tempfile::tempdir().unwrap();
+        let e = check_index_path(dir.path()).unwrap_err();
+        assert_eq!(e.code(), "SESSION_QUERY_INDEX_FAILED");
+        assert!(e.fix().unwrap().contains("not a folder"));
+        let text = dir.path().join("README.md");
+        std::fs::write(&text, "# a readme, long enough to be read\n").unwrap();
+        let e = check_index_path(&text).unwrap_err();
+        assert!(e.to_string().contains("not an SQLite database"), "{e}");
+        assert!(check_index_path(&dir.path().join("new.sqlite")).is_ok());
+    }
+}
