@@ -499,6 +499,8 @@ fn search(ix: &Index, query: &str) -> Result<Vec<String>, String> {
         event_filters: None,
         limit: Some(json!(LIMIT)),
         cursor: None,
+        match_mode: None,
+        order: None,
     };
     let page = ix
         .search
