@@ -509,7 +509,8 @@ mod tests {
         assert_eq!(
             flat["items"][0],
             json!({"sessionId": "s", "seq": 4, "type": "user/message", "time": 9, "surface": "shadowed",
-                   "snippet": "a b", "header": {"id": "s", "createdAt": 1}, "live": false, "persisted": true})
+                   "snippet": "a b", "header": {"id": "s", "createdAt": 1}, "live": false, "persisted": true,
+                   "source": "dsh"})
         );
         assert_eq!(flat["nextCursor"], "c");
         assert_eq!(flat["skipped"][0]["code"], "LOG_SEQ_GAP");
