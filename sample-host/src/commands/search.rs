@@ -994,6 +994,7 @@ mod tests {
             ("persisted", json!(true)),
             ("title", json!("Fix it")),
             ("cwd", json!("/w")),
+            ("source", json!("dsh")),
             ("age", json!("just now")),
         ] {
             assert_eq!(hit[key], value, "{key}: {hit}");
