@@ -20,6 +20,7 @@ pub mod live;
 pub mod loader;
 pub mod logging;
 pub mod manager;
+pub mod openai;
 pub mod paths;
 pub mod render;
 pub mod replay;

@@ -6,17 +6,36 @@ use std::io::Write;
 
 use super::{shown, start_host, CommandError, Options};
 use crate::chat::commands::{self as chat_commands, CiteOptions};
+use crate::chat::model::Model;
 use crate::chat::plugin::PluginServices;
 use crate::chat::repl::{self, ChatOptions};
 use crate::chat::ChatEnv;
+use crate::cli::ModelArgs;
 use crate::logging::LossyWriter;
+use crate::openai::{ModelConfig, OpenAiClient};
+
+/// The model `--model` names, or the stand-in. Checked before anything starts, so a bad URL or a missing
+/// key variable changes nothing.
+pub fn model_from(args: &ModelArgs) -> Result<Model, CommandError> {
+    let Some(url) = &args.model else {
+        return Ok(Model::StandIn);
+    };
+    let config = ModelConfig {
+        model_name: args.model_name.clone(),
+        api_key_env: args.api_key_env.clone(),
+        ..ModelConfig::new(url.clone())
+    };
+    Ok(Model::OpenAi(OpenAiClient::new(&config)?))
+}
 
 /// `chat [--session ID]`.
 pub fn chat(
     options: &Options,
     session: Option<String>,
+    model: &ModelArgs,
     out: &mut dyn Write,
 ) -> Result<i32, CommandError> {
+    let model = model_from(model)?;
     let host = start_host(options, options.sessions_dir())?;
     let _watcher =
         crate::watch::watch(&host, super::watch::DEBOUNCE).map_err(|e| CommandError::Io {
@@ -24,8 +43,12 @@ pub fn chat(
             source: std::io::Error::other(e.to_string()),
         })?;
     let services = PluginServices::new(&host);
-    let env = ChatEnv::new(host.shared(), &services);
-    let code = repl::run(env, &ChatOptions { session }, out);
+    let env = ChatEnv::new(host.shared(), &services).with_model(&model);
+    let chat = ChatOptions {
+        session,
+        json: options.json,
+    };
+    let code = repl::run(env, &chat, out);
     host.shutdown();
     Ok(code)
 }
@@ -35,11 +58,13 @@ pub fn cite(
     options: &Options,
     into: String,
     message: String,
+    model: &ModelArgs,
     out: &mut dyn Write,
 ) -> Result<i32, CommandError> {
+    let model = model_from(model)?;
     let host = start_host(options, options.sessions_dir())?;
     let services = PluginServices::new(&host);
-    let env = ChatEnv::new(host.shared(), &services);
+    let env = ChatEnv::new(host.shared(), &services).with_model(&model);
     let cite = CiteOptions {
         into,
         message,
