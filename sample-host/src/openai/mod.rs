@@ -306,7 +306,7 @@ impl OpenAiClient {
         let why = t.to_string();
         let timed_out = std::error::Error::source(t)
             .and_then(|s| s.downcast_ref::<io::Error>())
-            .is_some_and(|e| is_timeout(e));
+            .is_some_and(is_timeout);
         if timed_out || why.contains("timed out") {
             return ModelError::Timeout {
                 url,
