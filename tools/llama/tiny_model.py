@@ -139,9 +139,11 @@ def main(out):
         down[0, :] = 0.0
         w.add_tensor(p + "ffn_down.weight", down)
     w.add_tensor("output_norm.weight", np.ones(N_EMBD, dtype=np.float32))
-    output = rand(n_vocab, N_EMBD, scale=1.0)
-    output[:, 0] = -10.0
+    # Dimension 0 decides digit or not (it dwarfs the rest); the other dimensions pick which digit.
+    output = rand(n_vocab, N_EMBD, scale=0.1)
+    output[:, 0] = -100.0
     output[digits, 0] = 1.0
+    output[digits, 1:] = rand(len(digits), N_EMBD - 1, scale=2.0)
     w.add_tensor("output.weight", output)
 
     w.write_header_to_file()
