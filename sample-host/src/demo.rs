@@ -331,22 +331,28 @@ fn engine_contrast(
 ) -> io::Result<()> {
     let n = |v: Option<u64>| v.map_or_else(|| "?".to_string(), |v| v.to_string());
     writeln!(out, "The engine's own figures:")?;
-    let previous = opening.and_then(|t| t.engine);
-    let held = previous
-        .map(|p| {
-            format!(
-                " (the previous request: {} prompt + {} reply tokens)",
-                n(p.prompt_tokens),
-                n(p.completion_tokens)
-            )
-        })
-        .unwrap_or_default();
+    // The previous request as the engine holds it: its prompt and its reply (llama.cpp runs all but
+    // the reply's last sampled token through the model, so that one is never in its cache).
+    let previous = opening
+        .and_then(|t| t.engine)
+        .and_then(|p| Some(p.prompt_tokens? + p.completion_tokens?));
+    let verdict = |cached: Option<u64>| {
+        match (cached, previous) {
+        (Some(c), Some(p)) if c + 1 >= p => format!("the whole previous request ({p} tokens) was reused"),
+        (Some(c), Some(p)) => format!(
+            "the previous request ({p} tokens) was not reused: {} of its tokens were evaluated again",
+            p.saturating_sub(c + 1)
+        ),
+        _ => "the server did not say enough to compare".to_string(),
+    }
+    };
     if let Some(e) = &cited.engine {
         writeln!(
             out,
-            "  the citation appended before the line: {} of {} prompt tokens from its cache{held}",
+            "  the citation appended before the line: {} of {} prompt tokens from its cache; {}",
             n(e.cached_tokens),
-            n(e.prompt_tokens)
+            n(e.prompt_tokens),
+            verdict(e.cached_tokens)
         )?;
     }
     // The request as chat messages: the system prompt, the earlier history, the context, the line.
@@ -359,9 +365,10 @@ fn engine_contrast(
         Ok(done) => match done.engine {
             Some(e) => writeln!(
                 out,
-                "  the same snapshot put before the earlier history: {} of {} prompt tokens from its cache",
+                "  the same snapshot put before the earlier history: {} of {} prompt tokens from its cache; {}",
                 n(e.cached_tokens),
-                n(e.prompt_tokens)
+                n(e.prompt_tokens),
+                verdict(e.cached_tokens)
             )?,
             None => writeln!(
                 out,

@@ -5,10 +5,11 @@
 //! - **appended** (the host's own flow, through `ChatSession` and the real plugin): the context message
 //!   and then the line go after all earlier history;
 //! - **inserted before the history** (the baseline): the same lines and the same snapshots, but each
-//!   snapshot put right after the system prompt, as a host that keeps "background" first would.
+//!   snapshot put right after the system prompt, before all earlier history (earlier snapshots
+//!   included), as a host that keeps "background" first would.
 //!
-//! Both variants keep their own replies, so each request meets exactly what its own previous one left
-//! in the slot. Per request it prints prompt tokens, cached tokens, evaluated tokens and the engine's
+//! Each variant runs on a fresh server and keeps its own replies, so each request meets exactly what
+//! its own previous one left in the slot. Per request it prints prompt tokens, cached tokens, evaluated tokens and the engine's
 //! prompt-eval time, then the totals and their ratio (baseline / appended).
 //!
 //! `cargo bench -p tests --bench engine_cache` (the first run builds the engine, a few minutes).
@@ -93,17 +94,17 @@ fn main() {
     }
     drop(chat);
     host.shutdown();
+    drop(server);
 
-    // Inserted before the history: a second conversation on the same server, with its own replies.
+    // Inserted before the history: a second conversation on a fresh server, with its own replies.
+    let server = Server::start(&engine, REPLY_TOKENS);
     let baseline_client = client(&server.base_url());
     let mut messages = vec![ChatMessage::new("system", SYSTEM_PROMPT)];
     let mut inserted = Vec::new();
-    let mut contexts = 0;
     for (context, user) in script {
         let cited = context.is_some();
         if let Some(context) = context {
-            contexts += 1;
-            messages.insert(contexts, context);
+            messages.insert(1, context);
         }
         messages.push(user);
         let done = baseline_client
