@@ -60,7 +60,10 @@ pub struct Cli {
 #[derive(Debug, Clone, PartialEq, Eq, Subcommand)]
 pub enum Command {
     /// Build a demo corpus, load the plugin and tour what it answers.
-    Demo,
+    Demo {
+        #[command(flatten)]
+        model: ModelArgs,
+    },
     /// Read and fold one session log file with host-api (no plugin).
     Inspect {
         /// A session log file (`session.jsonl` or `session.jsonl.zstd`).
@@ -130,6 +133,8 @@ pub enum Command {
         /// Continue this session (live, or on disk under the sessions root); a new one by default.
         #[arg(long, value_name = "ID")]
         session: Option<OsString>,
+        #[command(flatten)]
+        model: ModelArgs,
     },
     /// Cite sessions into another: prepare the snapshot and append it, then the line.
     Cite {
@@ -139,6 +144,8 @@ pub enum Command {
         /// The user's line, with at least one @[label](dsh-session:…) mention.
         #[arg(long, value_name = "TEXT")]
         message: OsString,
+        #[command(flatten)]
+        model: ModelArgs,
     },
     /// Sessions that can be cited, with the mention to paste.
     Candidates {
@@ -164,6 +171,22 @@ pub enum Command {
         #[arg(long, value_name = "ID")]
         session: Option<OsString>,
     },
+}
+
+/// Where `chat`, `cite` and `demo` get replies: the stand-in model unless `--model` names a server.
+#[derive(Debug, Clone, Default, PartialEq, Eq, clap::Args)]
+pub struct ModelArgs {
+    /// An OpenAI-compatible base URL (e.g. http://127.0.0.1:8080/v1; the host appends
+    /// /chat/completions): replies come from that server instead of the stand-in model.
+    #[arg(long, value_name = "URL")]
+    pub model: Option<String>,
+    /// The model to ask for, where the server has several (default: the first it lists).
+    #[arg(long, value_name = "NAME", requires = "model")]
+    pub model_name: Option<String>,
+    /// The environment variable holding the server's API key (sent as a bearer token; never logged or
+    /// written to a session log).
+    #[arg(long, value_name = "VAR", requires = "model")]
+    pub api_key_env: Option<String>,
 }
 
 /// `search QUERY [filters]`.

@@ -14,7 +14,8 @@ use host_api::log::{Compression, Event, LogError, SessionHeader};
 use serde_json::{json, Value};
 
 use crate::chat::mention;
-use crate::chat::repl::cache_line;
+use crate::chat::model::Model;
+use crate::chat::repl::{cache_line, engine_line};
 use crate::chat::session::{ChatEnv, ChatSession, Turn};
 use crate::chat::transcript::human_bytes;
 use crate::replay::rebuild_request;
@@ -318,6 +319,67 @@ fn clip(s: &str, max: usize) -> String {
     c
 }
 
+/// With a real engine: its own figures for the citation as the host appended it, and for the same
+/// snapshot put before the earlier history (sent once more, for one token, after the chat's turns, so
+/// the chat itself is measured undisturbed; against the engine's cache the alternative shares the same
+/// leading messages with the chat's later requests as with the one before the citation).
+fn engine_contrast(
+    client: &crate::openai::OpenAiClient,
+    opening: Option<&Turn>,
+    cited: &Turn,
+    out: &mut dyn Write,
+) -> io::Result<()> {
+    let n = |v: Option<u64>| v.map_or_else(|| "?".to_string(), |v| v.to_string());
+    writeln!(out, "The engine's own figures:")?;
+    // The previous request as the engine holds it: its prompt and its reply (llama.cpp runs all but
+    // the reply's last sampled token through the model, so that one is never in its cache).
+    let previous = opening
+        .and_then(|t| t.engine)
+        .and_then(|p| Some(p.prompt_tokens? + p.completion_tokens?));
+    let verdict = |cached: Option<u64>| {
+        match (cached, previous) {
+        (Some(c), Some(p)) if c + 1 >= p => format!("the whole previous request ({p} tokens) was reused"),
+        (Some(c), Some(p)) => format!(
+            "the previous request ({p} tokens) was not reused: {} of its tokens were evaluated again",
+            p.saturating_sub(c + 1)
+        ),
+        _ => "the server did not say enough to compare".to_string(),
+    }
+    };
+    if let Some(e) = &cited.engine {
+        writeln!(
+            out,
+            "  the citation appended before the line: {} of {} prompt tokens from its cache; {}",
+            n(e.cached_tokens),
+            n(e.prompt_tokens),
+            verdict(e.cached_tokens)
+        )?;
+    }
+    // The request as chat messages: the system prompt, the earlier history, the context, the line.
+    let mut moved = cited.chat.clone();
+    if moved.len() >= 3 {
+        let context = moved.remove(moved.len() - 2);
+        moved.insert(1, context);
+    }
+    match client.complete(&moved, Some(1), &mut |_| {}) {
+        Ok(done) => match done.engine {
+            Some(e) => writeln!(
+                out,
+                "  the same snapshot put before the earlier history: {} of {} prompt tokens from its cache; {}",
+                n(e.cached_tokens),
+                n(e.prompt_tokens),
+                verdict(e.cached_tokens)
+            )?,
+            None => writeln!(
+                out,
+                "  the same snapshot put before the earlier history: the server reported no usage"
+            )?,
+        },
+        Err(e) => writeln!(out, "  the alternative order could not be measured: error {}: {e}", e.code())?,
+    }
+    Ok(())
+}
+
 /// The tour over a host started on `root` (a [`DemoCorpus`]). Returns the exit code: 0 when every step
 /// showed what it should, 1 when one failed (the step says why).
 pub fn tour(env: ChatEnv<'_>, root: &Path, out: &mut dyn Write) -> i32 {
@@ -421,6 +483,9 @@ log-only = never a message (tool calls, turn markers). All three are searchable.
                         "    {}",
                         cache_line(&turn.cache, turn.request.messages)
                     )?;
+                    if let Some(engine) = &turn.engine {
+                        writeln!(out, "    {}", engine_line(engine))?;
+                    }
                     Ok(Some(turn))
                 }
                 Err(e) => {
@@ -429,7 +494,7 @@ log-only = never a message (tool calls, turn markers). All three are searchable.
                 }
             }
         };
-    say(
+    let opening = say(
         &mut chat,
         "I'm back on the parser. Which sessions can I cite?",
         out,
@@ -489,6 +554,9 @@ Had the snapshot gone before the earlier history, only {} would have been shared
         )?;
     }
     say(&mut chat, "Thanks, that's what I needed.", out)?;
+    if let Model::OpenAi(client) = env.model {
+        engine_contrast(client, opening.as_ref(), &cited, out)?;
+    }
 
     section(out, 4, "one fact, three ledgers")?;
     writeln!(out, "human transcript: you> {}", cited.readable)?;

@@ -21,6 +21,7 @@ pub mod loader;
 pub mod logging;
 pub mod manager;
 pub mod mcp;
+pub mod openai;
 pub mod paths;
 pub mod present;
 pub mod render;

@@ -9,6 +9,11 @@
 //!
 //! [`RequestLedger`] remembers each session's previous request and reports, for every new one, how many
 //! leading bytes the two share ([`CacheFigure`]).
+//!
+//! [`render_chat`] turns the same surface into the chat messages an OpenAI-compatible model is sent: the
+//! system prompt, then one message per surface message, each rendered from that message alone (no
+//! timestamps, counters or positions), so the rendered messages of request N+1 start with exactly those
+//! of request N followed by its reply, and the engine's prompt cache holds.
 
 use std::collections::HashMap;
 use std::fmt::Write as _;
@@ -53,6 +58,68 @@ impl ModelRequest {
     /// in a transcript, not a security hash.
     pub fn fingerprint(&self) -> String {
         format!("{:016x}", fnv1a(&self.bytes))
+    }
+}
+
+/// One chat message as an OpenAI-compatible server takes it. Fields serialise in this order.
+#[derive(Debug, Clone, PartialEq, Eq, serde::Serialize)]
+pub struct ChatMessage {
+    pub role: String,
+    pub content: String,
+}
+
+impl ChatMessage {
+    pub fn new(role: &str, content: impl Into<String>) -> Self {
+        Self {
+            role: role.to_string(),
+            content: content.into(),
+        }
+    }
+}
+
+/// The chat messages for `system` and the model messages of a surface, in order (see the module docs).
+pub fn render_chat(system: &str, messages: &[Value]) -> Vec<ChatMessage> {
+    let mut out = Vec::with_capacity(messages.len() + 1);
+    out.push(ChatMessage::new("system", system));
+    out.extend(messages.iter().map(render_message));
+    out
+}
+
+/// One surface message as a chat message. An assistant message stays the assistant's; everything else
+/// (the user's lines, a citation's context message, tool results, compaction checkpoints) is a user
+/// message, because the host declares no tools and a server may refuse a `tool` role without them. Text
+/// parts are joined by a newline; any other part (a tool call, an image reference) is rendered as its
+/// canonical JSON on its own line, so it still reaches the model and always renders the same way.
+pub fn render_message(message: &Value) -> ChatMessage {
+    let role = match message.get("role").and_then(Value::as_str) {
+        Some("assistant") => "assistant",
+        _ => "user",
+    };
+    let content = match message.get("content") {
+        Some(Value::String(text)) => text.clone(),
+        Some(Value::Array(parts)) => {
+            let mut text = String::new();
+            for (i, part) in parts.iter().enumerate() {
+                if i > 0 {
+                    text.push('\n');
+                }
+                match (part.get("type").and_then(Value::as_str), part.get("text")) {
+                    (Some("text"), Some(Value::String(t))) => text.push_str(t),
+                    _ => canonical(part, &mut text),
+                }
+            }
+            text
+        }
+        Some(other) => {
+            let mut text = String::new();
+            canonical(other, &mut text);
+            text
+        }
+        None => String::new(),
+    };
+    ChatMessage {
+        role: role.to_string(),
+        content,
     }
 }
 
@@ -229,6 +296,53 @@ mod tests {
         let figure = ledger.measure("a", &rewritten.bytes);
         assert!(figure.shared_prefix_bytes < figure.previous_request_bytes);
         assert!(!figure.kept());
+    }
+
+    /// ARCHITECTURE.md's invariant "requests keep the cache by construction": the chat messages of
+    /// request N+1 start with exactly those of request N and then its reply, whatever the messages hold.
+    #[test]
+    fn rendered_chat_of_the_next_request_starts_with_the_previous_request_and_its_reply() {
+        let history = vec![
+            json!({"role": "user", "id": "u1", "content": [{"type": "text", "text": "hi"}],
+                "source": {"kind": "user"}}),
+            json!({"role": "assistant", "id": "a1", "content": [{"type": "text", "text": "hello"},
+                {"type": "tool_call", "name": "grep", "arguments": {"b": 1, "a": 2}}]}),
+            json!({"role": "tool", "content": "42 lines"}),
+        ];
+        let context = json!({"id": "c", "role": "user", "source": {"kind": "session-reference"},
+            "content": [{"type": "text", "text": "<referenced-sessions>…</referenced-sessions>"}]});
+        let line =
+            json!({"content": [{"text": "what did it say?", "type": "text"}], "role": "user"});
+        let first = render_chat(SYSTEM_PROMPT, &history);
+        let reply = "It said hello.";
+        let mut next_surface = history.clone();
+        next_surface
+            .push(json!({"role": "assistant", "content": [{"type": "text", "text": reply}]}));
+        next_surface.push(context);
+        next_surface.push(line);
+        let next = render_chat(SYSTEM_PROMPT, &next_surface);
+        assert_eq!(next[..first.len()], first[..]);
+        assert_eq!(next[first.len()], ChatMessage::new("assistant", reply));
+        // The citation's context message is a user message, then the line.
+        assert_eq!(next[first.len() + 1].role, "user");
+        assert!(next[first.len() + 1]
+            .content
+            .starts_with("<referenced-sessions>"));
+        assert_eq!(
+            next[first.len() + 2],
+            ChatMessage::new("user", "what did it say?")
+        );
+        // Byte for byte as sent: the serialised messages of N are a prefix of those of N+1.
+        let bytes = |m: &[ChatMessage]| serde_json::to_string(m).unwrap();
+        let (a, b) = (bytes(&first), bytes(&next));
+        assert!(b.starts_with(a.trim_end_matches(']')));
+        // Parts render in a fixed way: text as itself, anything else as canonical JSON.
+        assert_eq!(first[0], ChatMessage::new("system", SYSTEM_PROMPT));
+        assert_eq!(
+            first[2].content,
+            "hello\n{\"arguments\":{\"a\":2,\"b\":1},\"name\":\"grep\",\"type\":\"tool_call\"}"
+        );
+        assert_eq!(first[3], ChatMessage::new("user", "42 lines"));
     }
 
     #[test]

@@ -42,6 +42,7 @@ fn chat(f: &Fixture, session: &str, script: &str) -> (i32, String) {
         ChatEnv::new(&f.shared, &f.services),
         &ChatOptions {
             session: Some(session.to_string()),
+            ..ChatOptions::default()
         },
         &mut lines,
         &mut out,
@@ -173,6 +174,7 @@ fn a_session_that_cannot_be_opened_is_exit_status_1() {
         ChatEnv::new(&shared, &services),
         &ChatOptions {
             session: Some("s".into()),
+            ..ChatOptions::default()
         },
         &mut ScriptedLines::new(&b"hello\n"[..]),
         &mut out,

@@ -3,6 +3,7 @@
 
 pub mod corpus_gen;
 pub mod mcp_env;
+pub mod engine;
 
 use std::path::PathBuf;
 
@@ -103,6 +104,11 @@ pub mod libs {
             .and_then(Path::parent)
             .expect("target/<profile>/deps")
             .to_path_buf()
+    }
+
+    /// The cargo target folder the tests run from.
+    pub fn target_dir() -> PathBuf {
+        profile_dir().parent().expect("target folder").to_path_buf()
     }
 
     fn lib(dir: &Path, name: &str) -> PathBuf {

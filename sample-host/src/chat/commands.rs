@@ -12,7 +12,7 @@ use host_api::log::Event;
 use serde_json::{json, Value};
 
 use super::mention;
-use super::repl::cache_line;
+use super::repl::{cache_line, engine_line};
 use super::session::{ChatEnv, ChatError, ChatSession, Turn};
 use super::transcript::human_bytes;
 
@@ -100,6 +100,7 @@ fn cite_json(id: &str, turn: &Turn) -> Value {
         "sharedPrefixBytes": turn.cache.shared_prefix_bytes,
         "previousRequestBytes": turn.cache.previous_request_bytes,
         "requestBytes": turn.cache.request_bytes,
+        "engine": super::repl::figures_json(turn)["engine"],
     });
     if let Some(c) = &turn.contrast {
         v["contrast"] = json!({
@@ -118,7 +119,7 @@ fn cite_text(id: &str, turn: &Turn, out: &mut dyn Write) -> io::Result<()> {
                 "the context message (the snapshot; the model sees it, the transcript shows the line below)".to_string()
             }
             ("user/message", _) => format!("the readable line: {}", turn.readable),
-            ("assistant/message", _) => "the stand-in model's reply".to_string(),
+            ("assistant/message", _) => "the model's reply".to_string(),
             _ => String::new(),
         };
         writeln!(out, "  seq {:>4}  {:<18} {what}", event.seq, event.kind)?;
@@ -132,6 +133,9 @@ fn cite_text(id: &str, turn: &Turn, out: &mut dyn Write) -> io::Result<()> {
         "sharedPrefixBytes {} previousRequestBytes {}",
         turn.cache.shared_prefix_bytes, turn.cache.previous_request_bytes
     )?;
+    if let Some(engine) = &turn.engine {
+        writeln!(out, "{}", engine_line(engine))?;
+    }
     if let Some(c) = &turn.contrast {
         writeln!(
             out,

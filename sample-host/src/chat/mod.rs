@@ -23,4 +23,4 @@ pub mod session;
 pub mod transcript;
 
 pub use services::Services;
-pub use session::{ChatEnv, ChatError, ChatSession, Turn};
+pub use session::{ChatEnv, ChatError, ChatSession, Turn, TurnSink};

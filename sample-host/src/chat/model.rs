@@ -1,10 +1,78 @@
-//! The stand-in model: a deterministic reply, no network.
+//! The model the chat talks to: the stand-in (the default: deterministic, no network) or an
+//! OpenAI-compatible server ([`crate::openai`]).
 //!
-//! It answers with what it was sent, so a transcript proves what the host did: how many messages the
-//! request held, a fingerprint of its exact bytes, and how much of the previous request a provider's
-//! prompt cache could have reused.
+//! The stand-in answers with what it was sent, so a transcript proves what the host did: how many
+//! messages the request held, a fingerprint of its exact bytes, and how much of the previous request a
+//! provider's prompt cache could have reused.
 
-use crate::request::{CacheFigure, ModelRequest};
+use crate::openai::{EngineFigures, ModelError, OpenAiClient};
+use crate::request::{CacheFigure, ChatMessage, ModelRequest};
+
+/// Where replies come from.
+#[derive(Debug, Default)]
+pub enum Model {
+    #[default]
+    StandIn,
+    OpenAi(OpenAiClient),
+}
+
+/// The stand-in, for environments that name no model.
+pub static STAND_IN: Model = Model::StandIn;
+
+/// One complete reply and who gave it.
+#[derive(Debug, Clone, PartialEq)]
+pub struct ModelReply {
+    pub text: String,
+    pub provider: String,
+    pub model: String,
+    /// The engine's prompt figures (`None` for the stand-in, or a server that reports no usage).
+    pub engine: Option<EngineFigures>,
+}
+
+impl Model {
+    /// The reply to one request. `chat` is the request as chat messages (what a server is sent),
+    /// `request` and `cache` its canonical bytes and their figure (what the stand-in reports on),
+    /// `last_user` the readable text of the user's latest line. Text arrives through `on_delta` as it
+    /// is produced (the stand-in's all at once); the returned reply is complete.
+    pub fn reply(
+        &self,
+        chat: &[ChatMessage],
+        request: &ModelRequest,
+        cache: &CacheFigure,
+        last_user: &str,
+        on_delta: &mut dyn FnMut(&str),
+    ) -> Result<ModelReply, ModelError> {
+        match self {
+            Model::StandIn => {
+                let text = reply(request, cache, last_user);
+                on_delta(&text);
+                Ok(ModelReply {
+                    text,
+                    provider: PROVIDER.into(),
+                    model: MODEL.into(),
+                    engine: None,
+                })
+            }
+            Model::OpenAi(client) => {
+                let done = client.complete(chat, None, on_delta)?;
+                Ok(ModelReply {
+                    text: done.text,
+                    provider: OPENAI_PROVIDER.into(),
+                    model: done.model,
+                    engine: done.engine,
+                })
+            }
+        }
+    }
+
+    /// Whether replies come from a real engine (whose figures are worth showing).
+    pub fn is_engine(&self) -> bool {
+        matches!(self, Model::OpenAi(_))
+    }
+}
+
+/// The provider recorded in the assistant messages an OpenAI-compatible server produced.
+pub const OPENAI_PROVIDER: &str = "openai-compatible";
 
 /// Provider and model names recorded in the assistant messages it produces.
 pub const PROVIDER: &str = "sample-host";

@@ -12,8 +12,9 @@ use std::sync::mpsc::Receiver;
 use serde_json::{json, Value};
 
 use super::mention;
-use super::session::{ChatEnv, ChatError, ChatSession, Turn};
-use super::transcript::human_bytes;
+use super::session::{ChatEnv, ChatError, ChatSession, Turn, TurnSink};
+use super::transcript::{human_bytes, Citation};
+use crate::openai::EngineFigures;
 use crate::present::{count, plural, ColorChoice, Style};
 use crate::request::CacheFigure;
 
@@ -22,6 +23,8 @@ use crate::request::CacheFigure;
 pub struct ChatOptions {
     /// The session to continue (live or on disk) or to start under this id; a fresh id when absent.
     pub session: Option<String>,
+    /// Each turn (or its error) as one JSON object on a line instead of the human view.
+    pub json: bool,
 }
 
 /// Where lines come from.
@@ -206,7 +209,7 @@ pub fn run_announcing(
 }
 
 const HELP: &str = "\
-Type a line to talk to the stand-in model. Cite another session inline with @[label](dsh-session:…).
+Type a line to talk to the model (the stand-in unless --model names a server). Cite another session inline with @[label](dsh-session:…).
   /search QUERY        search every session (live and on disk); hits show current/shadowed/log-only
   /find ID QUERY       search inside one session, every hit with its label
   /cite QUERY          search, pick a hit by number, and start the next line with its mention
@@ -246,7 +249,7 @@ pub fn run_with_announcements(
             return 1;
         }
     };
-    match repl(&mut session, input, announcements.as_ref(), out) {
+    match repl(&mut session, options.json, input, announcements.as_ref(), out) {
         Ok(()) => 0,
         Err(e) => {
             // The output went away (a closed pipe); there is no one left to tell.
@@ -258,18 +261,21 @@ pub fn run_with_announcements(
 
 fn repl(
     session: &mut ChatSession<'_>,
+    json: bool,
     input: &mut dyn LineSource,
     announcements: Option<&Receiver<String>>,
     out: &mut dyn Write,
 ) -> io::Result<()> {
-    let messages = session.last_request().messages as u64;
-    writeln!(
-        out,
-        "chat session {} ({} on its surface) — /help for commands",
-        session.id(),
-        plural(messages, "message", "messages")
-    )?;
-    writeln!(out, "{}", where_it_lives(session))?;
+    if !json {
+        let messages = session.last_request().messages as u64;
+        writeln!(
+            out,
+            "chat session {} ({} on its surface) — /help for commands",
+            session.id(),
+            plural(messages, "message", "messages")
+        )?;
+        writeln!(out, "{}", where_it_lives(session))?;
+    }
     let mut pending = String::new();
     let drain = |out: &mut dyn Write| -> io::Result<()> {
         for line in announcements.into_iter().flat_map(|rx| rx.try_iter()) {
@@ -281,7 +287,9 @@ fn repl(
         drain(out)?;
         let Some(line) = input.read_line("you> ", &pending)? else {
             drain(out)?;
-            writeln!(out, "left the chat. {}", where_it_lives(session))?;
+            if !json {
+                writeln!(out, "left the chat. {}", where_it_lives(session))?;
+            }
             return Ok(());
         };
         drain(out)?;
@@ -290,7 +298,7 @@ fn repl(
         if line.is_empty() {
             continue;
         }
-        if !input.shows_typing() {
+        if !input.shows_typing() && !json {
             writeln!(out, "you> {line}")?;
         }
         let (command, rest) = match line.strip_prefix('/') {
@@ -301,12 +309,31 @@ fn repl(
             None => (None, ""),
         };
         match command {
-            None => match session.send(line) {
-                Ok(turn) => show_turn(&turn, input.shows_typing(), out)?,
-                Err(e) => show_error(&e, out)?,
-            },
+            None => {
+                let mut view = TurnView {
+                    out: &mut *out,
+                    terminal: input.shows_typing(),
+                    json,
+                    streaming: false,
+                    failed: None,
+                };
+                let result = session.send_streaming(line, &mut view);
+                view.finish()?;
+                match result {
+                    Ok(turn) if json => writeln!(out, "{}", turn_json(session.id(), &turn))?,
+                    Ok(turn) => show_figures(&turn, out)?,
+                    Err(e) if json => writeln!(
+                        out,
+                        "{}",
+                        json!({"error": {"code": e.code(), "message": e.message()}})
+                    )?,
+                    Err(e) => show_error(&e, out)?,
+                }
+            }
             Some("quit" | "exit" | "q") => {
-                writeln!(out, "left the chat. {}", where_it_lives(session))?;
+                if !json {
+                    writeln!(out, "left the chat. {}", where_it_lives(session))?;
+                }
                 return Ok(());
             }
             Some("help" | "h" | "?") => writeln!(out, "{HELP}")?,
@@ -413,20 +440,74 @@ fn where_it_lives(session: &ChatSession<'_>) -> String {
     }
 }
 
-/// The human view of a turn: citations as one line each, the reply, the cache figure.
-fn show_turn(turn: &Turn, terminal: bool, out: &mut dyn Write) -> io::Result<()> {
-    if !terminal && turn.readable.contains('@') && !turn.citations.is_empty() {
-        writeln!(out, "    (as the transcript shows it: {})", turn.readable)?;
+/// The human view of a turn as it runs: citations as one line each, then the reply as it streams in.
+/// A write that fails is kept and reported once the turn is over (the turn itself cannot be stopped
+/// half-way from here).
+struct TurnView<'o> {
+    out: &'o mut dyn Write,
+    terminal: bool,
+    json: bool,
+    streaming: bool,
+    failed: Option<io::Error>,
+}
+
+impl TurnView<'_> {
+    fn write(&mut self, text: &str) {
+        if self.failed.is_none() {
+            if let Err(e) = self
+                .out
+                .write_all(text.as_bytes())
+                .and_then(|()| self.out.flush())
+            {
+                self.failed = Some(e);
+            }
+        }
     }
-    for citation in &turn.citations {
-        writeln!(out, "{}", citation.line())?;
+
+    /// Ends the reply's line (when one was started) and reports a failed write.
+    fn finish(mut self) -> io::Result<()> {
+        if self.streaming {
+            self.write("\n");
+        }
+        self.failed.map_or(Ok(()), Err)
     }
-    writeln!(out, "assistant> {}", turn.reply)?;
+}
+
+impl TurnSink for TurnView<'_> {
+    fn cited(&mut self, readable: &str, citations: &[Citation]) {
+        if self.json {
+            return;
+        }
+        if !self.terminal && readable.contains('@') && !citations.is_empty() {
+            self.write(&format!("    (as the transcript shows it: {readable})\n"));
+        }
+        for citation in citations {
+            self.write(&format!("{}\n", citation.line()));
+        }
+    }
+
+    fn delta(&mut self, text: &str) {
+        if self.json {
+            return;
+        }
+        if !self.streaming {
+            self.streaming = true;
+            self.write("assistant> ");
+        }
+        self.write(text);
+    }
+}
+
+/// After the reply: the cache figure, the engine's figures, and for a citation the other orders.
+fn show_figures(turn: &Turn, out: &mut dyn Write) -> io::Result<()> {
     writeln!(
         out,
         "    {}",
         cache_line(&turn.cache, turn.request.messages)
     )?;
+    if let Some(engine) = &turn.engine {
+        writeln!(out, "    {}", engine_line(engine))?;
+    }
     if let Some(c) = &turn.contrast {
         writeln!(
             out,
@@ -437,6 +518,53 @@ context): {} shared",
         )?;
     }
     Ok(())
+}
+
+/// `engine: 1514 of 1540 prompt tokens from its cache, 26 evaluated (prompt eval 3.5 ms)`: what the
+/// engine itself reported; `?` for a figure it did not report.
+pub fn engine_line(engine: &EngineFigures) -> String {
+    let n = |v: Option<u64>| v.map_or_else(|| "?".to_string(), |v| v.to_string());
+    let eval = engine
+        .prompt_ms
+        .map(|ms| format!(" (prompt eval {ms:.1} ms)"))
+        .unwrap_or_default();
+    format!(
+        "engine: {} of {} prompt tokens from its cache, {} evaluated{eval}",
+        n(engine.cached_tokens),
+        n(engine.prompt_tokens),
+        n(engine.evaluated_tokens),
+    )
+}
+
+/// A turn's figures as JSON: the byte figures, and `engine` (null from the stand-in).
+pub fn figures_json(turn: &Turn) -> Value {
+    let mut v = turn.cache.to_json();
+    v["engine"] = turn
+        .engine
+        .as_ref()
+        .map_or(Value::Null, EngineFigures::to_json);
+    v
+}
+
+/// One turn under `chat --json`.
+fn turn_json(id: &str, turn: &Turn) -> Value {
+    let mut v = json!({
+        "sessionId": id,
+        "readable": turn.readable,
+        "reply": turn.reply,
+        "messages": turn.request.messages,
+        "citations": turn.citations.iter().map(|c| c.label.clone()).collect::<Vec<_>>(),
+    });
+    if let (Value::Object(v), Value::Object(f)) = (&mut v, figures_json(turn)) {
+        v.extend(f);
+    }
+    if let Some(c) = &turn.contrast {
+        v["contrast"] = json!({
+            "beforeHistorySharedPrefixBytes": c.before_history.shared_prefix_bytes,
+            "dshOrderSharedPrefixBytes": c.dsh_order.shared_prefix_bytes,
+        });
+    }
+    v
 }
 
 /// `request: 6 messages, 5.2 KiB; sharedPrefixBytes 1400 of previousRequestBytes 1400 (cache kept)`;

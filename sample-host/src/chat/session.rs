@@ -1,4 +1,4 @@
-//! One chat session of this host: user lines in, citations appended, the stand-in model's replies out.
+//! One chat session of this host: user lines in, citations appended, the model's replies out.
 //!
 //! The citation flow (DESIGN.md "Data flow: a citation", deviation 1): a user line's mentions are
 //! parsed (a malformed one is an error and nothing is appended), the plugin's `prepare` snapshots the
@@ -7,6 +7,11 @@
 //! `surfaceOp: "append"`, on consecutive seqs. Every earlier message stays where it was, so the next
 //! model request is the previous one plus a suffix and a provider's prompt cache is kept; each turn
 //! reports that figure and, for a citation, what two other orders would have shared.
+//!
+//! The model is asked before anything is written: the request is built from the surface as it will be
+//! with the turn's opening events, and only once the reply is complete are those events and the reply
+//! appended, in one batch. A model that fails (unreachable, an HTTP error, a reply cut off, a timeout)
+//! leaves the log exactly as it was.
 
 use std::path::Path;
 use std::time::{SystemTime, UNIX_EPOCH};
@@ -20,12 +25,15 @@ use serde_json::{json, Value};
 
 use super::compact::{compaction_batch, CompactError};
 use super::mention;
-use super::model;
+use super::model::{self, Model};
 use super::services::Services;
 use super::transcript::Citation;
 use crate::context::Shared;
 use crate::live::{LiveError, LiveSessions};
-use crate::request::{CacheFigure, ModelRequest, RequestLedger, SYSTEM_PROMPT};
+use crate::openai::{EngineFigures, ModelError};
+use crate::request::{
+    render_chat, CacheFigure, ChatMessage, ModelRequest, RequestLedger, SYSTEM_PROMPT,
+};
 
 /// What the chat runs against: the host's live sessions, where they persist, and the plugin.
 #[derive(Clone, Copy)]
@@ -33,6 +41,8 @@ pub struct ChatEnv<'a> {
     pub live: &'a LiveSessions,
     pub sessions_root: Option<&'a Path>,
     pub services: &'a dyn Services,
+    /// Where replies come from (the stand-in unless the command line named a model).
+    pub model: &'a Model,
 }
 
 impl<'a> ChatEnv<'a> {
@@ -42,7 +52,13 @@ impl<'a> ChatEnv<'a> {
             live: &shared.live,
             sessions_root: shared.sessions_root.as_deref(),
             services,
+            model: &model::STAND_IN,
         }
+    }
+
+    /// The same environment with replies from `model`.
+    pub fn with_model(self, model: &'a Model) -> Self {
+        Self { model, ..self }
     }
 }
 
@@ -63,9 +79,9 @@ pub enum ChatError {
     /// The live session vanished or its events could not be read back.
     #[error("session {id:?}: {why}")]
     Session { id: String, why: String },
-    /// The user's line went in, but the model's reply could not be appended after it.
-    #[error("the reply could not be appended after the user's line: {0}")]
-    Reply(LiveError),
+    /// The model gave no complete reply; nothing was appended.
+    #[error("{0}; nothing was appended")]
+    Model(#[from] ModelError),
 }
 
 impl From<PluginError> for ChatError {
@@ -79,7 +95,8 @@ impl ChatError {
     pub fn code(&self) -> String {
         match self {
             ChatError::Plugin(e) => e.code_name(),
-            ChatError::Append(_) | ChatError::Reply(_) => "HOST_APPEND_FAILED".into(),
+            ChatError::Append(_) => "HOST_APPEND_FAILED".into(),
+            ChatError::Model(e) => e.code().into(),
             ChatError::BadPrepare(_) => "HOST_BAD_PLUGIN_ANSWER".into(),
             ChatError::Compact(_) => "HOST_NOTHING_TO_COMPACT".into(),
             ChatError::Session { .. } => "HOST_SESSION_UNAVAILABLE".into(),
@@ -118,7 +135,21 @@ pub struct Turn {
     pub cache: CacheFigure,
     pub contrast: Option<OrderContrast>,
     pub reply: String,
+    /// The request as chat messages, as a server was sent them.
+    pub chat: Vec<ChatMessage>,
+    /// What the engine reported about the request's prompt (none from the stand-in).
+    pub engine: Option<EngineFigures>,
 }
+
+/// What a caller sees of a turn while it runs, before [`Turn`] is returned.
+pub trait TurnSink {
+    /// The line's citations are prepared (the model has not been asked yet).
+    fn cited(&mut self, _readable: &str, _citations: &[Citation]) {}
+    /// The next piece of the reply's text, as the model produces it.
+    fn delta(&mut self, _text: &str) {}
+}
+
+impl TurnSink for () {}
 
 /// A compaction that was appended.
 #[derive(Debug, Clone)]
@@ -281,6 +312,16 @@ impl<'a> ChatSession<'a> {
 
     /// One user line: citations prepared and appended with it, the model asked, its reply appended.
     pub fn send(&mut self, line: &str) -> Result<Turn, ChatError> {
+        self.send_streaming(line, &mut ())
+    }
+
+    /// [`Self::send`], telling `sink` about the citations and the reply's text as they come. The log
+    /// changes only when the whole reply is in (see the module docs).
+    pub fn send_streaming(
+        &mut self,
+        line: &str,
+        sink: &mut dyn TurnSink,
+    ) -> Result<Turn, ChatError> {
         let parsed = mention::parse(line)?;
         let readable = parsed.text.clone();
         let mut content = json!([{"type": "text", "text": parsed.text}]);
@@ -310,11 +351,12 @@ impl<'a> ChatSession<'a> {
 
         let time = now_ms();
         let turn = self.turn + 1;
-        let first = self
+        let (_, mut events, _) = self
             .env
             .live
-            .next_seq(&self.id)
+            .snapshot(&self.id)
             .ok_or_else(|| self.gone("it is no longer live"))?;
+        let first = events.len() as u64;
         let mut seqs = Seqs { next: first, time };
         let mut user_batch = vec![
             seqs.event("turn/start", json!({"turn": turn}), false),
@@ -330,22 +372,32 @@ impl<'a> ChatSession<'a> {
             json!({"id": user_id, "role": "user", "content": content, "source": {"kind": "user"}}),
             true,
         ));
-        self.env.live.append(&self.id, user_batch.clone())?;
-        self.turn = turn;
 
-        let request = self.current_request()?;
-        let contrast = cited.then(|| self.contrast(&request)).transpose()?;
-        let cache = self.ledger.record(&self.id, &request);
-        self.last_request = request.clone();
-        let reply = model::reply(&request, &cache, &readable);
+        // The request as the surface will be once the user's events are in, folded here so that the
+        // log is not touched before the model has answered.
+        events.extend(user_batch.iter().cloned());
+        let fold = SurfaceFold::fold(&events).map_err(|e| self.gone(&e.to_string()))?;
+        let messages = host_api::surface::model_messages(&fold, &events);
+        let through = (events.len() as u64).checked_sub(1);
+        let request = ModelRequest::build(SYSTEM_PROMPT, &messages, through);
+        let contrast = cited
+            .then(|| self.contrast(&messages, &request))
+            .transpose()?;
+        let cache = self.ledger.measure(&self.id, &request.bytes);
+        let chat = render_chat(SYSTEM_PROMPT, &messages);
+        sink.cited(&readable, &citations);
+        let reply = self
+            .env
+            .model
+            .reply(&chat, &request, &cache, &readable, &mut |d| sink.delta(d))?;
 
         let assistant_id = format!("{}-assistant-{}", self.id, seqs.next);
         let reply_batch = vec![
             seqs.event(
                 "assistant/message",
                 json!({"turn": turn, "step": 1, "message": {"id": assistant_id,
-                    "role": "assistant", "content": [{"type": "text", "text": reply}],
-                    "source": {"kind": "model", "provider": model::PROVIDER, "model": model::MODEL}}}),
+                    "role": "assistant", "content": [{"type": "text", "text": reply.text}],
+                    "source": {"kind": "model", "provider": reply.provider, "model": reply.model}}}),
                 true,
             ),
             seqs.event("step/end", json!({"turn": turn, "step": 1}), false),
@@ -355,10 +407,13 @@ impl<'a> ChatSession<'a> {
                 false,
             ),
         ];
-        self.env
-            .live
-            .append(&self.id, reply_batch.clone())
-            .map_err(ChatError::Reply)?;
+        // One batch: the writer persists the user's line and the reply together or neither.
+        let mut batch = user_batch.clone();
+        batch.extend(reply_batch.iter().cloned());
+        self.env.live.append(&self.id, batch)?;
+        self.turn = turn;
+        self.ledger.record(&self.id, &request);
+        self.last_request = request.clone();
         Ok(Turn {
             readable,
             citations,
@@ -367,19 +422,20 @@ impl<'a> ChatSession<'a> {
             request,
             cache,
             contrast,
-            reply,
+            reply: reply.text,
+            chat,
+            engine: reply.engine,
         })
     }
 
     /// What the previous request would have shared with this one had the context message gone before
     /// the earlier history, or after the readable line (DSH's order). `request` ends with the context
     /// message and the readable line.
-    fn contrast(&self, request: &ModelRequest) -> Result<OrderContrast, ChatError> {
-        let messages = self
-            .env
-            .live
-            .model_messages(&self.id)
-            .ok_or_else(|| self.gone("it is no longer live"))?;
+    fn contrast(
+        &self,
+        messages: &[Value],
+        request: &ModelRequest,
+    ) -> Result<OrderContrast, ChatError> {
         let n = messages.len();
         if n < 2 {
             return Err(self.gone("the cited line is not on the surface"));

@@ -6,17 +6,36 @@ use std::io::Write;
 
 use super::{shown, start_host, start_reloading_host, CommandError, Options};
 use crate::chat::commands::{self as chat_commands, CiteOptions};
+use crate::chat::model::Model;
 use crate::chat::plugin::{PluginServices, Running};
 use crate::chat::repl::{self, ChatOptions};
 use crate::chat::ChatEnv;
+use crate::cli::ModelArgs;
 use crate::logging::LossyWriter;
+use crate::openai::{ModelConfig, OpenAiClient};
+
+/// The model `--model` names, or the stand-in. Checked before anything starts, so a bad URL or a missing
+/// key variable changes nothing.
+pub fn model_from(args: &ModelArgs) -> Result<Model, CommandError> {
+    let Some(url) = &args.model else {
+        return Ok(Model::StandIn);
+    };
+    let config = ModelConfig {
+        model_name: args.model_name.clone(),
+        api_key_env: args.api_key_env.clone(),
+        ..ModelConfig::new(url.clone())
+    };
+    Ok(Model::OpenAi(OpenAiClient::new(&config)?))
+}
 
 /// `chat [--session ID]`.
 pub fn chat(
     options: &Options,
     session: Option<String>,
+    model: &ModelArgs,
     out: &mut dyn Write,
 ) -> Result<i32, CommandError> {
+    let model = model_from(model)?;
     let signals = crate::signals::listen()
         .map_err(CommandError::io("installing the Ctrl-C/SIGTERM handler"))?;
     let host = start_reloading_host(options, options.sessions_dir())?;
@@ -36,8 +55,12 @@ pub fn chat(
     let running = Running::default();
     handle_signals(signals, &host, running.clone());
     let services = PluginServices::with_running(&host, running);
-    let env = ChatEnv::new(host.shared(), &services);
-    let code = repl::run_announcing(env, &ChatOptions { session }, Some(announcements), out);
+    let env = ChatEnv::new(host.shared(), &services).with_model(&model);
+    let chat = ChatOptions {
+        session,
+        json: options.json,
+    };
+    let code = repl::run_announcing(env, &chat, Some(announcements), out);
     host.set_announcer(None);
     host.shutdown();
     host.remove_shadow_dir();
@@ -117,12 +140,14 @@ pub fn cite(
     options: &Options,
     into: String,
     message: String,
+    model: &ModelArgs,
     out: &mut dyn Write,
 ) -> Result<i32, CommandError> {
+    let model = model_from(model)?;
     let host = start_host(options, options.sessions_dir())?;
     let into = resolve_prefix(&host, into)?;
     let services = PluginServices::new(&host);
-    let env = ChatEnv::new(host.shared(), &services);
+    let env = ChatEnv::new(host.shared(), &services).with_model(&model);
     let cite = CiteOptions {
         into,
         message,

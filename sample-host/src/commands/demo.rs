@@ -6,15 +6,17 @@ use std::io::Write;
 use super::{print, start_host, CommandError, Options};
 use crate::chat::plugin::PluginServices;
 use crate::chat::ChatEnv;
+use crate::cli::ModelArgs;
 use crate::demo::{self, DemoCorpus};
 
 /// Runs the tour. Exit status 0 when every step showed what it should.
-pub fn run(options: &Options, out: &mut dyn Write) -> Result<i32, CommandError> {
+pub fn run(options: &Options, model: &ModelArgs, out: &mut dyn Write) -> Result<i32, CommandError> {
     if options.sessions.is_some() {
         return Err(CommandError::Usage(
             "demo writes its own corpus to a temporary folder; it takes no --sessions".into(),
         ));
     }
+    let model = super::chat::model_from(model)?;
     let corpus = DemoCorpus::create()
         .map_err(|e| CommandError::Demo(format!("writing the demo corpus: {e}")))?;
     let options = Options {
@@ -37,7 +39,7 @@ pub fn run(options: &Options, out: &mut dyn Write) -> Result<i32, CommandError> 
         return Ok(1);
     }
     let services = PluginServices::new(&host);
-    let env = ChatEnv::new(host.shared(), &services);
+    let env = ChatEnv::new(host.shared(), &services).with_model(&model);
     let code = demo::tour(env, &corpus.root(), out);
     host.shutdown();
     Ok(code)

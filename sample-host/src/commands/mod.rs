@@ -121,6 +121,9 @@ pub enum CommandError {
     /// The sessions folder given with `--sessions` does not exist.
     #[error("{0}")]
     NoSessionsFolder(String),
+    /// `--model` and its options cannot be used (a bad URL, a missing API key variable).
+    #[error("{0}")]
+    Model(#[from] crate::openai::ModelError),
 }
 
 impl CommandError {
@@ -134,6 +137,7 @@ impl CommandError {
             Self::Demo(_) => "DEMO".into(),
             Self::Ambiguous(_) => "SESSION_ID_AMBIGUOUS".into(),
             Self::NoSessionsFolder(_) => "SESSIONS_FOLDER_NOT_FOUND".into(),
+            Self::Model(e) => e.code().into(),
         }
     }
 
@@ -233,7 +237,7 @@ pub fn run(cli: Cli, out: &mut dyn Write) -> Result<i32, CommandError> {
     let reads_sessions = !matches!(
         cli.command,
         Command::Inspect { .. }
-            | Command::Demo
+            | Command::Demo { .. }
             | Command::Plugins
             | Command::Watch
             | Command::Chat { .. }
@@ -252,7 +256,7 @@ pub fn run(cli: Cli, out: &mut dyn Write) -> Result<i32, CommandError> {
             )
             .map_err(out_err)
         }
-        Command::Demo => demo::run(&options, out),
+        Command::Demo { model } => demo::run(&options, &model, out),
         Command::Plugins => {
             let host = start_host(&options, options.sessions_dir())?;
             plugins::print_status(&host, options.json, out)?;
@@ -293,16 +297,20 @@ pub fn run(cli: Cli, out: &mut dyn Write) -> Result<i32, CommandError> {
             let host = start_host(&options, options.sessions_dir())?;
             search::run(&host, &args, &options, out)
         }
-        Command::Chat { session } => {
+        Command::Chat { session, model } => {
             let session = session.as_deref().map(session_id).transpose()?;
-            chat::chat(&options, session, out)
+            chat::chat(&options, session, &model, out)
         }
-        Command::Cite { into, message } => {
+        Command::Cite {
+            into,
+            message,
+            model,
+        } => {
             let into = session_id(&into)?;
             let message = message
                 .into_string()
                 .map_err(|_| CommandError::Usage("--message must be UTF-8 text".into()))?;
-            chat::cite(&options, into, message, out)
+            chat::cite(&options, into, message, &model, out)
         }
         Command::Candidates {
             query,
