@@ -504,3 +504,52 @@ fn words_against_an_older_minor_plugin_says_it_answered_the_phrase() {
     );
     assert!(stdout.contains("frozen-2-1-session"), "{stdout}");
 }
+
+#[test]
+fn chat_and_cite_take_a_unique_prefix_and_a_new_id_starts_a_new_session() {
+    use std::io::Write as _;
+    let env = env();
+    let chat = |session: &str| {
+        let mut child = host(&env, &["chat", "--session", session])
+            .stdin(Stdio::piped())
+            .stdout(Stdio::piped())
+            .stderr(Stdio::piped())
+            .spawn()
+            .unwrap();
+        child.stdin.take().unwrap().write_all(b"/quit\n").unwrap();
+        let out = child.wait_with_output().unwrap();
+        (
+            out.status.code(),
+            String::from_utf8_lossy(&out.stdout).into_owned(),
+        )
+    };
+    let (code, out) = chat("demo-do");
+    assert_eq!(code, Some(0), "{out}");
+    assert!(out.contains("chat session demo-docs "), "{out}");
+    assert!(
+        out.contains("resume with: sample-host chat --session demo-docs"),
+        "{out}"
+    );
+    let (code, out) = chat("brand-new-session");
+    assert_eq!(code, Some(0), "{out}");
+    assert!(out.contains("chat session brand-new-session "), "{out}");
+    let (code, _) = chat("demo-");
+    assert_eq!(code, Some(1));
+
+    let (code, stdout, stderr) = run(&mut host(
+        &env,
+        &[
+            "cite",
+            "--into",
+            "demo-ci-fix-ch",
+            "--message",
+            "see @[d](dsh-session:demo-docs",
+        ],
+    ));
+    assert_eq!(code, 1, "{stdout}{stderr}");
+    assert!(
+        stderr.contains("SESSION_REFERENCE_INVALID_REFERENCE")
+            && stderr.contains("@[label](dsh-session:"),
+        "{stderr}"
+    );
+}

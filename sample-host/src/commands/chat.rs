@@ -39,6 +39,10 @@ pub fn chat(
     let signals = crate::signals::listen()
         .map_err(CommandError::io("installing the Ctrl-C/SIGTERM handler"))?;
     let host = start_reloading_host(options, options.sessions_dir())?;
+    let session = match session {
+        Some(typed) => Some(existing_or_new(&host, typed)?),
+        None => None,
+    };
     let _watcher =
         crate::watch::watch(&host, super::watch::DEBOUNCE).map_err(|e| CommandError::Io {
             what: format!("watching the plugin folder {}", shown(host.plugins_dir())),
@@ -116,6 +120,27 @@ impl SavedTerminal {
                 libc::tcsetattr(libc::STDIN_FILENO, libc::TCSANOW, t);
             }
         }
+    }
+}
+
+/// `chat --session ID`: an existing session's whole id, or a unique prefix of one; an id no session
+/// has (nor starts with) names a new session; an ambiguous prefix is an error.
+fn existing_or_new(host: &crate::PluginHost, typed: String) -> Result<String, CommandError> {
+    use super::ids::{resolve, Resolved};
+    let Ok(list) = host
+        .query(|q| q.list_sessions(&host_api::abi::Call::new(), &host_api::abi::EmptyRequest {}))
+    else {
+        return Ok(typed);
+    };
+    match resolve(&typed, list.iter().map(|r| r.header.id.as_str())) {
+        Resolved::One(id) => Ok(id),
+        Resolved::Missing(_) => Ok(typed),
+        Resolved::Ambiguous(ids) => Err(CommandError::Ambiguous(format!(
+            "session id prefix {} is ambiguous: {} sessions start with it ({}); type more of the id",
+            crate::render::quote_id(&typed),
+            ids.len(),
+            ids.iter().take(5).cloned().collect::<Vec<_>>().join(", ")
+        ))),
     }
 }
 

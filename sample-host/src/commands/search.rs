@@ -30,17 +30,13 @@ pub fn run(
     let mut args = args.clone();
     if let Some(typed) = args.session.clone() {
         // A unique prefix stands for the whole id (`search x --session 335e97f7`).
+        // The probe is the index's own answer for one hit (milliseconds): a whole id costs no listing.
         let typed = session_id(&typed)?;
+        let query = args.query.to_string_lossy().into_owned();
         let (id, ()) = super::ids::with_session(host, &typed, |id| {
-            host.query(|q| {
-                q.read_surface(
-                    &Call::new(),
-                    &host_api::abi::SessionRequest {
-                        session_id: id.to_string(),
-                    },
-                )
-            })
-            .map(|_| ())
+            let probe = json!({"sessionId": id, "query": query, "limit": 1});
+            host.query(|q| q.raw::<_, Value>(QueryMethod::SearchEvents, &Call::new(), &probe))
+                .map(|_| ())
         })?;
         args.session = Some(id.into());
     }

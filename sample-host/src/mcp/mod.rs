@@ -11,7 +11,6 @@ pub mod cursor;
 pub mod server;
 pub mod tools;
 
-use std::sync::atomic::{AtomicUsize, Ordering};
 use std::sync::Arc;
 use std::time::Duration;
 
@@ -69,18 +68,21 @@ const SHUTDOWN_GRACE: Duration = Duration::from_secs(5);
 /// Runs the server until the client closes stdin or a termination signal arrives.
 pub fn run(options: &Options, calling_session: Option<String>) -> Result<i32, CommandError> {
     let stop = Arc::new(tokio::sync::Notify::new());
-    let signals = AtomicUsize::new(0);
+    let signals =
+        crate::signals::listen().map_err(CommandError::io("installing the Ctrl-C/SIGTERM handler"))?;
     let on_signal = stop.clone();
-    ctrlc::set_handler(move || {
-        if signals.fetch_add(1, Ordering::SeqCst) > 0 {
-            std::process::exit(130);
-        }
-        on_signal.notify_one();
-    })
-    .map_err(|e| CommandError::Io {
-        what: "installing the Ctrl-C/SIGTERM handler".into(),
-        source: std::io::Error::other(e.to_string()),
-    })?;
+    std::thread::Builder::new()
+        .name("mcp-signals".into())
+        .spawn(move || {
+            // The first signal stops the server cleanly; a second one while it drains ends the process.
+            if signals.recv().is_ok() {
+                on_signal.notify_one();
+            }
+            if signals.recv().is_ok() {
+                std::process::exit(130);
+            }
+        })
+        .map_err(CommandError::io("starting the signal thread"))?;
 
     let host = start_reloading_host(options, options.sessions_dir())?;
     let watcher = crate::watch::watch(&host, crate::commands::watch::DEBOUNCE).map_err(|e| {
