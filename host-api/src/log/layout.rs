@@ -154,6 +154,43 @@ impl Revision {
     }
 }
 
+impl Revision {
+    /// Whether a file that had revision `before` and has this one now may have changed only by
+    /// growing: the same file (device and inode) and longer. A replaced file, or one the same size or
+    /// shorter whose times changed, was rewritten: it must be read whole. (Growth alone proves
+    /// nothing about the bytes before; a reader resuming at a checkpoint still checks them.)
+    pub fn may_only_have_grown_from(&self, before: &Revision) -> bool {
+        self.dev == before.dev && self.ino == before.ino && self.size > before.size
+    }
+}
+
+/// A revision token that does not parse (see [`Revision`]'s `Display`).
+#[derive(Debug, Clone, PartialEq, Eq, thiserror::Error)]
+#[error("not a revision token (dev:ino:size:mtime_ns:ctime_ns): {0:?}")]
+pub struct BadRevision(String);
+
+impl std::str::FromStr for Revision {
+    type Err = BadRevision;
+
+    /// Parses what `Display` wrote.
+    fn from_str(s: &str) -> Result<Self, Self::Err> {
+        let bad = || BadRevision(clip_for_message(s).to_string());
+        let mut parts = s.split(':');
+        let mut next = || parts.next().ok_or_else(bad);
+        let (dev, ino, size, mtime, ctime) = (next()?, next()?, next()?, next()?, next()?);
+        if parts.next().is_some() {
+            return Err(bad());
+        }
+        Ok(Revision {
+            dev: dev.parse().map_err(|_| bad())?,
+            ino: ino.parse().map_err(|_| bad())?,
+            size: size.parse().map_err(|_| bad())?,
+            mtime_ns: mtime.parse().map_err(|_| bad())?,
+            ctime_ns: ctime.parse().map_err(|_| bad())?,
+        })
+    }
+}
+
 impl fmt::Display for Revision {
     fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
         write!(
@@ -585,5 +622,33 @@ mod tests {
             ctime_ns: -6,
         };
         assert_eq!(r.to_string(), "1:2:3:4000000005:-6");
+        assert_eq!("1:2:3:4000000005:-6".parse::<Revision>(), Ok(r));
+        for bad in ["", "1:2:3:4", "1:2:3:4:5:6", "1:x:3:4:5", "-1:2:3:4:5"] {
+            assert!(bad.parse::<Revision>().is_err(), "{bad:?}");
+        }
+    }
+
+    #[test]
+    fn only_a_longer_file_with_the_same_identity_may_have_only_grown() {
+        let before = Revision {
+            dev: 1,
+            ino: 2,
+            size: 100,
+            mtime_ns: 10,
+            ctime_ns: 10,
+        };
+        let grown = Revision {
+            size: 150,
+            mtime_ns: 20,
+            ctime_ns: 20,
+            ..before
+        };
+        assert!(grown.may_only_have_grown_from(&before));
+        // Another inode (`sed -i`, a rename over the log), another device, the same size with new
+        // times (an edit in place, `cat new > log`), or shorter: rewritten.
+        assert!(!Revision { ino: 3, ..grown }.may_only_have_grown_from(&before));
+        assert!(!Revision { dev: 9, ..grown }.may_only_have_grown_from(&before));
+        assert!(!Revision { size: 100, ..grown }.may_only_have_grown_from(&before));
+        assert!(!Revision { size: 99, ..grown }.may_only_have_grown_from(&before));
     }
 }

@@ -29,6 +29,8 @@ pub mod snippet;
 pub mod sql;
 
 #[cfg(test)]
+mod fresh_tests;
+#[cfg(test)]
 mod hot_tests;
 #[cfg(test)]
 mod tests;

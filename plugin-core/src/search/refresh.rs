@@ -33,7 +33,7 @@ use std::sync::Arc;
 use host_api::abi::wire::search::{HitHeader, Skipped};
 use host_api::abi::{ErrorCode, LiveSession, PluginError};
 use host_api::log::checkpoint::{ReadCheckpoint, Resumed};
-use host_api::log::layout::{ListedSession, SessionsRoot};
+use host_api::log::layout::{ListedSession, Revision, SessionsRoot};
 use host_api::log::read::{
     read_header, read_log_with_checkpoint, LogReader, ReadOptions, SessionLog,
 };
@@ -630,8 +630,20 @@ impl Engine {
         let stamp = listed.revision.to_string();
         let old = self.rows.get(&key).cloned();
         let opts = read_options(listed);
+        // A resume is tried only for the same file grown longer (its bytes before the checkpoint are
+        // then proven unchanged by the reader): a replaced file, or one whose times changed at the
+        // same size or shorter, is read whole.
+        let may_resume = old.as_ref().is_some_and(|row| {
+            row.stamp
+                .parse::<Revision>()
+                .is_ok_and(|before| listed.revision.may_only_have_grown_from(&before))
+        });
         let state = match &old {
-            Some(row) => self.resume_state(row)?,
+            Some(row) if may_resume => self.resume_state(row)?,
+            Some(_) => {
+                self.take_resume(&listed.path);
+                None
+            }
             None => None,
         };
         if let (Some(row), Some(state)) = (&old, state) {
@@ -724,13 +736,9 @@ impl Engine {
     ) -> Result<(), Failure> {
         let fold_error =
             |e: host_api::surface::FoldError| Failure::Log(LogError::from(e).at_path(&listed.path));
-        for event in log.stored() {
-            fold.apply(event).map_err(fold_error)?;
-        }
-        let pre_closers = fold.clone();
-        for event in log.closers() {
-            fold.apply(event).map_err(fold_error)?;
-        }
+        let pre_closers = fold_to_checkpoint(&mut fold, &log, &checkpoint, true)
+            .map_err(fold_error)?
+            .unwrap_or_else(|| fold.clone());
         let header = log.header.clone();
         let events: Vec<Arc<Event>> = log.events.into_iter().map(Arc::new).collect();
         let relabel: Vec<(u64, Label)> = events
@@ -1143,13 +1151,8 @@ fn read_ready(listed: &ListedSession, opts: &ReadOptions) -> WholeRead {
     }
     let fold_error = |e: host_api::surface::FoldError| LogError::from(e).at_path(path);
     let mut fold = SurfaceFold::new();
-    for event in log.stored() {
-        fold.apply(event).map_err(fold_error)?;
-    }
-    let pre_closers = (!log.closers().is_empty()).then(|| fold.clone());
-    for event in log.closers() {
-        fold.apply(event).map_err(fold_error)?;
-    }
+    let pre_closers =
+        fold_to_checkpoint(&mut fold, &log, &checkpoint, false).map_err(fold_error)?;
     let data = Arc::new(SessionData::new(
         log.header,
         log.events.into_iter().map(Arc::new).collect(),
@@ -1170,6 +1173,29 @@ fn read_ready(listed: &ListedSession, opts: &ReadOptions) -> WholeRead {
         pre_closers,
         checkpoint,
     })
+}
+
+/// Folds every event of `log` into `fold` and returns the fold as it was at `checkpoint` (where a
+/// later resume goes on): before the first event the checkpoint does not cover, which is a crash
+/// closer or an event salvaged from a torn zstd frame (the checkpoint stays at that frame's start, so
+/// the frame, once complete, is read again from its first event). `None` when that is the end state
+/// and `always` is false (the caller then keeps `fold` itself, sparing a copy).
+fn fold_to_checkpoint(
+    fold: &mut SurfaceFold,
+    log: &SessionLog,
+    checkpoint: &ReadCheckpoint,
+    always: bool,
+) -> Result<Option<SurfaceFold>, host_api::surface::FoldError> {
+    let covered = checkpoint.next_seq();
+    let mut at_checkpoint = None;
+    for (k, event) in log.events.iter().enumerate() {
+        let uncovered = k >= log.stored().len() || event.seq >= covered;
+        if uncovered && at_checkpoint.is_none() {
+            at_checkpoint = Some(fold.clone());
+        }
+        fold.apply(event)?;
+    }
+    Ok(at_checkpoint.or_else(|| always.then(|| fold.clone())))
 }
 
 /// A codec error without its path (the report names the path): `line N: seq S: message`.
