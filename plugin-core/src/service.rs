@@ -72,6 +72,10 @@ impl Service {
             None => None,
         };
         let corpus = Corpus::new(host, sessions_root);
+        // A new process lists an unchanged root from what the index recorded, opening no log.
+        if let Some(search) = &index {
+            corpus.seed_known(search.known_listing());
+        }
         Ok(Self {
             limits: Limits::from_config(&config),
             reads: Reads::new(corpus, config.read_window_max),

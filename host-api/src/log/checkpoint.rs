@@ -288,6 +288,12 @@ impl ReadCheckpoint {
         self.compression
     }
 
+    /// The header record as the reader read it (lossy UTF-8), for a listing that must not open the log
+    /// again to know its header.
+    pub fn header_line(&self) -> &str {
+        &self.header_line
+    }
+
     /// Checks what can be checked without the file; `Err` says why the checkpoint cannot be used.
     pub(crate) fn check_consistent(&self) -> Result<(), String> {
         if self.version != CHECKPOINT_VERSION {

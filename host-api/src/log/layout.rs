@@ -232,7 +232,13 @@ pub struct SessionsRoot {
 struct Candidate {
     path: PathBuf,
     compression: Compression,
+    /// Its `lstat`, when that already is its revision (a regular file, not a symlink to one).
+    revision: Option<Revision>,
 }
+
+/// What an earlier listing (or an index built from one) knows of transcripts, by path: a session whose
+/// transcript still has the revision recorded there is listed from it without opening the file.
+pub type KnownSessions = std::collections::HashMap<PathBuf, ListedSession>;
 
 impl SessionsRoot {
     pub fn new(root: impl Into<PathBuf>) -> Self {
@@ -247,13 +253,21 @@ impl SessionsRoot {
     ///
     /// `Err` only when the root exists but is not a readable directory; a missing root lists nothing.
     pub fn list(&self) -> Result<Listing, LogError> {
+        self.list_known(&KnownSessions::new())
+    }
+
+    /// [`SessionsRoot::list`], taking a session from `known` instead of reading its header when its
+    /// transcript's revision (device, inode, size, mtime, ctime: one `stat`) is the one recorded there.
+    /// A revision changes with any write, so the header is then the one read at that revision. An
+    /// unchanged root is listed by reading directories and `stat`ing transcripts, no log opened.
+    pub fn list_known(&self, known: &KnownSessions) -> Result<Listing, LogError> {
         let mut listing = Listing::default();
         let Some(projects) = self.project_dirs()? else {
             return Ok(listing);
         };
         let mut found = Vec::new();
         for project in projects {
-            self.scan_project(&project, &mut found, &mut listing.problems);
+            self.scan_project(&project, known, &mut found, &mut listing.problems);
         }
 
         let mut by_id: BTreeMap<String, Vec<ListedSession>> = BTreeMap::new();
@@ -390,6 +404,7 @@ impl SessionsRoot {
     fn scan_project(
         &self,
         project: &Path,
+        known: &KnownSessions,
         found: &mut Vec<ListedSession>,
         problems: &mut Vec<LogError>,
     ) {
@@ -411,7 +426,7 @@ impl SessionsRoot {
                 continue;
             }
             let listed = transcript_in(&path)
-                .and_then(|candidate| candidate.map(|c| self.read_candidate(c)).transpose())
+                .and_then(|candidate| candidate.map(|c| self.known_or_read(c, known)).transpose())
                 .and_then(|session| {
                     if let Some(session) = &session {
                         self.check_identity(session)?;
@@ -426,9 +441,29 @@ impl SessionsRoot {
         }
     }
 
+    /// The known session at the candidate's path when its revision is unchanged, else its header read.
+    fn known_or_read(
+        &self,
+        candidate: Candidate,
+        known: &KnownSessions,
+    ) -> Result<ListedSession, LogError> {
+        if let Some(k) = known.get(&candidate.path) {
+            let revision = match candidate.revision {
+                Some(r) => Some(r),
+                None => Revision::of(&candidate.path).ok(),
+            };
+            if revision == Some(k.revision) && k.compression == candidate.compression {
+                return Ok(k.clone());
+            }
+        }
+        self.read_candidate(candidate)
+    }
+
     /// Reads the header (leniently) and the revision of a transcript.
     fn read_candidate(&self, candidate: Candidate) -> Result<ListedSession, LogError> {
-        let Candidate { path, compression } = candidate;
+        let Candidate {
+            path, compression, ..
+        } = candidate;
         let revision = Revision::of(&path).map_err(|err| LogError::io(&path, &err))?;
         let (header, diagnostics, read_compression) =
             read_header(&path, &ReadOptions::default()).map_err(|err| err.at_path(&path))?;
@@ -494,12 +529,20 @@ fn transcript_in(dir: &Path) -> Result<Option<Candidate>, LogError> {
     let mut present = Vec::new();
     for c in ENCODINGS {
         let path = dir.join(c.transcript_name());
-        if entry_kind(&path)?.is_some() {
-            present.push(Candidate {
-                path,
-                compression: c,
-            });
-        }
+        let meta = match fs::symlink_metadata(&path) {
+            Ok(meta) => meta,
+            Err(err) if err.kind() == io::ErrorKind::NotFound => continue,
+            Err(err) => return Err(LogError::io(&path, &err)),
+        };
+        let revision = meta
+            .file_type()
+            .is_file()
+            .then(|| Revision::from_metadata(&meta));
+        present.push(Candidate {
+            path,
+            compression: c,
+            revision,
+        });
     }
     match present.len() {
         0 => Ok(None),

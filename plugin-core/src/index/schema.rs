@@ -6,7 +6,8 @@
 //!   their MAC;
 //! - `sessions`: one row per indexed source (a live session, or a log on disk), with the header columns a
 //!   hit carries, the stamp that says whether the source changed, where a grown log's read resumes
-//!   (`checkpoint`: its fold and read checkpoint, zstd JSON), the folded title, the row's own
+//!   (`checkpoint`: its fold and read checkpoint, zstd JSON), the header record a log was listed with
+//!   (`listed`: so an unchanged root is listed again without opening a log), the folded title, the row's own
 //!   generation, and whether it is visible to search (the live copy shadows the disk copy; a conflicting
 //!   pair is hidden);
 //! - `docs`: one row per document (an event with text, spec §3), keyed by the FTS rowid: session, seq,
@@ -22,7 +23,7 @@ use rusqlite::Connection;
 pub const APPLICATION_ID: i32 = 0x4453_4851;
 
 /// `PRAGMA user_version` of the current schema. An index of ours with another version is rebuilt.
-pub const SCHEMA_VERSION: i32 = 4;
+pub const SCHEMA_VERSION: i32 = 5;
 
 /// Every table the current schema creates (FTS5 shadow tables included).
 const OUR_TABLES: [&str; 10] = [
@@ -154,6 +155,7 @@ pub fn apply(conn: &mut Connection, verdict: Verdict) -> Result<(), SchemaError>
              stamp TEXT NOT NULL,
              event_count INTEGER NOT NULL,
              checkpoint BLOB,
+             listed TEXT,
              title TEXT,
              generation INTEGER NOT NULL,
              visible INTEGER NOT NULL DEFAULT 0,

@@ -467,3 +467,108 @@ fn the_no_change_check_opens_nothing_and_a_real_append_resumes() {
     assert_eq!(e.ids("alpha"), ["g"]);
     assert_eq!(e.reads(), (1, 0), "an unchanged log is not read again");
 }
+
+#[test]
+fn a_change_the_watch_missed_is_caught_by_the_periodic_sweep() {
+    let e = env();
+    let h = header("w", 1);
+    let path = raw_path(&e.root, &h);
+    let mut log = conversation("alpha words", "ok");
+    fs::write(&path, log.text(&h)).unwrap();
+    e.settle();
+    assert_eq!(e.ids("alpha"), ["w"]);
+    let set_sweep = |every: Duration| {
+        if let super::State::Open(engine) = &mut *e.search.lock() {
+            engine.sweep_every = every;
+        }
+    };
+    set_sweep(Duration::from_secs(3600));
+    // Grown behind the watch's back (a network mount, another bind mount, a lost event).
+    log.turn_start(2);
+    log.user("beta words");
+    fs::write(&path, log.text(&h)).unwrap();
+    e.settle();
+    if let super::State::Open(engine) = &*e.search.lock() {
+        engine.miss_pending_changes();
+    }
+    assert!(e.ids("beta").is_empty(), "the watch was told nothing");
+    set_sweep(Duration::ZERO);
+    assert_eq!(e.ids("beta"), ["w"], "the sweep stats every log");
+    let queries = ["alpha", "beta"];
+    assert_eq!(e.answers(&queries), e.fresh_answers(&queries));
+}
+
+/// A search over `root` as a process that answers and exits opens it: `longLived: false`, the corpus
+/// seeded from the index as the service does.
+fn one_shot(root: &Path, index: &Path) -> (Arc<FakeState>, Corpus, Search) {
+    let (state, corpus, host) = corpus_and_host(Some(root));
+    let config = Config::parse(r#"{"longLived":false}"#).unwrap();
+    let search = Search::open(&config, index, host).unwrap();
+    corpus.seed_known(search.known_listing());
+    (state, corpus, search)
+}
+
+#[test]
+fn a_one_shot_process_sets_up_no_watch_and_lists_an_unchanged_root_from_the_index() {
+    let e = env();
+    let index = e.dir.path().join("one-shot.sqlite");
+    for (id, word) in [("a", "alpha"), ("b", "beta")] {
+        let h = header(id, 1);
+        fs::write(
+            raw_path(&e.root, &h),
+            conversation(&format!("{word} words"), "ok").text(&h),
+        )
+        .unwrap();
+    }
+    let zh = header("z", 1);
+    fs::write(
+        zstd_path(&e.root, &zh),
+        zstd_bytes(&zh, &conversation("zeta words", "ok")).0,
+    )
+    .unwrap();
+    {
+        let (_s, corpus, search) = one_shot(&e.root, &index);
+        let diag = search.diagnostics(&corpus, &never).unwrap();
+        assert!(
+            !diag.watching,
+            "no watch for a process that answers and exits"
+        );
+        assert_eq!(diag.whole_reads, 3);
+    }
+    // The next process: the index's record of each log is what the listing uses, so a header that
+    // says otherwise in the index (doctored here) shows no log was opened to list it.
+    let conn = rusqlite::Connection::open(&index).unwrap();
+    let doctored: u64 = conn
+        .execute(
+            "UPDATE sessions SET listed = replace(listed, '\"delegationDepth\":0', '\"delegationDepth\":0,\"agentPreset\":\"from-the-index\"')",
+            [],
+        )
+        .unwrap() as u64;
+    assert_eq!(doctored, 3);
+    drop(conn);
+    let (_s, corpus, search) = one_shot(&e.root, &index);
+    let listed = corpus.list_persisted().unwrap();
+    assert_eq!(listed.len(), 3);
+    assert!(
+        listed
+            .iter()
+            .all(|l| l.header.agent_preset.as_deref() == Some("from-the-index")),
+        "a header was read from a log: {listed:?}"
+    );
+    let diag = search.diagnostics(&corpus, &never).unwrap();
+    assert_eq!((diag.whole_reads, diag.resumed_reads), (0, 0));
+    drop((search, corpus));
+    // A log that changed is read again, and its header with it.
+    let h = header("a", 1);
+    fs::write(
+        raw_path(&e.root, &h),
+        conversation("alpha words again", "ok").text(&h),
+    )
+    .unwrap();
+    let (_s, corpus, search) = one_shot(&e.root, &index);
+    let listed = corpus.list_persisted().unwrap();
+    let a = listed.iter().find(|l| l.header.id == "a").unwrap();
+    assert_eq!(a.header.agent_preset, None);
+    let diag = search.diagnostics(&corpus, &never).unwrap();
+    assert_eq!((diag.whole_reads, diag.resumed_reads), (1, 0));
+}

@@ -29,6 +29,7 @@
 use std::collections::{HashMap, HashSet};
 use std::path::{Path, PathBuf};
 use std::sync::Arc;
+use std::time::{Duration, Instant};
 
 use host_api::abi::wire::search::{HitHeader, Skipped};
 use host_api::abi::{ErrorCode, LiveSession, PluginError};
@@ -56,6 +57,18 @@ use super::cursor::Cursors;
 fn live_epoch(session: &LiveSession) -> u64 {
     session.epoch
 }
+
+/// How often a long-lived engine lists the whole root by `stat` even though its watch reported
+/// nothing: a watch cannot see writes through network and FUSE mounts or another bind mount of the
+/// same files, and its queue can overflow unnoticed. A sweep opens only logs whose revision changed;
+/// its cost is one `stat` per transcript and one directory read per session (measured in the search
+/// benchmark: "no-change check, whole-root sweep").
+pub const SWEEP_EVERY: Duration = Duration::from_secs(10);
+
+/// How long a process that does not live long (`longLived: false`, no watch) takes the listing it made
+/// as current: long enough that the refreshes of one command (a search refreshes before and while it
+/// answers) list the root once, short enough that a later command in the same process lists again.
+pub const ONE_SHOT_REUSE: Duration = Duration::from_millis(250);
 
 /// How many logs were read whole and how many resumed from a checkpoint, since the index opened.
 #[derive(Debug, Clone, Copy, Default, PartialEq, Eq)]
@@ -193,6 +206,14 @@ pub(super) struct Engine {
     /// Live sessions that failed, by id, with the stamp that failed and the report.
     live_failed: HashMap<String, (String, Skipped)>,
     pub skipped: Vec<Skipped>,
+    /// Whether the host lives long (config `longLived`): only then is the root watched.
+    long_lived: bool,
+    /// The root the listing is of, when no watch records it.
+    unwatched_root: Option<PathBuf>,
+    /// When the last whole listing started.
+    listed_at: Option<Instant>,
+    /// [`SWEEP_EVERY`], shorter in tests.
+    pub(super) sweep_every: Duration,
 }
 
 fn index_failed(what: impl std::fmt::Display) -> PluginError {
@@ -297,7 +318,58 @@ impl Engine {
             reads: ReadCounts::default(),
             live_failed: HashMap::new(),
             skipped: Vec::new(),
+            long_lived: true,
+            unwatched_root: None,
+            listed_at: None,
+            sweep_every: SWEEP_EVERY,
         })
+    }
+
+    /// Sets whether the host lives long (see [`Engine::long_lived`]'s field).
+    pub fn long_lived(mut self, long_lived: bool) -> Self {
+        self.long_lived = long_lived;
+        self
+    }
+
+    /// Every log the index holds with the revision and header it was indexed at (see
+    /// `store::listed_sessions`). A row whose stamp or header does not parse is left out: the listing
+    /// then reads that log's header itself.
+    pub fn known_listing(&self) -> Vec<ListedSession> {
+        let Some(conn) = self.index.connection() else {
+            return Vec::new();
+        };
+        let Ok(rows) = store::listed_sessions(conn) else {
+            return Vec::new();
+        };
+        rows.into_iter()
+            .filter_map(|(path, stamp, line)| {
+                let revision = stamp.parse::<Revision>().ok()?;
+                let (header, diagnostics) = SessionHeader::parse(line.as_bytes(), false).ok()?;
+                let zstd = path
+                    .file_name()
+                    .is_some_and(|n| n == Compression::Zstd.transcript_name());
+                Some(ListedSession {
+                    header,
+                    diagnostics,
+                    path,
+                    compression: if zstd {
+                        Compression::Zstd
+                    } else {
+                        Compression::None
+                    },
+                    revision,
+                })
+            })
+            .collect()
+    }
+
+    /// Drops what the watch reported so far without looking at it: a change the watch did not see
+    /// (for tests of the sweep).
+    #[cfg(test)]
+    pub fn miss_pending_changes(&self) {
+        if let Some((_, w)) = &self.watch {
+            let _ = w.take();
+        }
     }
 
     /// Whether a watch runs and has reported a change the next refresh will list (for tests that write
@@ -328,6 +400,7 @@ impl Engine {
     ) -> Result<(), PluginError> {
         let result = self.try_refresh(corpus, cancelled, progress);
         if result.is_err() {
+            self.listed_at = None;
             if let Some((_, w)) = &self.watch {
                 w.mark_dirty();
             }
@@ -353,18 +426,38 @@ impl Engine {
             return Err(aborted());
         }
         let root = corpus.sessions_root().map(Path::to_path_buf);
-        // A root that did not exist (so could not be watched) is watched once it does.
-        let rewatch = |(r, w): &(Option<PathBuf>, RootWatch)| {
-            *r != root || (!w.is_watching() && root.as_deref().is_some_and(Path::is_dir))
-        };
-        if self.watch.as_ref().is_none_or(rewatch) {
-            self.watch = Some((root.clone(), RootWatch::new(root.as_deref())));
+        if self.long_lived {
+            // A root that did not exist (so could not be watched) is watched once it does.
+            let rewatch = |(r, w): &(Option<PathBuf>, RootWatch)| {
+                *r != root || (!w.is_watching() && root.as_deref().is_some_and(Path::is_dir))
+            };
+            if self.watch.as_ref().is_none_or(rewatch) {
+                self.watch = Some((root.clone(), RootWatch::new(root.as_deref())));
+                self.listing = None;
+            }
+        } else if self.unwatched_root != root {
+            // A process that answers and exits sets up no watch (one inotify watch per folder of
+            // the root, for a process about to exit, costs more than the stats it would save).
+            self.unwatched_root = root.clone();
             self.listing = None;
         }
-        let pending = self
-            .watch
-            .as_ref()
-            .map_or(Pending::Everything, |(_, w)| w.take());
+        let now = Instant::now();
+        let age = self.listed_at.map(|t| now.saturating_duration_since(t));
+        let pending = match &self.watch {
+            Some((_, w)) if self.long_lived => {
+                let reported = w.take();
+                // The sweep: now and then everything, whatever the watch said.
+                if age.is_none_or(|age| age >= self.sweep_every) {
+                    Pending::Everything
+                } else {
+                    reported
+                }
+            }
+            _ if !self.long_lived && age.is_some_and(|age| age < ONE_SHOT_REUSE) => {
+                Pending::Nothing
+            }
+            _ => Pending::Everything,
+        };
         let patched = match (&pending, &root) {
             (Pending::Nothing, _) => self.listing.is_some(),
             (Pending::Paths(paths), Some(root)) => self.patch_listing(corpus, root, paths),
@@ -373,6 +466,7 @@ impl Engine {
         if !patched {
             self.listing = Some(corpus.list_persisted()?);
             self.reads.listings += 1;
+            self.listed_at = Some(now);
         }
         let live: Vec<LiveSession> = corpus.live_sessions();
         if patched && pending == Pending::Nothing && self.live_unchanged(&live) {
@@ -705,6 +799,7 @@ impl Engine {
             header: ready.header,
             title: ready.title,
             count: ready.count,
+            listed: Some(ready.checkpoint.header_line().to_owned()),
         };
         self.write_rows(
             key,
@@ -978,6 +1073,7 @@ impl Engine {
             header: hit_header(data.header()),
             title: title_json(session),
             count: data.events().len() as u64,
+            listed: None,
         };
         let docs = docs(data.events(), fold);
         self.write_rows(key, rows, docs, stamp, old_sid, None, generation)
@@ -999,6 +1095,7 @@ impl Engine {
             header,
             title,
             count,
+            listed,
         } = rows;
         let replacement = Replacement {
             key: &key,
@@ -1007,6 +1104,7 @@ impl Engine {
             event_count: count,
             title: title.clone(),
             resume,
+            listed: listed.as_deref(),
         };
         let sid = store::replace_session(self.conn()?, old_sid, &replacement, docs, generation)
             .map_err(index_failed)?;
@@ -1088,6 +1186,8 @@ struct Rows {
     header: HitHeader,
     title: Option<String>,
     count: u64,
+    /// A log's header record (see `store::listed_sessions`).
+    listed: Option<String>,
 }
 
 /// A log read whole with everything its write needs made ready: its packed documents, row, resume state

@@ -4,7 +4,7 @@
 
 use std::io::Write;
 
-use super::{shown, start_host, CommandError, Options};
+use super::{shown, start_host, start_long_lived_host, CommandError, Options};
 use crate::chat::commands::{self as chat_commands, CiteOptions};
 use crate::chat::plugin::PluginServices;
 use crate::chat::repl::{self, ChatOptions};
@@ -17,7 +17,7 @@ pub fn chat(
     session: Option<String>,
     out: &mut dyn Write,
 ) -> Result<i32, CommandError> {
-    let host = start_host(options, options.sessions_dir())?;
+    let host = start_long_lived_host(options, options.sessions_dir())?;
     let _watcher =
         crate::watch::watch(&host, super::watch::DEBOUNCE).map_err(|e| CommandError::Io {
             what: format!("watching the plugin folder {}", shown(host.plugins_dir())),

@@ -3,7 +3,7 @@
 
 use std::io::Write;
 
-use super::{print, start_host, CommandError, Options};
+use super::{print, start_long_lived_host, CommandError, Options};
 use crate::chat::plugin::PluginServices;
 use crate::chat::ChatEnv;
 use crate::demo::{self, DemoCorpus};
@@ -29,7 +29,7 @@ pub fn run(options: &Options, out: &mut dyn Write) -> Result<i32, CommandError> 
             corpus.root().display()
         ),
     )?;
-    let host = start_host(&options, corpus.root())?;
+    let host = start_long_lived_host(&options, corpus.root())?;
     if host.serving().is_none() {
         super::plugins::print_status(&host, false, out)?;
         return Ok(1);

@@ -221,9 +221,28 @@ pub fn run(cli: Cli, out: &mut dyn Write) -> Result<i32, CommandError> {
     }
 }
 
-/// Loads the plugin folder. A host with nothing serving is still returned (its calls answer
-/// `PLUGIN_UNAVAILABLE`); why nothing serves goes to the log.
+/// Loads the plugin folder for a command that answers and exits: the plugin is told the host does not
+/// live long (`longLived: false`), so it watches nothing and compares the root with its index by `stat`.
+/// A host with nothing serving is still returned (its calls answer `PLUGIN_UNAVAILABLE`); why nothing
+/// serves goes to the log.
 pub fn start_host(options: &Options, sessions: PathBuf) -> Result<Arc<PluginHost>, CommandError> {
+    start_host_for(options, sessions, false)
+}
+
+/// [`start_host`] for a host that keeps running (`chat`, `watch`, the demo's chat): the plugin watches
+/// the sessions root.
+pub fn start_long_lived_host(
+    options: &Options,
+    sessions: PathBuf,
+) -> Result<Arc<PluginHost>, CommandError> {
+    start_host_for(options, sessions, true)
+}
+
+fn start_host_for(
+    options: &Options,
+    sessions: PathBuf,
+    long_lived: bool,
+) -> Result<Arc<PluginHost>, CommandError> {
     let (plugins_dir, only_file) = match &options.plugins {
         Some(dir) => (dir.clone(), None),
         None => paths::default_plugins_dir(),
@@ -232,7 +251,7 @@ pub fn start_host(options: &Options, sessions: PathBuf) -> Result<Arc<PluginHost
         .index
         .clone()
         .unwrap_or_else(paths::default_index_path);
-    let config = json!({"indexPath": index}).to_string();
+    let config = json!({"indexPath": index, "longLived": long_lived}).to_string();
     let shared = Shared::new(Some(sessions), true);
     let mut host_options = HostOptions::new(plugins_dir, config);
     // Only cargo's output folder (the fallback, loading just the plugin's file) is known to be written

@@ -7,7 +7,7 @@ use std::sync::atomic::{AtomicUsize, Ordering};
 use std::sync::mpsc;
 use std::time::Duration;
 
-use super::{shown, start_host, CommandError, Options};
+use super::{shown, start_long_lived_host, CommandError, Options};
 
 /// How long a changed library must be quiet before it is loaded. Short, because the watcher also
 /// checks that the file's size and mtime hold still before loading it.
@@ -31,7 +31,7 @@ pub fn run(options: &Options) -> Result<i32, CommandError> {
         source: std::io::Error::other(e.to_string()),
     })?;
 
-    let host = start_host(options, options.sessions_dir())?;
+    let host = start_long_lived_host(options, options.sessions_dir())?;
     let watcher = crate::watch::watch(&host, DEBOUNCE).map_err(|e| CommandError::Io {
         what: format!("watching the plugin folder {}", shown(host.plugins_dir())),
         source: std::io::Error::other(e.to_string()),
