@@ -15,7 +15,9 @@
 //!   snippets. Labels live here so a later replacement relabels with an UPDATE, never re-indexing text;
 //! - `fts`: a contentless FTS5 table (`unicode61`, see `cjk::TOKENIZE`) over the text with CJK characters split into one-token
 //!   runs (`super::cjk`); `contentless_delete=1` lets a session's documents be deleted by rowid;
-//! - `hot_phrases`, `hot_hits`: common phrases' ranking keys, ordered like the ranking (`super::hot`).
+//! - `hot_phrases`, `hot_hits`: common phrases' ranking keys, ordered like the ranking (`super::hot`);
+//! - `failed_logs`: logs that could not be indexed, with the revision that failed and the report
+//!   (`super::failed`), so a new process neither re-reads an unchanged broken log nor forgets to report it.
 
 use rusqlite::Connection;
 
@@ -26,7 +28,7 @@ pub const APPLICATION_ID: i32 = 0x4453_4851;
 pub const SCHEMA_VERSION: i32 = 5;
 
 /// Every table the current schema creates (FTS5 shadow tables included).
-const OUR_TABLES: [&str; 10] = [
+const OUR_TABLES: [&str; 11] = [
     "state",
     "sessions",
     "docs",
@@ -37,6 +39,7 @@ const OUR_TABLES: [&str; 10] = [
     "fts_config",
     "hot_phrases",
     "hot_hits",
+    "failed_logs",
 ];
 
 /// Why a database is not ours to use.
@@ -190,7 +193,14 @@ pub fn apply(conn: &mut Connection, verdict: Verdict) -> Result<(), SchemaError>
              doc INTEGER NOT NULL,
              PRIMARY KEY (phrase, spans DESC, len, time DESC, doc DESC)
          ) STRICT, WITHOUT ROWID;
-         CREATE INDEX IF NOT EXISTS hot_hits_doc ON hot_hits (phrase, doc);"
+         CREATE INDEX IF NOT EXISTS hot_hits_doc ON hot_hits (phrase, doc);
+         CREATE TABLE IF NOT EXISTS failed_logs (
+             path BLOB PRIMARY KEY,
+             stamp TEXT NOT NULL,
+             id TEXT,
+             code TEXT NOT NULL,
+             reason TEXT NOT NULL
+         ) STRICT;"
     ))?;
     let has_state: bool = tx.query_row("SELECT count(*) > 0 FROM state", [], |r| r.get(0))?;
     if !has_state {

@@ -572,3 +572,43 @@ fn a_one_shot_process_sets_up_no_watch_and_lists_an_unchanged_root_from_the_inde
     let diag = search.diagnostics(&corpus, &never).unwrap();
     assert_eq!((diag.whole_reads, diag.resumed_reads), (1, 0));
 }
+
+#[test]
+fn a_broken_log_is_reported_by_the_next_process_without_being_read_again() {
+    let e = env();
+    let index = e.dir.path().join("one-shot.sqlite");
+    let h = header("z", 1);
+    let path = zstd_path(&e.root, &h);
+    let (mut bytes, starts) = zstd_bytes(&h, &secret_log());
+    let at = (starts[0] + starts[1]) / 2;
+    bytes[at] ^= 0x40;
+    fs::write(&path, &bytes).unwrap();
+    let report = |search: &Search, corpus: &Corpus| {
+        let diag = search.diagnostics(corpus, &never).unwrap();
+        let codes: Vec<(Option<String>, String)> = diag
+            .skipped
+            .iter()
+            .map(|s| (s.id.clone(), s.code.clone()))
+            .collect();
+        let reads = match &*search.lock() {
+            super::State::Open(engine) => engine.reads.whole + engine.reads.failed,
+            _ => 0,
+        };
+        (codes, reads)
+    };
+    let first = {
+        let (_s, corpus, search) = one_shot(&e.root, &index);
+        report(&search, &corpus)
+    };
+    assert_eq!(first.1, 1);
+    assert_eq!(first.0.len(), 1, "{first:?}");
+    assert!(first.0[0].1.starts_with("LOG_ZSTD"), "{first:?}");
+    let (_s, corpus, search) = one_shot(&e.root, &index);
+    assert_eq!(report(&search, &corpus), (first.0.clone(), 0), "read again");
+    drop((search, corpus));
+    // Repaired: read and indexed, and no longer reported.
+    bytes[at] ^= 0x40;
+    fs::write(&path, &bytes).unwrap();
+    let (_s, corpus, search) = one_shot(&e.root, &index);
+    assert_eq!(report(&search, &corpus), (vec![], 1));
+}

@@ -43,6 +43,7 @@ use host_api::surface::{Label, SurfaceFold};
 use serde::{Deserialize, Serialize};
 
 use crate::corpus::{Corpus, LoadedSession, SessionData};
+use crate::index::failed;
 use crate::index::store::{
     self, Doc, PackedDoc, Replacement, RowKey, SessionRow, Source, Visibility,
 };
@@ -75,8 +76,11 @@ pub const ONE_SHOT_REUSE: Duration = Duration::from_millis(250);
 pub struct ReadCounts {
     pub whole: u64,
     pub resumed: u64,
-    /// Full listings of the sessions root (each opens every log's header).
+    /// Full listings of the sessions root (each `stat`s every transcript; headers are read only for
+    /// the ones whose revision is not known).
     pub listings: u64,
+    /// Reads of logs that failed (the log is then reported and left out).
+    pub failed: u64,
 }
 
 /// Where a grown log resumes: the fold of its stored events (crash closers excluded) and the checkpoint
@@ -304,6 +308,12 @@ impl Engine {
             .into_iter()
             .map(|row| (key_of(&row), row))
             .collect();
+        // What earlier processes found broken, not read again until the file changes.
+        let failed = failed::load(conn)
+            .unwrap_or_default()
+            .into_iter()
+            .map(|(path, stamp, report)| (path, (stamp, report)))
+            .collect();
         Ok(Self {
             index,
             rows,
@@ -311,7 +321,7 @@ impl Engine {
             cursors: Cursors::new(&secret),
             watch: None,
             listing: None,
-            failed: HashMap::new(),
+            failed,
             resume: HashMap::new(),
             clock: 0,
             resume_events: 0,
@@ -494,8 +504,15 @@ impl Engine {
                 persisted_work.push(listed);
             }
         }
-        self.failed
-            .retain(|p, _| listed_paths.contains(p.as_path()));
+        let gone: Vec<PathBuf> = self
+            .failed
+            .keys()
+            .filter(|p| !listed_paths.contains(p.as_path()))
+            .cloned()
+            .collect();
+        for path in gone {
+            self.forget_failure(&path);
+        }
         let mut deletes: Vec<i64> = self
             .rows
             .iter()
@@ -811,7 +828,7 @@ impl Engine {
             generation,
         )?;
         self.reads.whole += 1;
-        self.failed.remove(&listed.path);
+        self.forget_failure(&listed.path);
         self.remember_resume(&listed.path, ready.pre_closers, ready.checkpoint);
         Ok(true)
     }
@@ -873,7 +890,7 @@ impl Engine {
                 row.title = title;
             }
         }
-        self.failed.remove(&listed.path);
+        self.forget_failure(&listed.path);
         self.remember_resume(&listed.path, pre_closers, checkpoint);
         Ok(())
     }
@@ -924,6 +941,15 @@ impl Engine {
             }))
     }
 
+    /// Forgets that the log at `path` failed, here and in the index.
+    fn forget_failure(&mut self, path: &Path) {
+        if self.failed.remove(path).is_some() {
+            if let Some(conn) = self.index.connection() {
+                failed::forget(conn, path);
+            }
+        }
+    }
+
     fn take_resume(&mut self, path: &Path) -> Option<ResumeState> {
         let state = self.resume.remove(path)?;
         self.resume_events = self.resume_events.saturating_sub(state.fold.folded());
@@ -946,6 +972,10 @@ impl Engine {
             code: e.code.as_str().to_string(),
             reason: log_error_text(e),
         };
+        self.reads.failed += 1;
+        if let Some(conn) = self.index.connection() {
+            failed::put(conn, &listed.path, &stamp, &report);
+        }
         self.failed.insert(listed.path.clone(), (stamp, report));
         self.take_resume(&listed.path);
         if let Some(sid) = old_sid {
