@@ -157,13 +157,15 @@ pub fn apply(conn: &mut Connection, verdict: Verdict) -> Result<(), SchemaError>
              agent_preset TEXT,
              stamp TEXT NOT NULL,
              event_count INTEGER NOT NULL,
-             checkpoint BLOB,
              listed TEXT,
              title TEXT,
              generation INTEGER NOT NULL,
              visible INTEGER NOT NULL DEFAULT 0,
              is_live INTEGER NOT NULL DEFAULT 0,
-             is_persisted INTEGER NOT NULL DEFAULT 0
+             is_persisted INTEGER NOT NULL DEFAULT 0,
+             -- Last: reading a column stored after a large value walks that value's overflow pages,
+             -- and this is the one column only a resume reads.
+             checkpoint BLOB
          ) STRICT;
          CREATE UNIQUE INDEX IF NOT EXISTS sessions_live ON sessions (id) WHERE source = 'live';
          CREATE UNIQUE INDEX IF NOT EXISTS sessions_path ON sessions (path) WHERE source = 'persisted';

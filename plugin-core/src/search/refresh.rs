@@ -214,8 +214,10 @@ pub(super) struct Engine {
     long_lived: bool,
     /// The root the listing is of, when no watch records it.
     unwatched_root: Option<PathBuf>,
-    /// When the last whole listing started.
+    /// When the last whole listing started (for the sweep).
     listed_at: Option<Instant>,
+    /// When the last refresh that listed the whole root finished (for [`ONE_SHOT_REUSE`]).
+    refreshed_at: Option<Instant>,
     /// [`SWEEP_EVERY`], shorter in tests.
     pub(super) sweep_every: Duration,
 }
@@ -331,6 +333,7 @@ impl Engine {
             long_lived: true,
             unwatched_root: None,
             listed_at: None,
+            refreshed_at: None,
             sweep_every: SWEEP_EVERY,
         })
     }
@@ -411,6 +414,7 @@ impl Engine {
         let result = self.try_refresh(corpus, cancelled, progress);
         if result.is_err() {
             self.listed_at = None;
+            self.refreshed_at = None;
             if let Some((_, w)) = &self.watch {
                 w.mark_dirty();
             }
@@ -463,7 +467,11 @@ impl Engine {
                     reported
                 }
             }
-            _ if !self.long_lived && age.is_some_and(|age| age < ONE_SHOT_REUSE) => {
+            _ if !self.long_lived
+                && self
+                    .refreshed_at
+                    .is_some_and(|t| now.saturating_duration_since(t) < ONE_SHOT_REUSE) =>
+            {
                 Pending::Nothing
             }
             _ => Pending::Everything,
@@ -478,8 +486,24 @@ impl Engine {
             self.reads.listings += 1;
             self.listed_at = Some(now);
         }
+        let result = self.compare_and_write(corpus, cancelled, progress, patched, &pending);
+        if result.is_ok() && !patched {
+            self.refreshed_at = Some(Instant::now());
+        }
+        result
+    }
+
+    /// The rest of a refresh, once the listing is current: what changed is compared and written.
+    fn compare_and_write(
+        &mut self,
+        corpus: &Corpus,
+        cancelled: &dyn Fn() -> bool,
+        progress: &dyn Fn(u64, u64),
+        patched: bool,
+        pending: &Pending,
+    ) -> Result<(), PluginError> {
         let live: Vec<LiveSession> = corpus.live_sessions();
-        if patched && pending == Pending::Nothing && self.live_unchanged(&live) {
+        if patched && *pending == Pending::Nothing && self.live_unchanged(&live) {
             // Nothing on disk was reported and every live session is as indexed: nothing to compare.
             return Ok(());
         }
