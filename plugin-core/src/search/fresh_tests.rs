@@ -101,7 +101,7 @@ impl Env {
         let index = self
             .dir
             .path()
-            .join(format!("fresh-{}.sqlite", rand_suffix()));
+            .join(format!("fresh-{}.sqlite", next_suffix()));
         let search = Search::open(&Config::default(), &index, host).unwrap();
         let fresh = Env {
             dir: tempfile::tempdir().unwrap(),
@@ -134,7 +134,7 @@ impl Env {
     }
 }
 
-fn rand_suffix() -> u64 {
+fn next_suffix() -> u64 {
     use std::sync::atomic::{AtomicU64, Ordering};
     static N: AtomicU64 = AtomicU64::new(0);
     N.fetch_add(1, Ordering::Relaxed)
