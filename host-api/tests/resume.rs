@@ -295,6 +295,8 @@ fn grown_log_resumes_with_exactly_the_new_events_reading_about_the_new_bytes() {
             log.len()
         );
         assert!(reader.bytes_read() >= appended);
+        // Every byte before the offset was hashed to prove the log only grew, none parsed again.
+        assert_eq!(reader.verified_bytes(), before, "{compression:?}");
         assert!(
             log.len() > 3 * bound,
             "{compression:?}: the old log ({} bytes) must be large next to the bound",
@@ -624,6 +626,18 @@ fn rewritten_in_place_with_the_same_size_must_be_read_whole() {
                 offset: checkpoint.offset()
             },
             "{compression:?}"
+        );
+        // A byte in the middle, far from both guards, the size the same: the prefix digest sees it.
+        let mut bytes = original.clone();
+        bytes[offset / 2] ^= 0x01;
+        fs::write(&log.path, &bytes).unwrap();
+        append_bytes(&log.path, b"appended");
+        assert_eq!(
+            reread_reason(&log.path, &checkpoint),
+            ReReadReason::Rewritten {
+                offset: checkpoint.offset()
+            },
+            "{compression:?}: an edit in the middle, then an append"
         );
         // A byte of the header changed (far from the offset): the header guard sees it.
         let mut bytes = original.clone();

@@ -54,6 +54,16 @@ pub struct Config {
     /// When the search index opens (spec §4.9 `openAt`).
     #[serde(default)]
     pub open_at: OpenAt,
+    /// Whether the host lives long (a chat, a watcher, an embedding host): the sessions root is then
+    /// watched, and swept by `stat` now and then, so a search looks only at what changed. `false` for
+    /// a process that answers once and exits: no watch is set up, and each refresh compares the root
+    /// against the index by `stat` alone.
+    #[serde(default = "default_long_lived")]
+    pub long_lived: bool,
+}
+
+fn default_long_lived() -> bool {
+    true
 }
 
 /// When the search index is opened (spec §4.9).
@@ -115,6 +125,7 @@ impl Default for Config {
             max_limit: default_max_limit(),
             snippet_chars: default_snippet_chars(),
             open_at: OpenAt::default(),
+            long_lived: default_long_lived(),
         }
     }
 }
@@ -252,6 +263,15 @@ mod tests {
             (20, 100, 240)
         );
         assert_eq!(c.open_at, OpenAt::Startup);
+        assert!(
+            c.long_lived,
+            "an embedding host lives long unless it says otherwise"
+        );
+        assert!(!Config::parse(r#"{"longLived":false}"#).unwrap().long_lived);
+        assert_eq!(
+            Config::parse(r#"{"longLived":"no"}"#).unwrap_err().code,
+            ErrorCode::SessionQueryInvalidConfig
+        );
         let c = Config::parse(
             r#"{"defaultLimit":5,"maxLimit":5,"snippetChars":1,"openAt":"first-search"}"#,
         )

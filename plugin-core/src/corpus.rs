@@ -14,6 +14,10 @@
 //!   `SESSION_QUERY_CORRUPT_SESSION` when the codec classes the failure [`ErrorClass::Corrupt`] and
 //!   `SESSION_QUERY_PERSISTENCE_FAILED` otherwise (spec §1.7, §4.11).
 //!
+//! A listing takes each session whose transcript's revision is unchanged from the previous listing (or,
+//! in a new process, from what the search index recorded: [`Corpus::seed_known`]) instead of reading its
+//! header, so listing an unchanged root opens no log.
+//!
 //! Parsed sessions are kept in a bounded LRU (the `cache` module) keyed by path and revision (persisted) or id and
 //! header (live), so repeated reads of an unchanged log do not re-read it. Every method is thread-safe;
 //! locks guard only in-memory state and are never held across file reads or host calls.
@@ -29,7 +33,7 @@ use std::sync::{Arc, Mutex, MutexGuard, OnceLock};
 use abi_stable::std_types::{RStr, RString};
 use host_api::abi::{CorpusProblem, ErrorCode, HostContextBox, LiveSession, LogLevel, PluginError};
 use host_api::log::append::AppendValidator;
-use host_api::log::layout::{ListedSession, Revision, SessionsRoot};
+use host_api::log::layout::{KnownSessions, ListedSession, Revision, SessionsRoot};
 use host_api::log::read::{read_log, ReadOptions};
 use host_api::log::{ErrorClass, Event, LogError, LogErrorCode, SessionHeader};
 use host_api::surface::{FoldError, SurfaceFold};
@@ -185,6 +189,8 @@ pub struct Corpus {
     sources: Sources,
     cache: Mutex<LogCache>,
     problems: Mutex<Problems>,
+    /// The sessions the last listing found (or the index recorded), by path, with their revisions.
+    known: Mutex<KnownSessions>,
 }
 
 impl Corpus {
@@ -195,6 +201,17 @@ impl Corpus {
             sources: Sources::new(SourceRoots::default()),
             cache: Mutex::new(LogCache::new(CACHE_MAX_SESSIONS, CACHE_MAX_EVENTS)),
             problems: Mutex::new(Problems::default()),
+            known: Mutex::new(KnownSessions::new()),
+        }
+    }
+
+    /// Sessions known from elsewhere (the search index: the header each log had at the revision it was
+    /// indexed at), used by the next listing for every transcript whose revision is still that one.
+    /// What an earlier listing of this process found is kept over them.
+    pub fn seed_known(&self, sessions: impl IntoIterator<Item = ListedSession>) {
+        let mut known = lock(&self.known);
+        for session in sessions {
+            known.entry(session.path.clone()).or_insert(session);
         }
     }
 
@@ -353,7 +370,21 @@ impl Corpus {
     }
 
     fn list_root(&self, root: &SessionsRoot) -> Result<Vec<ListedSession>, LogError> {
-        let listing = root.list()?;
+        // Taken out, not held: the listing stats files (a concurrent listing meanwhile just reads headers).
+        let known = std::mem::take(&mut *lock(&self.known));
+        let listing = match root.list_known(&known) {
+            Ok(listing) => listing,
+            Err(e) => {
+                *lock(&self.known) = known;
+                return Err(e);
+            }
+        };
+        drop(known);
+        *lock(&self.known) = listing
+            .sessions
+            .iter()
+            .map(|s| (s.path.clone(), s.clone()))
+            .collect();
         let problems: Vec<CorpusProblem> = listing
             .problems
             .iter()

@@ -76,6 +76,10 @@ impl Service {
             claude_projects: config.claude_projects.clone(),
             codex_home: config.codex_home.clone(),
         });
+        // A new process lists an unchanged root from what the index recorded, opening no log.
+        if let Some(search) = &index {
+            corpus.seed_known(search.known_listing());
+        }
         Ok(Self {
             limits: Limits::from_config(&config),
             reads: Reads::new(corpus, config.read_window_max),

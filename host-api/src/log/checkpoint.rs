@@ -15,11 +15,18 @@
 //!   [`GUARD_BYTES`] bytes before the offset must match ([`ReReadReason::HeaderChanged`],
 //!   [`ReReadReason::Rewritten`]).
 //!
-//! Those guard bytes (and the 4-byte magic) are all a resume reads before the offset. The hash is 64-bit
-//! FNV-1a: it guards against accidents (a log replaced or rewritten in place), not against an adversary,
-//! who could as well edit bytes the guards do not cover. Nor is the partly yielded row or frame between
-//! the offset and the first uncovered event compared with what was yielded from it: it is decoded
-//! again and its covered events skipped by seq.
+//! - every committed byte before the offset must be as it was ([`ReReadReason::Rewritten`]): the
+//!   checkpoint holds a [`PrefixDigest`], BLAKE3 over the hashes of the prefix's [`PREFIX_CHUNK`]-byte
+//!   chunks (raw lines or zstd frames alike: file bytes, so a zstd log is checked without decoding).
+//!
+//! The guards are cheap (a few KiB) and name the likely cause; the digest is the proof. A resume
+//! reads and hashes the whole prefix once (at about the speed of a plain read: see ARCHITECTURE.md,
+//! "Freshness"), keeping nothing of it but the chunk hashes and the last partial chunk, which the
+//! resumed reader goes on hashing from. So the consumer decides *when* to resume (a changed file
+//! revision: an unchanged one needs no read at all), and a resume always proves the file only grew.
+//! The digest is cryptographic, so not even a deliberate same-length edit (a scrubbed secret) passes
+//! as an append. The partly yielded row or frame between the offset and the first uncovered event is
+//! decoded again and its covered events skipped by seq.
 
 use std::fs::File;
 use std::io::{self, Read, Seek, SeekFrom};
@@ -40,10 +47,111 @@ use super::Compression;
 
 /// The version of the checkpoint's own layout. A stored checkpoint of another version is not used
 /// ([`ReReadReason::InvalidCheckpoint`]): the log is read whole instead.
-pub const CHECKPOINT_VERSION: u32 = 1;
+pub const CHECKPOINT_VERSION: u32 = 2;
 
 /// How many bytes before an offset a guard hashes.
 pub const GUARD_BYTES: usize = 4096;
+
+/// How many file bytes each chunk hash of a [`PrefixDigest`] covers. Small enough that the last partial
+/// chunk (kept in memory, hashed when a checkpoint is taken) stays small; large enough that a 1 GB log's
+/// chunk hashes are 0.5 MB in memory while it is read (only the digest is stored).
+pub const PREFIX_CHUNK: usize = 64 << 10;
+
+/// The digest of the first `len` bytes of a log file (see the module doc).
+#[derive(Debug, Clone, PartialEq, Eq, Hash, Serialize, Deserialize)]
+pub struct PrefixDigest {
+    pub len: u64,
+    /// BLAKE3, hex.
+    pub hash: String,
+}
+
+/// Domain separation, so a digest can never be confused with another BLAKE3 use (cursors use it too).
+const PREFIX_CONTEXT: &str = "dsh-session-search read checkpoint prefix digest v1";
+
+impl PrefixDigest {
+    /// The digest of a prefix given as the hashes of its whole chunks and its last partial chunk.
+    fn of(chunks: &[[u8; 32]], partial: &[u8]) -> Self {
+        let len = (chunks.len() as u64)
+            .saturating_mul(PREFIX_CHUNK as u64)
+            .saturating_add(partial.len() as u64);
+        let mut hasher = blake3::Hasher::new_derive_key(PREFIX_CONTEXT);
+        hasher.update(&(PREFIX_CHUNK as u64).to_le_bytes());
+        hasher.update(&len.to_le_bytes());
+        for chunk in chunks {
+            hasher.update(chunk);
+        }
+        hasher.update(blake3::hash(partial).as_bytes());
+        Self {
+            len,
+            hash: hasher.finalize().to_hex().to_string(),
+        }
+    }
+}
+
+/// Hashes the committed bytes of a log as a reader pushes them, chunk by chunk, and can give the
+/// digest at the end of the last pushed unit or at its start (see [`GuardWindow`]).
+#[derive(Debug, Clone, Default)]
+pub(crate) struct PrefixHasher {
+    chunks: Vec<[u8; 32]>,
+    /// The bytes after the last whole chunk (fewer than [`PREFIX_CHUNK`]).
+    partial: Vec<u8>,
+    /// At the start of the last unit: how many whole chunks there were, and the partial chunk then
+    /// (`None`: it is `partial[..before_len]`, the unit having completed no chunk).
+    before_chunks: usize,
+    before_partial: Option<Vec<u8>>,
+    before_len: usize,
+}
+
+impl PrefixHasher {
+    /// The state after a verified prefix: its chunk hashes and its last partial chunk.
+    pub(crate) fn seeded(chunks: Vec<[u8; 32]>, partial: Vec<u8>) -> Self {
+        Self {
+            before_chunks: chunks.len(),
+            before_len: partial.len(),
+            chunks,
+            partial,
+            before_partial: None,
+        }
+    }
+
+    pub(crate) fn push(&mut self, unit: &[u8]) {
+        self.before_chunks = self.chunks.len();
+        self.before_len = self.partial.len();
+        self.before_partial = None;
+        let mut rest = unit;
+        while self.partial.len() + rest.len() >= PREFIX_CHUNK {
+            if self.before_partial.is_none() {
+                self.before_partial = Some(self.partial.clone());
+            }
+            let take = PREFIX_CHUNK - self.partial.len();
+            let hash = if self.partial.is_empty() {
+                blake3::hash(&rest[..take])
+            } else {
+                self.partial.extend_from_slice(&rest[..take]);
+                blake3::hash(&self.partial)
+            };
+            self.chunks.push(*hash.as_bytes());
+            self.partial.clear();
+            rest = &rest[take..];
+        }
+        self.partial.extend_from_slice(rest);
+    }
+
+    pub(crate) fn at_end(&self) -> PrefixDigest {
+        PrefixDigest::of(&self.chunks, &self.partial)
+    }
+
+    pub(crate) fn before_unit(&self) -> PrefixDigest {
+        let partial = match &self.before_partial {
+            Some(p) => p.as_slice(),
+            None => self.partial.get(..self.before_len).unwrap_or_default(),
+        };
+        PrefixDigest::of(
+            self.chunks.get(..self.before_chunks).unwrap_or_default(),
+            partial,
+        )
+    }
+}
 
 /// A hash of the (up to) [`GUARD_BYTES`] bytes that end at file offset `end`.
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Hash, Serialize, Deserialize)]
@@ -147,6 +255,8 @@ pub struct ReadCheckpoint {
     pub(crate) header_line: String,
     pub(crate) header_guard: Guard,
     pub(crate) tail_guard: Guard,
+    /// Every byte before `offset`.
+    pub(crate) prefix: PrefixDigest,
     pub(crate) legacy: LegacyState,
     pub(crate) closers: CloserTracker,
     pub(crate) notes: NotesState,
@@ -178,6 +288,12 @@ impl ReadCheckpoint {
         self.compression
     }
 
+    /// The header record as the reader read it (lossy UTF-8), for a listing that must not open the log
+    /// again to know its header.
+    pub fn header_line(&self) -> &str {
+        &self.header_line
+    }
+
     /// Checks what can be checked without the file; `Err` says why the checkpoint cannot be used.
     pub(crate) fn check_consistent(&self) -> Result<(), String> {
         if self.version != CHECKPOINT_VERSION {
@@ -195,6 +311,7 @@ impl ReadCheckpoint {
             return Err("a guard covers more or fewer bytes than it should".to_owned());
         }
         if self.tail_guard.end != self.offset
+            || self.prefix.len != self.offset
             || self.header_guard.end == 0
             || self.header_guard.end > self.offset
             || self.offset > self.file_len
@@ -272,6 +389,8 @@ pub(crate) struct Tracking {
     pub source_base: u64,
     /// Bytes a resume read before the offset (guards and magic).
     pub guard_read: u64,
+    /// Bytes a resume read and hashed to prove the prefix unchanged (not counted in `bytes_read`).
+    pub verified: u64,
     /// Events below this seq were yielded before a resume; they are decoded again only because they
     /// share a packed row or zstd frame with what follows, and skipped.
     pub skip_below: u64,
@@ -290,6 +409,7 @@ impl Tracking {
             source_read,
             source_base: base,
             guard_read: 0,
+            verified: 0,
             skip_below: 0,
             torn: None,
         }
@@ -329,17 +449,21 @@ impl<R: Read> Read for Counted<R> {
     }
 }
 
-/// A log file reopened at a checkpoint, positioned at its offset, its guards checked.
+/// A log file reopened at a checkpoint, positioned at its offset, its guards and prefix checked.
 pub(crate) struct Reopened {
     pub file: File,
     /// The guard bytes before the offset (the last up to [`GUARD_BYTES`]).
     pub tail: Vec<u8>,
-    /// Bytes read to check the guards.
+    /// The verified prefix's hash state, for the resumed reader to go on from.
+    pub prefix: PrefixHasher,
+    /// Bytes read to check the guards and the magic.
     pub bytes_read: u64,
+    /// Bytes read to check the prefix digest: every byte before the offset.
+    pub verified: u64,
 }
 
-/// Opens `path` for a resume at `checkpoint`: checks consistency, length, encoding and both guards
-/// (reading only the guard bytes and the 4-byte magic), then seeks to the offset.
+/// Opens `path` for a resume at `checkpoint`: checks consistency, length, encoding, both guards and
+/// the prefix digest (reading every byte before the offset once), then seeks to the offset.
 pub(crate) fn reopen(
     path: &Path,
     checkpoint: &ReadCheckpoint,
@@ -406,12 +530,53 @@ pub(crate) fn reopen(
             offset: checkpoint.offset,
         }));
     }
+    let prefix = match hash_prefix(&file, checkpoint.offset).map_err(io)? {
+        Some(prefix) if prefix.at_end() == checkpoint.prefix => prefix,
+        Some(_) => {
+            return Ok(Err(ReReadReason::Rewritten {
+                offset: checkpoint.offset,
+            }))
+        }
+        None => {
+            return Ok(Err(ReReadReason::Shrunk {
+                len: checkpoint.offset,
+                seen: checkpoint.file_len,
+            }))
+        }
+    };
     file.seek(SeekFrom::Start(checkpoint.offset)).map_err(io)?;
     Ok(Ok(Reopened {
         file,
         tail: tail_bytes,
+        prefix,
         bytes_read,
+        verified: checkpoint.offset,
     }))
+}
+
+/// Reads and hashes the first `len` bytes of `file` in [`PREFIX_CHUNK`] steps (one buffer of that
+/// size); `None` when the file is shorter (truncated under us).
+fn hash_prefix(file: &File, len: u64) -> io::Result<Option<PrefixHasher>> {
+    let mut chunks = Vec::with_capacity(usize::try_from(len / PREFIX_CHUNK as u64).unwrap_or(0));
+    let mut buf = vec![0u8; PREFIX_CHUNK];
+    let mut at = 0u64;
+    while len - at >= PREFIX_CHUNK as u64 {
+        match file.read_exact_at(&mut buf, at) {
+            Ok(()) => {}
+            Err(e) if e.kind() == io::ErrorKind::UnexpectedEof => return Ok(None),
+            Err(e) => return Err(e),
+        }
+        chunks.push(*blake3::hash(&buf).as_bytes());
+        at += PREFIX_CHUNK as u64;
+    }
+    let rest = usize::try_from(len - at).unwrap_or(0);
+    buf.truncate(rest);
+    match file.read_exact_at(&mut buf, at) {
+        Ok(()) => {}
+        Err(e) if e.kind() == io::ErrorKind::UnexpectedEof => return Ok(None),
+        Err(e) => return Err(e),
+    }
+    Ok(Some(PrefixHasher::seeded(chunks, buf)))
 }
 
 /// The byte ranges to read, sorted, overlapping or touching ones merged, so no byte is read twice.
@@ -438,6 +603,8 @@ fn merge_spans<const N: usize>(spans: [(u64, u64); N]) -> Vec<(u64, u64)> {
 /// amortised to about two copies of every byte (trimmed only once it holds twice what it needs).
 #[derive(Debug, Clone, Default)]
 pub(crate) struct GuardWindow {
+    /// Every unit pushed, hashed: the checkpoint's prefix digest.
+    pub(crate) prefix: PrefixHasher,
     buf: Vec<u8>,
     /// Where the last unit (or its kept tail) starts in `buf`.
     unit_start: usize,
@@ -446,14 +613,21 @@ pub(crate) struct GuardWindow {
 }
 
 impl GuardWindow {
-    /// A window whose last unit is `bytes`, as a resumed reader starts: the guard bytes before its offset.
-    pub(crate) fn seeded(bytes: &[u8]) -> Self {
+    /// A window whose last unit is `bytes`, as a resumed reader starts: the guard bytes before its offset,
+    /// and the hash state of everything before it.
+    pub(crate) fn seeded(bytes: &[u8], prefix: PrefixHasher) -> Self {
         let mut window = Self::default();
-        window.push(bytes);
+        window.push_guard(bytes);
+        window.prefix = prefix;
         window
     }
 
     pub(crate) fn push(&mut self, unit: &[u8]) {
+        self.prefix.push(unit);
+        self.push_guard(unit);
+    }
+
+    fn push_guard(&mut self, unit: &[u8]) {
         if !self.unit_whole {
             // The kept tail of a long unit is exactly the guard of what follows it.
             self.buf.drain(..self.unit_start);
@@ -531,11 +705,65 @@ mod tests {
                 "bounded after unit {k}"
             );
         }
-        let seeded = GuardWindow::seeded(b"xyz");
+        let seeded = GuardWindow::seeded(b"xyz", PrefixHasher::default());
         assert_eq!(
             (seeded.at_end(), seeded.before_unit()),
             (&b"xyz"[..], &b""[..])
         );
+    }
+
+    /// The digest kept while pushing units equals the one computed from the file's bytes, at the end
+    /// of every unit and at its start, whatever the units' sizes against the chunk size.
+    #[test]
+    fn prefix_digest_while_pushing_equals_the_digest_of_the_file_bytes() {
+        let dir = tempfile::tempdir().unwrap();
+        let path = dir.path().join("bytes");
+        let sizes = [
+            1usize,
+            100,
+            PREFIX_CHUNK - 101,
+            PREFIX_CHUNK,
+            3 * PREFIX_CHUNK + 7,
+            0,
+            12,
+            PREFIX_CHUNK - 1,
+            2,
+        ];
+        let mut all: Vec<u8> = Vec::new();
+        let mut hasher = PrefixHasher::default();
+        for (k, &size) in sizes.iter().enumerate() {
+            let unit: Vec<u8> = (0..size).map(|i| (i * 13 + k) as u8).collect();
+            let start = all.len() as u64;
+            all.extend_from_slice(&unit);
+            hasher.push(&unit);
+            std::fs::write(&path, &all).unwrap();
+            let file = File::open(&path).unwrap();
+            let end = all.len() as u64;
+            let from_file = |len| hash_prefix(&file, len).unwrap().unwrap().at_end();
+            assert_eq!(hasher.at_end(), from_file(end), "end of unit {k}");
+            assert_eq!(hasher.before_unit(), from_file(start), "start of unit {k}");
+            assert_eq!(hasher.at_end().len, end);
+            // Any other byte content, even of the same length, gives another digest.
+            let mut other = all.clone();
+            if let Some(b) = other.first_mut() {
+                *b ^= 1;
+                std::fs::write(&path, &other).unwrap();
+                let file = File::open(&path).unwrap();
+                assert_ne!(
+                    hash_prefix(&file, end).unwrap().unwrap().at_end(),
+                    hasher.at_end()
+                );
+            }
+            // Shorter than asked for: no digest.
+            assert!(hash_prefix(&file, end + 1).unwrap().is_none());
+        }
+        // A seeded hasher goes on exactly as one that pushed everything.
+        std::fs::write(&path, &all).unwrap();
+        let file = File::open(&path).unwrap();
+        let mut seeded = hash_prefix(&file, all.len() as u64).unwrap().unwrap();
+        seeded.push(b"more");
+        hasher.push(b"more");
+        assert_eq!(seeded.at_end(), hasher.at_end());
     }
 
     #[test]

@@ -154,6 +154,43 @@ impl Revision {
     }
 }
 
+impl Revision {
+    /// Whether a file that had revision `before` and has this one now may have changed only by
+    /// growing: the same file (device and inode) and longer. A replaced file, or one the same size or
+    /// shorter whose times changed, was rewritten: it must be read whole. (Growth alone proves
+    /// nothing about the bytes before; a reader resuming at a checkpoint still checks them.)
+    pub fn may_only_have_grown_from(&self, before: &Revision) -> bool {
+        self.dev == before.dev && self.ino == before.ino && self.size > before.size
+    }
+}
+
+/// A revision token that does not parse (see [`Revision`]'s `Display`).
+#[derive(Debug, Clone, PartialEq, Eq, thiserror::Error)]
+#[error("not a revision token (dev:ino:size:mtime_ns:ctime_ns): {0:?}")]
+pub struct BadRevision(String);
+
+impl std::str::FromStr for Revision {
+    type Err = BadRevision;
+
+    /// Parses what `Display` wrote.
+    fn from_str(s: &str) -> Result<Self, Self::Err> {
+        let bad = || BadRevision(clip_for_message(s).to_string());
+        let mut parts = s.split(':');
+        let mut next = || parts.next().ok_or_else(bad);
+        let (dev, ino, size, mtime, ctime) = (next()?, next()?, next()?, next()?, next()?);
+        if parts.next().is_some() {
+            return Err(bad());
+        }
+        Ok(Revision {
+            dev: dev.parse().map_err(|_| bad())?,
+            ino: ino.parse().map_err(|_| bad())?,
+            size: size.parse().map_err(|_| bad())?,
+            mtime_ns: mtime.parse().map_err(|_| bad())?,
+            ctime_ns: ctime.parse().map_err(|_| bad())?,
+        })
+    }
+}
+
 impl fmt::Display for Revision {
     fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
         write!(
@@ -195,7 +232,13 @@ pub struct SessionsRoot {
 struct Candidate {
     path: PathBuf,
     compression: Compression,
+    /// Its `lstat`, when that already is its revision (a regular file, not a symlink to one).
+    revision: Option<Revision>,
 }
+
+/// What an earlier listing (or an index built from one) knows of transcripts, by path: a session whose
+/// transcript still has the revision recorded there is listed from it without opening the file.
+pub type KnownSessions = std::collections::HashMap<PathBuf, ListedSession>;
 
 impl SessionsRoot {
     pub fn new(root: impl Into<PathBuf>) -> Self {
@@ -210,13 +253,21 @@ impl SessionsRoot {
     ///
     /// `Err` only when the root exists but is not a readable directory; a missing root lists nothing.
     pub fn list(&self) -> Result<Listing, LogError> {
+        self.list_known(&KnownSessions::new())
+    }
+
+    /// [`SessionsRoot::list`], taking a session from `known` instead of reading its header when its
+    /// transcript's revision (device, inode, size, mtime, ctime: one `stat`) is the one recorded there.
+    /// A revision changes with any write, so the header is then the one read at that revision. An
+    /// unchanged root is listed by reading directories and `stat`ing transcripts, no log opened.
+    pub fn list_known(&self, known: &KnownSessions) -> Result<Listing, LogError> {
         let mut listing = Listing::default();
         let Some(projects) = self.project_dirs()? else {
             return Ok(listing);
         };
         let mut found = Vec::new();
         for project in projects {
-            self.scan_project(&project, &mut found, &mut listing.problems);
+            self.scan_project(&project, known, &mut found, &mut listing.problems);
         }
 
         let mut by_id: BTreeMap<String, Vec<ListedSession>> = BTreeMap::new();
@@ -353,6 +404,7 @@ impl SessionsRoot {
     fn scan_project(
         &self,
         project: &Path,
+        known: &KnownSessions,
         found: &mut Vec<ListedSession>,
         problems: &mut Vec<LogError>,
     ) {
@@ -374,7 +426,7 @@ impl SessionsRoot {
                 continue;
             }
             let listed = transcript_in(&path)
-                .and_then(|candidate| candidate.map(|c| self.read_candidate(c)).transpose())
+                .and_then(|candidate| candidate.map(|c| self.known_or_read(c, known)).transpose())
                 .and_then(|session| {
                     if let Some(session) = &session {
                         self.check_identity(session)?;
@@ -389,9 +441,29 @@ impl SessionsRoot {
         }
     }
 
+    /// The known session at the candidate's path when its revision is unchanged, else its header read.
+    fn known_or_read(
+        &self,
+        candidate: Candidate,
+        known: &KnownSessions,
+    ) -> Result<ListedSession, LogError> {
+        if let Some(k) = known.get(&candidate.path) {
+            let revision = match candidate.revision {
+                Some(r) => Some(r),
+                None => Revision::of(&candidate.path).ok(),
+            };
+            if revision == Some(k.revision) && k.compression == candidate.compression {
+                return Ok(k.clone());
+            }
+        }
+        self.read_candidate(candidate)
+    }
+
     /// Reads the header (leniently) and the revision of a transcript.
     fn read_candidate(&self, candidate: Candidate) -> Result<ListedSession, LogError> {
-        let Candidate { path, compression } = candidate;
+        let Candidate {
+            path, compression, ..
+        } = candidate;
         let revision = Revision::of(&path).map_err(|err| LogError::io(&path, &err))?;
         let (header, diagnostics, read_compression) =
             read_header(&path, &ReadOptions::default()).map_err(|err| err.at_path(&path))?;
@@ -457,12 +529,20 @@ fn transcript_in(dir: &Path) -> Result<Option<Candidate>, LogError> {
     let mut present = Vec::new();
     for c in ENCODINGS {
         let path = dir.join(c.transcript_name());
-        if entry_kind(&path)?.is_some() {
-            present.push(Candidate {
-                path,
-                compression: c,
-            });
-        }
+        let meta = match fs::symlink_metadata(&path) {
+            Ok(meta) => meta,
+            Err(err) if err.kind() == io::ErrorKind::NotFound => continue,
+            Err(err) => return Err(LogError::io(&path, &err)),
+        };
+        let revision = meta
+            .file_type()
+            .is_file()
+            .then(|| Revision::from_metadata(&meta));
+        present.push(Candidate {
+            path,
+            compression: c,
+            revision,
+        });
     }
     match present.len() {
         0 => Ok(None),
@@ -585,5 +665,33 @@ mod tests {
             ctime_ns: -6,
         };
         assert_eq!(r.to_string(), "1:2:3:4000000005:-6");
+        assert_eq!("1:2:3:4000000005:-6".parse::<Revision>(), Ok(r));
+        for bad in ["", "1:2:3:4", "1:2:3:4:5:6", "1:x:3:4:5", "-1:2:3:4:5"] {
+            assert!(bad.parse::<Revision>().is_err(), "{bad:?}");
+        }
+    }
+
+    #[test]
+    fn only_a_longer_file_with_the_same_identity_may_have_only_grown() {
+        let before = Revision {
+            dev: 1,
+            ino: 2,
+            size: 100,
+            mtime_ns: 10,
+            ctime_ns: 10,
+        };
+        let grown = Revision {
+            size: 150,
+            mtime_ns: 20,
+            ctime_ns: 20,
+            ..before
+        };
+        assert!(grown.may_only_have_grown_from(&before));
+        // Another inode (`sed -i`, a rename over the log), another device, the same size with new
+        // times (an edit in place, `cat new > log`), or shorter: rewritten.
+        assert!(!Revision { ino: 3, ..grown }.may_only_have_grown_from(&before));
+        assert!(!Revision { dev: 9, ..grown }.may_only_have_grown_from(&before));
+        assert!(!Revision { size: 100, ..grown }.may_only_have_grown_from(&before));
+        assert!(!Revision { size: 99, ..grown }.may_only_have_grown_from(&before));
     }
 }

@@ -562,7 +562,10 @@ impl LogReader {
                         Err(line_too_long(self.scanner.line().saturating_add(1), *cap))
                     }
                     RawLine::Line => {
-                        if self.scanner.feed(line, &mut self.pending)? > 0 {
+                        // Every committed line enters the window (a packed row may hold no event).
+                        let committed = self.scanner.committed();
+                        self.scanner.feed(line, &mut self.pending)?;
+                        if self.scanner.committed() != committed {
                             self.track.window.push(line);
                         }
                         Ok(true)
@@ -769,8 +772,9 @@ impl LogReader {
         let mut track = Tracking::new(count, offset);
         track.header_line = checkpoint.header_line.clone();
         track.header_guard = checkpoint.header_guard;
-        track.window = GuardWindow::seeded(&reopened.tail);
+        track.window = GuardWindow::seeded(&reopened.tail, reopened.prefix);
         track.guard_read = reopened.bytes_read;
+        track.verified = reopened.verified;
         track.skip_below = checkpoint.next_seq;
         Ok(Resumed::Continue(Self {
             path: path.to_path_buf(),
@@ -796,6 +800,13 @@ impl LogReader {
     /// and what follows the checkpoint, which is how a test tells a resume from a re-read.
     pub fn bytes_read(&self) -> u64 {
         self.track.bytes_read()
+    }
+
+    /// For a resumed reader, the bytes before the checkpoint's offset it read and hashed to prove that
+    /// the log only grew (0 for a reader that started at the beginning). Not in [`Self::bytes_read`]:
+    /// those bytes are hashed, never parsed.
+    pub fn verified_bytes(&self) -> u64 {
+        self.track.verified
     }
 
     /// Whether the event the iterator returned last is a synthetic crash closer (spec §1.9) rather than
@@ -849,12 +860,9 @@ impl LogReader {
         let next_seq = self.next_seq.max(self.track.skip_below);
         // Every event the scanner accepted is covered (none pending, none refused by a later check).
         let all_covered = next_seq >= scanner.next_seq();
-        let at_end = (
-            scanner.committed_line(),
-            scanner.next_seq(),
-            window.at_end(),
-        );
-        let (offset, (line, scan_seq, guard)) = match &self.input {
+        let at_end = (scanner.committed_line(), scanner.next_seq(), true);
+        // `unit_end`: the offset is where the last unit the window saw ends, not where it starts.
+        let (offset, (line, scan_seq, unit_end)) = match &self.input {
             Input::Raw { header_len, .. } => {
                 if all_covered {
                     (header_len.saturating_add(scanner.committed()), at_end)
@@ -862,24 +870,26 @@ impl LogReader {
                     // Inside a packed row: resume at the row's line.
                     let (start, seq0) = scanner.last_line_start();
                     let line = scanner.committed_line().saturating_sub(1);
-                    (
-                        header_len.saturating_add(start),
-                        (line, seq0, window.before_unit()),
-                    )
+                    (header_len.saturating_add(start), (line, seq0, false))
                 }
             }
             Input::Zstd(z) => {
                 let frame = (z.frame_line, z.frame_seq);
                 if z.torn_start.is_some() {
                     // The torn frame never enters the window: its end is the frame's start.
-                    (z.frame_start, (frame.0, frame.1, window.at_end()))
+                    (z.frame_start, (frame.0, frame.1, true))
                 } else if all_covered && z.pos >= z.plain.len() && z.decoding.is_none() {
                     (z.committed, at_end)
                 } else {
                     // Inside a frame: resume at its start.
-                    (z.frame_start, (frame.0, frame.1, window.before_unit()))
+                    (z.frame_start, (frame.0, frame.1, false))
                 }
             }
+        };
+        let (guard, prefix) = if unit_end {
+            (window.at_end(), window.prefix.at_end())
+        } else {
+            (window.before_unit(), window.prefix.before_unit())
         };
         ReadCheckpoint {
             version: CHECKPOINT_VERSION,
@@ -892,6 +902,7 @@ impl LogReader {
             header_line: self.track.header_line.clone(),
             header_guard: self.track.header_guard,
             tail_guard: Guard::of(guard, offset),
+            prefix,
             legacy: self.legacy.state_before(next_seq),
             closers: self.closers.clone(),
             notes: NotesState::of(&self.notes),

@@ -13,6 +13,7 @@
 //! process that lent them, so they are dropped on open and re-observed by the next search.
 
 pub mod cjk;
+pub mod failed;
 pub mod hot;
 pub mod lock;
 pub mod schema;

@@ -6,7 +6,8 @@
 //!   their MAC;
 //! - `sessions`: one row per indexed source (a live session, or a log on disk), with the header columns a
 //!   hit carries, the stamp that says whether the source changed, where a grown log's read resumes
-//!   (`checkpoint`: its fold and read checkpoint, zstd JSON), the folded title, the row's own
+//!   (`checkpoint`: its fold and read checkpoint, zstd JSON), the header record a log was listed with
+//!   (`listed`: so an unchanged root is listed again without opening a log), the folded title, the row's own
 //!   generation, and whether it is visible to search (the live copy shadows the disk copy; a conflicting
 //!   pair is hidden);
 //! - `docs`: one row per document (an event with text, spec §3), keyed by the FTS rowid: session, seq,
@@ -14,7 +15,9 @@
 //!   snippets. Labels live here so a later replacement relabels with an UPDATE, never re-indexing text;
 //! - `fts`: a contentless FTS5 table (`unicode61`, see `cjk::TOKENIZE`) over the text with CJK characters split into one-token
 //!   runs (`super::cjk`); `contentless_delete=1` lets a session's documents be deleted by rowid;
-//! - `hot_phrases`, `hot_hits`: common phrases' ranking keys, ordered like the ranking (`super::hot`).
+//! - `hot_phrases`, `hot_hits`: common phrases' ranking keys, ordered like the ranking (`super::hot`);
+//! - `failed_logs`: logs that could not be indexed, with the revision that failed and the report
+//!   (`super::failed`), so a new process neither re-reads an unchanged broken log nor forgets to report it.
 
 use rusqlite::Connection;
 
@@ -22,10 +25,10 @@ use rusqlite::Connection;
 pub const APPLICATION_ID: i32 = 0x4453_4851;
 
 /// `PRAGMA user_version` of the current schema. An index of ours with another version is rebuilt.
-pub const SCHEMA_VERSION: i32 = 4;
+pub const SCHEMA_VERSION: i32 = 5;
 
 /// Every table the current schema creates (FTS5 shadow tables included).
-const OUR_TABLES: [&str; 10] = [
+const OUR_TABLES: [&str; 11] = [
     "state",
     "sessions",
     "docs",
@@ -36,6 +39,7 @@ const OUR_TABLES: [&str; 10] = [
     "fts_config",
     "hot_phrases",
     "hot_hits",
+    "failed_logs",
 ];
 
 /// Why a database is not ours to use.
@@ -153,12 +157,15 @@ pub fn apply(conn: &mut Connection, verdict: Verdict) -> Result<(), SchemaError>
              agent_preset TEXT,
              stamp TEXT NOT NULL,
              event_count INTEGER NOT NULL,
-             checkpoint BLOB,
+             listed TEXT,
              title TEXT,
              generation INTEGER NOT NULL,
              visible INTEGER NOT NULL DEFAULT 0,
              is_live INTEGER NOT NULL DEFAULT 0,
-             is_persisted INTEGER NOT NULL DEFAULT 0
+             is_persisted INTEGER NOT NULL DEFAULT 0,
+             -- Last: reading a column stored after a large value walks that value's overflow pages,
+             -- and this is the one column only a resume reads.
+             checkpoint BLOB
          ) STRICT;
          CREATE UNIQUE INDEX IF NOT EXISTS sessions_live ON sessions (id) WHERE source = 'live';
          CREATE UNIQUE INDEX IF NOT EXISTS sessions_path ON sessions (path) WHERE source = 'persisted';
@@ -188,7 +195,14 @@ pub fn apply(conn: &mut Connection, verdict: Verdict) -> Result<(), SchemaError>
              doc INTEGER NOT NULL,
              PRIMARY KEY (phrase, spans DESC, len, time DESC, doc DESC)
          ) STRICT, WITHOUT ROWID;
-         CREATE INDEX IF NOT EXISTS hot_hits_doc ON hot_hits (phrase, doc);"
+         CREATE INDEX IF NOT EXISTS hot_hits_doc ON hot_hits (phrase, doc);
+         CREATE TABLE IF NOT EXISTS failed_logs (
+             path BLOB PRIMARY KEY,
+             stamp TEXT NOT NULL,
+             id TEXT,
+             code TEXT NOT NULL,
+             reason TEXT NOT NULL
+         ) STRICT;"
     ))?;
     let has_state: bool = tx.query_row("SELECT count(*) > 0 FROM state", [], |r| r.get(0))?;
     if !has_state {

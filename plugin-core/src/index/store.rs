@@ -414,6 +414,8 @@ pub struct Replacement<'a> {
     /// Where a later read of the log resumes (opaque to the store), stored with the row so that it
     /// survives a restart; `None` for live rows and logs that cannot resume.
     pub resume: Option<&'a [u8]>,
+    /// The header record of a persisted log as read at `stamp` (see [`listed_sessions`]).
+    pub listed: Option<&'a str>,
 }
 
 /// Replaces (or creates) the row for `new.key` and all its documents, as one write step. Returns the
@@ -437,8 +439,9 @@ pub fn replace_session(
         let h = new.header;
         tx.prepare_cached(
             "INSERT INTO sessions (source, id, path, version, created_at, cwd, parent_session, seed_length,
-                 delegation_depth, agent_preset, stamp, event_count, title, generation, checkpoint)
-             VALUES (?1, ?2, ?3, ?4, ?5, ?6, ?7, ?8, ?9, ?10, ?11, ?12, ?13, ?14, ?15)",
+                 delegation_depth, agent_preset, stamp, event_count, title, generation, checkpoint,
+                 listed)
+             VALUES (?1, ?2, ?3, ?4, ?5, ?6, ?7, ?8, ?9, ?10, ?11, ?12, ?13, ?14, ?15, ?16)",
         )?
         .execute(params![
             source,
@@ -455,7 +458,8 @@ pub fn replace_session(
             new.event_count as i64,
             new.title,
             generation as i64,
-            new.resume
+            new.resume,
+            new.listed
         ])?;
         let sid = tx.last_insert_rowid();
         insert_docs(tx, sid, docs)?;
@@ -543,6 +547,24 @@ pub fn extend_session(
 }
 
 /// The resume state stored with row `sid` (see [`Replacement::resume`]), if any.
+/// Every persisted row's path, stamp (its revision when indexed) and the header record it was read
+/// with: what a listing needs to take an unchanged log from the index instead of opening it.
+pub fn listed_sessions(conn: &Connection) -> rusqlite::Result<Vec<(PathBuf, String, String)>> {
+    let mut stmt = conn.prepare(
+        "SELECT path, stamp, listed FROM sessions
+         WHERE source = 'persisted' AND path IS NOT NULL AND listed IS NOT NULL",
+    )?;
+    let rows = stmt.query_map([], |r| {
+        let path: Vec<u8> = r.get(0)?;
+        Ok((
+            PathBuf::from(std::ffi::OsString::from_vec(path)),
+            r.get(1)?,
+            r.get(2)?,
+        ))
+    })?;
+    rows.collect()
+}
+
 pub fn stored_resume(conn: &Connection, sid: i64) -> rusqlite::Result<Option<Vec<u8>>> {
     let stored: Option<Option<Vec<u8>>> = conn
         .prepare_cached("SELECT checkpoint FROM sessions WHERE sid = ?1")?

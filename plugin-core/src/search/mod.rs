@@ -30,6 +30,8 @@ pub mod snippet;
 pub mod sql;
 
 #[cfg(test)]
+mod fresh_tests;
+#[cfg(test)]
 mod hot_tests;
 #[cfg(test)]
 mod tests;
@@ -96,6 +98,8 @@ pub struct Search {
     index_path: PathBuf,
     host: Arc<HostContextBox>,
     state: Mutex<State>,
+    /// `longLived` of the config: whether the engine watches the root.
+    long_lived: bool,
 }
 
 fn no_progress(_: u64, _: u64) {}
@@ -122,17 +126,27 @@ impl Search {
         let state = match config.open_at {
             OpenAt::Never => State::Disabled,
             OpenAt::FirstSearch => State::Pending,
-            OpenAt::Startup => State::Open(Box::new(Engine::new(Index::open(
-                index_path,
-                host.clone(),
-            )?)?)),
+            OpenAt::Startup => State::Open(Box::new(
+                Engine::new(Index::open(index_path, host.clone())?)?.long_lived(config.long_lived),
+            )),
         };
         Ok(Self {
             limits,
             index_path: index_path.to_path_buf(),
             host,
             state: Mutex::new(state),
+            long_lived: config.long_lived,
         })
+    }
+
+    /// The logs the open index holds, each with the revision and header it was indexed at, for a
+    /// listing that must not open unchanged logs ([`Corpus::seed_known`]). Empty when the index is
+    /// not open yet.
+    pub fn known_listing(&self) -> Vec<host_api::log::layout::ListedSession> {
+        match &*self.lock() {
+            State::Open(engine) => engine.known_listing(),
+            _ => Vec::new(),
+        }
     }
 
     fn lock(&self) -> MutexGuard<'_, State> {
@@ -145,7 +159,7 @@ impl Search {
     fn engine<'a>(&self, state: &'a mut State) -> Result<&'a mut Engine, PluginError> {
         if let State::Pending = state {
             *state = match Index::open(&self.index_path, self.host.clone()).and_then(Engine::new) {
-                Ok(engine) => State::Open(Box::new(engine)),
+                Ok(engine) => State::Open(Box::new(engine.long_lived(self.long_lived))),
                 Err(e) => State::Failed(e),
             };
         }

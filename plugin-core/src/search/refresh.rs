@@ -29,11 +29,12 @@
 use std::collections::{HashMap, HashSet};
 use std::path::{Path, PathBuf};
 use std::sync::Arc;
+use std::time::{Duration, Instant};
 
 use host_api::abi::wire::search::{HitHeader, Skipped};
 use host_api::abi::{ErrorCode, LiveSession, PluginError};
 use host_api::log::checkpoint::{ReadCheckpoint, Resumed};
-use host_api::log::layout::{ListedSession, SessionsRoot};
+use host_api::log::layout::{ListedSession, Revision, SessionsRoot};
 use host_api::log::read::{
     read_header, read_log_with_checkpoint, LogReader, ReadOptions, SessionLog,
 };
@@ -42,6 +43,7 @@ use host_api::surface::{Label, SurfaceFold};
 use serde::{Deserialize, Serialize};
 
 use crate::corpus::{Corpus, LoadedSession, SessionData};
+use crate::index::failed;
 use crate::index::store::{
     self, Doc, PackedDoc, Replacement, RowKey, SessionRow, Source, Visibility,
 };
@@ -58,15 +60,30 @@ fn live_epoch(session: &LiveSession) -> u64 {
     session.epoch
 }
 
+/// How often a long-lived engine lists the whole root by `stat` even though its watch reported
+/// nothing: a watch cannot see writes through network and FUSE mounts or another bind mount of the
+/// same files, and its queue can overflow unnoticed. A sweep opens only logs whose revision changed;
+/// its cost is one `stat` per transcript and one directory read per session (measured in the search
+/// benchmark: "no-change check, whole-root sweep").
+pub const SWEEP_EVERY: Duration = Duration::from_secs(10);
+
+/// How long a process that does not live long (`longLived: false`, no watch) takes the listing it made
+/// as current: long enough that the refreshes of one command (a search refreshes before and while it
+/// answers) list the root once, short enough that a later command in the same process lists again.
+pub const ONE_SHOT_REUSE: Duration = Duration::from_millis(250);
+
 /// How many logs were read whole and how many resumed from a checkpoint, since the index opened.
 #[derive(Debug, Clone, Copy, Default, PartialEq, Eq)]
 pub struct ReadCounts {
     pub whole: u64,
     pub resumed: u64,
-    /// Full listings of the sessions root (each opens every log's header).
+    /// Full listings of the sessions root (each `stat`s every transcript; headers are read only for
+    /// the ones whose revision is not known).
     pub listings: u64,
     /// Listings of the other harnesses' folders (a stat per transcript).
     pub source_listings: u64,
+    /// Reads of logs that failed (the log is then reported and left out).
+    pub failed: u64,
 }
 
 /// Where a grown log resumes: the fold of its stored events (crash closers excluded) and the checkpoint
@@ -198,6 +215,16 @@ pub(super) struct Engine {
     /// Live sessions that failed, by id, with the stamp that failed and the report.
     live_failed: HashMap<String, (String, Skipped)>,
     pub skipped: Vec<Skipped>,
+    /// Whether the host lives long (config `longLived`): only then is the root watched.
+    long_lived: bool,
+    /// The root the listing is of, when no watch records it.
+    unwatched_root: Option<PathBuf>,
+    /// When the last whole listing started (for the sweep).
+    listed_at: Option<Instant>,
+    /// When the last refresh that listed the whole root finished (for [`ONE_SHOT_REUSE`]).
+    refreshed_at: Option<Instant>,
+    /// [`SWEEP_EVERY`], shorter in tests.
+    pub(super) sweep_every: Duration,
 }
 
 fn index_failed(what: impl std::fmt::Display) -> PluginError {
@@ -291,6 +318,12 @@ impl Engine {
             .into_iter()
             .map(|row| (key_of(&row), row))
             .collect();
+        // What earlier processes found broken, not read again until the file changes.
+        let failed = failed::load(conn)
+            .unwrap_or_default()
+            .into_iter()
+            .map(|(path, stamp, report)| (path, (stamp, report)))
+            .collect();
         Ok(Self {
             index,
             rows,
@@ -299,14 +332,66 @@ impl Engine {
             watch: None,
             source_watches: Vec::new(),
             listing: None,
-            failed: HashMap::new(),
+            failed,
             resume: HashMap::new(),
             clock: 0,
             resume_events: 0,
             reads: ReadCounts::default(),
             live_failed: HashMap::new(),
             skipped: Vec::new(),
+            long_lived: true,
+            unwatched_root: None,
+            listed_at: None,
+            refreshed_at: None,
+            sweep_every: SWEEP_EVERY,
         })
+    }
+
+    /// Sets whether the host lives long (see [`Engine::long_lived`]'s field).
+    pub fn long_lived(mut self, long_lived: bool) -> Self {
+        self.long_lived = long_lived;
+        self
+    }
+
+    /// Every log the index holds with the revision and header it was indexed at (see
+    /// `store::listed_sessions`). A row whose stamp or header does not parse is left out: the listing
+    /// then reads that log's header itself.
+    pub fn known_listing(&self) -> Vec<ListedSession> {
+        let Some(conn) = self.index.connection() else {
+            return Vec::new();
+        };
+        let Ok(rows) = store::listed_sessions(conn) else {
+            return Vec::new();
+        };
+        rows.into_iter()
+            .filter_map(|(path, stamp, line)| {
+                let revision = stamp.parse::<Revision>().ok()?;
+                let (header, diagnostics) = SessionHeader::parse(line.as_bytes(), false).ok()?;
+                let zstd = path
+                    .file_name()
+                    .is_some_and(|n| n == Compression::Zstd.transcript_name());
+                Some(ListedSession {
+                    header,
+                    diagnostics,
+                    path,
+                    compression: if zstd {
+                        Compression::Zstd
+                    } else {
+                        Compression::None
+                    },
+                    revision,
+                })
+            })
+            .collect()
+    }
+
+    /// Drops what the watch reported so far without looking at it: a change the watch did not see
+    /// (for tests of the sweep).
+    #[cfg(test)]
+    pub fn miss_pending_changes(&self) {
+        if let Some((_, w)) = &self.watch {
+            let _ = w.take();
+        }
     }
 
     /// Whether a watch runs and has reported a change the next refresh will list (for tests that write
@@ -345,6 +430,8 @@ impl Engine {
     ) -> Result<(), PluginError> {
         let result = self.try_refresh(corpus, cancelled, progress);
         if result.is_err() {
+            self.listed_at = None;
+            self.refreshed_at = None;
             if let Some((_, w)) = &self.watch {
                 w.mark_dirty();
             }
@@ -373,18 +460,42 @@ impl Engine {
             return Err(aborted());
         }
         let root = corpus.sessions_root().map(Path::to_path_buf);
-        // A root that did not exist (so could not be watched) is watched once it does.
-        let rewatch = |(r, w): &(Option<PathBuf>, RootWatch)| {
-            *r != root || (!w.is_watching() && root.as_deref().is_some_and(Path::is_dir))
-        };
-        if self.watch.as_ref().is_none_or(rewatch) {
-            self.watch = Some((root.clone(), RootWatch::new(root.as_deref())));
+        if self.long_lived {
+            // A root that did not exist (so could not be watched) is watched once it does.
+            let rewatch = |(r, w): &(Option<PathBuf>, RootWatch)| {
+                *r != root || (!w.is_watching() && root.as_deref().is_some_and(Path::is_dir))
+            };
+            if self.watch.as_ref().is_none_or(rewatch) {
+                self.watch = Some((root.clone(), RootWatch::new(root.as_deref())));
+                self.listing = None;
+            }
+        } else if self.unwatched_root != root {
+            // A process that answers and exits sets up no watch (one inotify watch per folder of
+            // the root, for a process about to exit, costs more than the stats it would save).
+            self.unwatched_root = root.clone();
             self.listing = None;
         }
-        let pending = self
-            .watch
-            .as_ref()
-            .map_or(Pending::Everything, |(_, w)| w.take());
+        let now = Instant::now();
+        let age = self.listed_at.map(|t| now.saturating_duration_since(t));
+        let pending = match &self.watch {
+            Some((_, w)) if self.long_lived => {
+                let reported = w.take();
+                // The sweep: now and then everything, whatever the watch said.
+                if age.is_none_or(|age| age >= self.sweep_every) {
+                    Pending::Everything
+                } else {
+                    reported
+                }
+            }
+            _ if !self.long_lived
+                && self
+                    .refreshed_at
+                    .is_some_and(|t| now.saturating_duration_since(t) < ONE_SHOT_REUSE) =>
+            {
+                Pending::Nothing
+            }
+            _ => Pending::Everything,
+        };
         let patched = match (&pending, &root) {
             (Pending::Nothing, _) => self.listing.is_some(),
             (Pending::Paths(paths), Some(root)) => self.patch_listing(corpus, root, paths),
@@ -397,6 +508,7 @@ impl Engine {
         if !patched {
             self.listing = Some(corpus.list_persisted()?);
             self.reads.listings += 1;
+            self.listed_at = Some(now);
         } else if sources_dirty {
             let fresh = corpus.list_sources();
             if let Some(listing) = self.listing.as_mut() {
@@ -404,8 +516,26 @@ impl Engine {
                 listing.extend(fresh);
             }
         }
+        let result =
+            self.compare_and_write(corpus, cancelled, progress, patched, sources_dirty, &pending);
+        if result.is_ok() && !patched {
+            self.refreshed_at = Some(Instant::now());
+        }
+        result
+    }
+
+    /// The rest of a refresh, once the listing is current: what changed is compared and written.
+    fn compare_and_write(
+        &mut self,
+        corpus: &Corpus,
+        cancelled: &dyn Fn() -> bool,
+        progress: &dyn Fn(u64, u64),
+        patched: bool,
+        sources_dirty: bool,
+        pending: &Pending,
+    ) -> Result<(), PluginError> {
         let live: Vec<LiveSession> = corpus.live_sessions();
-        if patched && pending == Pending::Nothing && !sources_dirty && self.live_unchanged(&live) {
+        if patched && *pending == Pending::Nothing && !sources_dirty && self.live_unchanged(&live) {
             // Nothing on disk was reported and every live session is as indexed: nothing to compare.
             return Ok(());
         }
@@ -430,8 +560,15 @@ impl Engine {
                 persisted_work.push(listed);
             }
         }
-        self.failed
-            .retain(|p, _| listed_paths.contains(p.as_path()));
+        let gone: Vec<PathBuf> = self
+            .failed
+            .keys()
+            .filter(|p| !listed_paths.contains(p.as_path()))
+            .cloned()
+            .collect();
+        for path in gone {
+            self.forget_failure(&path);
+        }
         let mut deletes: Vec<i64> = self
             .rows
             .iter()
@@ -696,8 +833,20 @@ impl Engine {
         let stamp = listed.revision.to_string();
         let old = self.rows.get(&key).cloned();
         let opts = read_options(listed);
+        // A resume is tried only for the same file grown longer (its bytes before the checkpoint are
+        // then proven unchanged by the reader): a replaced file, or one whose times changed at the
+        // same size or shorter, is read whole.
+        let may_resume = old.as_ref().is_some_and(|row| {
+            row.stamp
+                .parse::<Revision>()
+                .is_ok_and(|before| listed.revision.may_only_have_grown_from(&before))
+        });
         let state = match &old {
-            Some(row) => self.resume_state(row)?,
+            Some(row) if may_resume => self.resume_state(row)?,
+            Some(_) => {
+                self.take_resume(&listed.path);
+                None
+            }
             None => None,
         };
         if let (Some(row), Some(state)) = (&old, state) {
@@ -759,6 +908,11 @@ impl Engine {
             header: ready.header,
             title: ready.title,
             count: ready.count,
+            // Another harness's transcript has no checkpoint: its listing stats and reads it itself.
+            listed: ready
+                .resume_from
+                .as_ref()
+                .map(|(_, checkpoint)| checkpoint.header_line().to_owned()),
         };
         self.write_rows(
             key,
@@ -770,7 +924,7 @@ impl Engine {
             generation,
         )?;
         self.reads.whole += 1;
-        self.failed.remove(&listed.path);
+        self.forget_failure(&listed.path);
         if let Some((fold, checkpoint)) = ready.resume_from {
             self.remember_resume(&listed.path, fold, checkpoint);
         }
@@ -792,13 +946,9 @@ impl Engine {
     ) -> Result<(), Failure> {
         let fold_error =
             |e: host_api::surface::FoldError| Failure::Log(LogError::from(e).at_path(&listed.path));
-        for event in log.stored() {
-            fold.apply(event).map_err(fold_error)?;
-        }
-        let pre_closers = fold.clone();
-        for event in log.closers() {
-            fold.apply(event).map_err(fold_error)?;
-        }
+        let pre_closers = fold_to_checkpoint(&mut fold, &log, &checkpoint, true)
+            .map_err(fold_error)?
+            .unwrap_or_else(|| fold.clone());
         let header = log.header.clone();
         let events: Vec<Arc<Event>> = log.events.into_iter().map(Arc::new).collect();
         let relabel: Vec<(u64, Label)> = events
@@ -838,7 +988,7 @@ impl Engine {
                 row.title = title;
             }
         }
-        self.failed.remove(&listed.path);
+        self.forget_failure(&listed.path);
         self.remember_resume(&listed.path, pre_closers, checkpoint);
         Ok(())
     }
@@ -889,6 +1039,15 @@ impl Engine {
             }))
     }
 
+    /// Forgets that the log at `path` failed, here and in the index.
+    fn forget_failure(&mut self, path: &Path) {
+        if self.failed.remove(path).is_some() {
+            if let Some(conn) = self.index.connection() {
+                failed::forget(conn, path);
+            }
+        }
+    }
+
     fn take_resume(&mut self, path: &Path) -> Option<ResumeState> {
         let state = self.resume.remove(path)?;
         self.resume_events = self.resume_events.saturating_sub(state.fold.folded());
@@ -911,6 +1070,10 @@ impl Engine {
             code: e.code.as_str().to_string(),
             reason: log_error_text(e),
         };
+        self.reads.failed += 1;
+        if let Some(conn) = self.index.connection() {
+            failed::put(conn, &listed.path, &stamp, &report);
+        }
         self.failed.insert(listed.path.clone(), (stamp, report));
         self.take_resume(&listed.path);
         if let Some(sid) = old_sid {
@@ -1038,6 +1201,7 @@ impl Engine {
             header: hit_header(data.header()),
             title: title_json(session),
             count: data.events().len() as u64,
+            listed: None,
         };
         let docs = docs(data.events(), fold);
         self.write_rows(key, rows, docs, stamp, old_sid, None, generation)
@@ -1059,6 +1223,7 @@ impl Engine {
             header,
             title,
             count,
+            listed,
         } = rows;
         let replacement = Replacement {
             key: &key,
@@ -1067,6 +1232,7 @@ impl Engine {
             event_count: count,
             title: title.clone(),
             resume,
+            listed: listed.as_deref(),
         };
         let sid = store::replace_session(self.conn()?, old_sid, &replacement, docs, generation)
             .map_err(index_failed)?;
@@ -1148,6 +1314,8 @@ struct Rows {
     header: HitHeader,
     title: Option<String>,
     count: u64,
+    /// A log's header record (see `store::listed_sessions`).
+    listed: Option<String>,
 }
 
 /// A log read whole with everything its write needs made ready: its packed documents, row, resume state
@@ -1219,13 +1387,8 @@ fn read_ready(sources: &Sources, listed: &ListedSession, opts: &ReadOptions) -> 
     }
     let fold_error = |e: host_api::surface::FoldError| LogError::from(e).at_path(path);
     let mut fold = SurfaceFold::new();
-    for event in log.stored() {
-        fold.apply(event).map_err(fold_error)?;
-    }
-    let pre_closers = (!log.closers().is_empty()).then(|| fold.clone());
-    for event in log.closers() {
-        fold.apply(event).map_err(fold_error)?;
-    }
+    let pre_closers =
+        fold_to_checkpoint(&mut fold, &log, &checkpoint, false).map_err(fold_error)?;
     let data = Arc::new(SessionData::new(
         log.header,
         log.events.into_iter().map(Arc::new).collect(),
@@ -1271,6 +1434,29 @@ fn read_imported(sources: &Sources, listed: &ListedSession) -> WholeRead {
         resume: None,
         resume_from: None,
     })
+}
+
+/// Folds every event of `log` into `fold` and returns the fold as it was at `checkpoint` (where a
+/// later resume goes on): before the first event the checkpoint does not cover, which is a crash
+/// closer or an event salvaged from a torn zstd frame (the checkpoint stays at that frame's start, so
+/// the frame, once complete, is read again from its first event). `None` when that is the end state
+/// and `always` is false (the caller then keeps `fold` itself, sparing a copy).
+fn fold_to_checkpoint(
+    fold: &mut SurfaceFold,
+    log: &SessionLog,
+    checkpoint: &ReadCheckpoint,
+    always: bool,
+) -> Result<Option<SurfaceFold>, host_api::surface::FoldError> {
+    let covered = checkpoint.next_seq();
+    let mut at_checkpoint = None;
+    for (k, event) in log.events.iter().enumerate() {
+        let uncovered = k >= log.stored().len() || event.seq >= covered;
+        if uncovered && at_checkpoint.is_none() {
+            at_checkpoint = Some(fold.clone());
+        }
+        fold.apply(event)?;
+    }
+    Ok(at_checkpoint.or_else(|| always.then(|| fold.clone())))
 }
 
 /// A codec error without its path (the report names the path): `line N: seq S: message`.

@@ -3,7 +3,8 @@
 
 use std::io::Write;
 
-use super::{print, start_host, CommandError, Options};
+use super::{print, start_host_in, CommandError, Options};
+use crate::ShadowPlace;
 use crate::chat::plugin::PluginServices;
 use crate::chat::ChatEnv;
 use crate::cli::ModelArgs;
@@ -33,7 +34,9 @@ pub fn run(options: &Options, model: &ModelArgs, out: &mut dyn Write) -> Result<
             corpus.root().display()
         ),
     )?;
-    let host = start_host(&options, corpus.root())?;
+    // It reloads nothing, so no shadow folder; but it lives long enough to change its own sources
+    // between calls, so the plugin watches them rather than reusing a one-shot listing.
+    let host = start_host_in(&options, corpus.root(), ShadowPlace::Memory, true)?;
     if host.serving().is_none() {
         super::plugins::print_status(&host, false, out)?;
         return Ok(1);

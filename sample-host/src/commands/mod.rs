@@ -69,10 +69,11 @@ impl Options {
     }
 
     /// The plugin's JSON config for these options.
-    pub fn plugin_config(&self) -> String {
+    pub fn plugin_config(&self, long_lived: bool) -> String {
         let index = self.index.clone().unwrap_or_else(paths::default_index_path);
         // Longer than the spec's default, so the host can fit the snippet to the terminal around its match.
-        let mut config = json!({"indexPath": index, "snippetChars": SNIPPET_CHARS});
+        let mut config =
+            json!({"indexPath": index, "snippetChars": SNIPPET_CHARS, "longLived": long_lived});
         let (claude, codex) = self.source_dirs();
         if let Some(dir) = claude {
             config["claudeProjects"] = json!(dir);
@@ -345,26 +346,29 @@ pub fn run(cli: Cli, out: &mut dyn Write) -> Result<i32, CommandError> {
 const SNIPPET_CHARS: u64 = 240;
 
 /// Loads the plugin folder for a one-shot command: its shadows live in memory, so it makes no folder
-/// and can leave none behind. A host with nothing serving is still returned (its calls answer
+/// and can leave none behind; the plugin is told the host does not live long (`longLived: false`), so it
+/// watches nothing and compares the root with its index by `stat`. A host with nothing serving is still returned (its calls answer
 /// `PLUGIN_UNAVAILABLE`); why nothing serves goes to the log.
 pub fn start_host(options: &Options, sessions: PathBuf) -> Result<Arc<PluginHost>, CommandError> {
-    start_host_in(options, sessions, ShadowPlace::Memory)
+    start_host_in(options, sessions, ShadowPlace::Memory, false)
 }
 
 /// Loads the plugin folder for a host that keeps running and reloads (`watch`, `chat`): its shadows
 /// are files in a folder of its own (reflinks where the file system has them), which it removes on
-/// every way out, and the start sweeps the folders of hosts that died without removing theirs.
+/// every way out, and the start sweeps the folders of hosts that died without removing theirs; the
+/// plugin watches the sessions root (`longLived: true`).
 pub fn start_reloading_host(
     options: &Options,
     sessions: PathBuf,
 ) -> Result<Arc<PluginHost>, CommandError> {
-    start_host_in(options, sessions, ShadowPlace::Folder(None))
+    start_host_in(options, sessions, ShadowPlace::Folder(None), true)
 }
 
-fn start_host_in(
+pub(super) fn start_host_in(
     options: &Options,
     sessions: PathBuf,
     shadows: ShadowPlace,
+    long_lived: bool,
 ) -> Result<Arc<PluginHost>, CommandError> {
     let (plugins_dir, only_file) = match &options.plugins {
         Some(dir) => (dir.clone(), None),
@@ -375,7 +379,7 @@ fn start_host_in(
         .clone()
         .unwrap_or_else(paths::default_index_path);
     errors::check_index_path(&index)?;
-    let config = options.plugin_config();
+    let config = options.plugin_config(long_lived);
     let shared = Shared::new(Some(sessions), true);
     let mut host_options = HostOptions::new(plugins_dir, config);
     host_options.only_file = only_file;

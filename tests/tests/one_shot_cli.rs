@@ -1,0 +1,108 @@
+//! One-shot commands on an unchanged root, as a user runs them: the `sample-host` binary and the real
+//! plugin cdylib, watched with `strace`. A process that answers and exits sets up no file-system watch,
+//! and when nothing changed since the index was brought up to date it opens no session log at all; a
+//! log that changed is the one log it opens.
+
+use std::path::Path;
+use std::process::Command;
+
+use tests::host::demo_env;
+use tests::libs::libs;
+
+/// Runs `sample-host … ARGS` under `strace -f -e trace=openat,inotify_add_watch`; returns the traced
+/// calls, or `None` (test skipped, said so) when strace is not installed.
+fn traced(env: &tests::host::DemoEnv, args: &[&str]) -> Option<Vec<String>> {
+    if Command::new("strace").arg("-V").output().is_err() {
+        eprintln!("SKIPPED: strace is not installed (apt-get install strace)");
+        return None;
+    }
+    let trace = env.root().join("strace.txt");
+    let out = Command::new("strace")
+        .args(["-f", "-qq", "-e", "trace=openat,inotify_add_watch", "-o"])
+        .arg(&trace)
+        .arg(&libs().sample_host)
+        .arg("--plugins")
+        .arg(&env.plugins)
+        .arg("--sessions")
+        .arg(&env.sessions)
+        .arg("--index")
+        .arg(&env.index)
+        .args(args)
+        .output()
+        .expect("strace runs");
+    assert!(
+        out.status.success(),
+        "{args:?}: {}{}",
+        String::from_utf8_lossy(&out.stdout),
+        String::from_utf8_lossy(&out.stderr)
+    );
+    let text = std::fs::read_to_string(&trace).expect("strace output");
+    Some(text.lines().map(str::to_owned).collect())
+}
+
+/// The session logs a trace opened (successfully or not).
+fn logs_opened(calls: &[String], sessions: &Path) -> Vec<String> {
+    let root = sessions.display().to_string();
+    calls
+        .iter()
+        .filter(|c| c.contains("openat(") && c.contains(&root) && c.contains("session.jsonl"))
+        .cloned()
+        .collect()
+}
+
+fn watches(calls: &[String]) -> Vec<String> {
+    calls
+        .iter()
+        .filter(|c| c.contains("inotify_add_watch("))
+        .cloned()
+        .collect()
+}
+
+#[test]
+fn an_unchanged_root_one_shot_search_opens_no_log_and_sets_up_no_watch() {
+    let env = demo_env();
+    // The first run builds the index: it reads every log, but watches nothing.
+    let Some(first) = traced(&env, &["search", "parser"]) else {
+        return;
+    };
+    assert!(!logs_opened(&first, &env.sessions).is_empty());
+    assert_eq!(watches(&first), Vec::<String>::new());
+    for args in [
+        &["search", "parser"][..],
+        &["sessions"],
+        &["diagnostics"],
+        &["candidates"],
+    ] {
+        let calls = traced(&env, args).unwrap();
+        assert_eq!(
+            logs_opened(&calls, &env.sessions),
+            Vec::<String>::new(),
+            "{args:?} opened a log of an unchanged root"
+        );
+        assert_eq!(
+            watches(&calls),
+            Vec::<String>::new(),
+            "{args:?} set up a watch"
+        );
+    }
+    // One log changes: that log, and only it, is opened.
+    let grown = std::fs::read_dir(&env.sessions)
+        .unwrap()
+        .flatten()
+        .flat_map(|p| std::fs::read_dir(p.path()).unwrap().flatten())
+        .map(|s| s.path().join("session.jsonl"))
+        .find(|p| p.exists())
+        .expect("a raw log in the demo corpus");
+    // Written again with the same bytes: its times changed, so it is read again (whole).
+    let bytes = std::fs::read(&grown).unwrap();
+    std::thread::sleep(std::time::Duration::from_millis(10));
+    std::fs::write(&grown, bytes).unwrap();
+    let calls = traced(&env, &["search", "parser"]).unwrap();
+    let opened = logs_opened(&calls, &env.sessions);
+    assert!(!opened.is_empty(), "the changed log was not read");
+    let shown = grown.display().to_string();
+    assert!(
+        opened.iter().all(|c| c.contains(&shown)),
+        "another log was opened: {opened:?}"
+    );
+}
