@@ -2,8 +2,9 @@
 //! something else, untouched; rebuild an older version of our own schema in place; create what is missing.
 //!
 //! Tables (one file, `application_id` "DSHQ", `user_version` [`SCHEMA_VERSION`]):
-//! - `state`: the cross-session generation cursors are bound to, and a random per-index secret that keys
-//!   their MAC;
+//! - `state`: the cross-session generation cursors are bound to, a random per-index secret that keys
+//!   their MAC, and a count of committed write steps (`commits`: readers on other connections or in other
+//!   processes reload their copy of the session rows when it moves);
 //! - `sessions`: one row per indexed source (a live session, or a log on disk), with the header columns a
 //!   hit carries, the stamp that says whether the source changed, where a grown log's read resumes
 //!   (`checkpoint`: its fold and read checkpoint, zstd JSON), the folded title, the row's own
@@ -22,7 +23,7 @@ use rusqlite::Connection;
 pub const APPLICATION_ID: i32 = 0x4453_4851;
 
 /// `PRAGMA user_version` of the current schema. An index of ours with another version is rebuilt.
-pub const SCHEMA_VERSION: i32 = 4;
+pub const SCHEMA_VERSION: i32 = 5;
 
 /// Every table the current schema creates (FTS5 shadow tables included).
 const OUR_TABLES: [&str; 10] = [
@@ -137,7 +138,8 @@ pub fn apply(conn: &mut Connection, verdict: Verdict) -> Result<(), SchemaError>
          CREATE TABLE IF NOT EXISTS state (
              singleton INTEGER PRIMARY KEY CHECK (singleton = 1),
              generation INTEGER NOT NULL,
-             secret BLOB NOT NULL
+             secret BLOB NOT NULL,
+             commits INTEGER NOT NULL DEFAULT 0
          ) STRICT;
          CREATE TABLE IF NOT EXISTS sessions (
              sid INTEGER PRIMARY KEY,

@@ -36,6 +36,11 @@ mod tests;
 use std::collections::{BTreeMap, HashMap};
 use std::path::{Path, PathBuf};
 use std::sync::{Arc, Mutex, MutexGuard};
+use std::time::{Duration, Instant};
+
+use abi_stable::std_types::RStr;
+use host_api::abi::wire::search::Skipped;
+use host_api::abi::LogLevel;
 
 use host_api::abi::wire::search::{
     Diagnostics, HitHeader, SessionEventSearchHit, SessionEventSearchPage,
@@ -48,7 +53,8 @@ use crate::config::{Config, OpenAt, LIMIT_CEILING};
 use crate::corpus::Corpus;
 use crate::index::store::{self, label_of, RowKey, SessionRow, Source};
 use crate::index::tokens::Tokenizer;
-use crate::index::{cjk, hot, Index};
+use crate::index::{self, cjk, hot, Index};
+use cursor::Cursors;
 use refresh::{aborted, Engine};
 
 /// The search config keys (spec §4.9).
@@ -62,11 +68,50 @@ struct Limits {
 enum State {
     /// `openAt: never`.
     Disabled,
-    /// `openAt: first-search`, not yet opened.
+    /// `openAt: first-search` not yet opened, or an open that may succeed when tried again (another
+    /// process was creating the index).
     Pending,
     Open(Box<Engine>),
     /// A failed open, remembered (spec §4.9: the readiness promise is memoised).
     Failed(PluginError),
+    /// The index was found damaged while in use: the next call deletes and rebuilds it.
+    Damaged(String),
+}
+
+/// What the last refresh of this instance knew that the index does not hold, for readers.
+#[derive(Default)]
+struct Published {
+    skipped: Vec<Skipped>,
+    watching: bool,
+    reads: refresh::ReadCounts,
+    read_only: Option<String>,
+    rebuilt: Option<String>,
+    writer_busy: Option<String>,
+}
+
+/// A reader's own connection and its copy of the session rows at one committed state.
+struct Reader {
+    conn: Connection,
+    cached: Option<Cached>,
+}
+
+struct Cached {
+    version: (u64, u64),
+    rows: HashMap<RowKey, SessionRow>,
+    cursors: Cursors,
+}
+
+/// One committed state of the index, as a search reads it: every statement of one call runs inside
+/// one read transaction of `conn`, and `rows` is the session table of that same state.
+struct View<'a> {
+    conn: &'a Connection,
+    rows: &'a HashMap<RowKey, SessionRow>,
+    /// The cross-session generation cursors are bound to: the stored generation and the count of
+    /// committed steps, so a page never continues a page of another committed state.
+    generation: String,
+    stored_generation: u64,
+    cursors: &'a Cursors,
+    published: &'a Published,
 }
 
 /// One session's title as the index holds it (spec §7.1).
@@ -87,25 +132,48 @@ impl IndexedTitle {
     }
 }
 
+/// How long a search waits for another thread's refresh of this instance before answering from the
+/// committed index, and for another process's update before the same.
+const REFRESH_WAIT: Duration = Duration::from_millis(500);
+
+/// Idle reader connections kept for later calls.
+const IDLE_READERS: usize = 8;
+
 /// The session search of one plugin instance.
+///
+/// Two sides: the writer (the [`Engine`] behind `state`, which brings the index up to date, holding the
+/// index's writer role while it writes) and the readers (`readers`: one connection per concurrent call,
+/// each reading one committed state). A refresh never blocks a reader: a call that finds another
+/// thread refreshing waits at most [`REFRESH_WAIT`] and then answers from what is committed.
 pub struct Search {
     limits: Limits,
     index_path: PathBuf,
     host: Arc<HostContextBox>,
     state: Mutex<State>,
+    readers: Mutex<Vec<Reader>>,
+    published: Mutex<Arc<Published>>,
+    disabled: bool,
 }
 
 fn no_progress(_: u64, _: u64) {}
 
-fn index_failed(what: impl std::fmt::Display) -> PluginError {
+fn index_failed<E: std::fmt::Display + 'static>(what: E) -> PluginError {
     PluginError::new(
         ErrorCode::SessionQueryIndexFailed,
-        format!("session search index failed: {what}"),
+        format!("session search index failed: {}", index::describe(&what)),
     )
+}
+
+fn lock<T>(m: &Mutex<T>) -> MutexGuard<'_, T> {
+    // A panic inside a search is contained by the service; the engine's state is re-derived from the
+    // database by the next refresh, so a poisoned lock is taken over.
+    m.lock().unwrap_or_else(|p| p.into_inner())
 }
 
 impl Search {
     /// Opens the index at `index_path` now (`openAt: startup`), on first search (`first-search`) or never.
+    /// Never fails for the index's sake: a failed open is remembered and reported by every search, so
+    /// the instance (and its exact reads) work without an index.
     pub fn open(
         config: &Config,
         index_path: &Path,
@@ -116,49 +184,100 @@ impl Search {
             max_limit: config.max_limit.min(LIMIT_CEILING),
             snippet_chars: usize::try_from(config.snippet_chars).unwrap_or(usize::MAX),
         };
-        let state = match config.open_at {
-            OpenAt::Never => State::Disabled,
-            OpenAt::FirstSearch => State::Pending,
-            OpenAt::Startup => State::Open(Box::new(Engine::new(Index::open(
-                index_path,
-                host.clone(),
-            )?)?)),
-        };
-        Ok(Self {
+        let search = Self {
             limits,
             index_path: index_path.to_path_buf(),
             host,
-            state: Mutex::new(state),
-        })
+            state: Mutex::new(match config.open_at {
+                OpenAt::Never => State::Disabled,
+                _ => State::Pending,
+            }),
+            readers: Mutex::new(Vec::new()),
+            published: Mutex::new(Arc::default()),
+            disabled: config.open_at == OpenAt::Never,
+        };
+        if config.open_at == OpenAt::Startup {
+            let mut state = search.lock();
+            if let Err(e) = search.engine(&mut state) {
+                search.host.log(
+                    LogLevel::Warn,
+                    RStr::from_str(&format!(
+                        "session search is unavailable until the index can be used: {}",
+                        e.message
+                    )),
+                );
+            }
+        }
+        Ok(search)
     }
 
     fn lock(&self) -> MutexGuard<'_, State> {
-        // A panic inside a search is contained by the service; the engine's state is re-derived from the
-        // database by the next refresh, so a poisoned lock is taken over.
-        self.state.lock().unwrap_or_else(|p| p.into_inner())
+        lock(&self.state)
     }
 
-    /// The open engine, opening it first for `first-search`; `SEARCH_DISABLED` for `never`.
+    /// The writer side, waiting at most `wait` for another thread's refresh; `None` when it is still
+    /// busy then.
+    fn lock_within(&self, wait: Duration) -> Option<MutexGuard<'_, State>> {
+        let deadline = Instant::now() + wait;
+        let mut pause = Duration::from_millis(1);
+        loop {
+            match self.state.try_lock() {
+                Ok(guard) => return Some(guard),
+                Err(std::sync::TryLockError::Poisoned(p)) => return Some(p.into_inner()),
+                Err(std::sync::TryLockError::WouldBlock) => {}
+            }
+            let now = Instant::now();
+            if now >= deadline {
+                return None;
+            }
+            std::thread::sleep(pause.min(deadline - now));
+            pause = (pause * 2).min(Duration::from_millis(10));
+        }
+    }
+
+    /// The open engine, opening it first (for `first-search`, after a retryable failure, after damage,
+    /// or when another process replaced the file); `SEARCH_DISABLED` for `never`.
     fn engine<'a>(&self, state: &'a mut State) -> Result<&'a mut Engine, PluginError> {
-        if let State::Pending = state {
-            *state = match Index::open(&self.index_path, self.host.clone()).and_then(Engine::new) {
-                Ok(engine) => State::Open(Box::new(engine)),
-                Err(e) => State::Failed(e),
+        let reopen = match state {
+            State::Pending => Some(None),
+            State::Damaged(why) => Some(Some(why.clone())),
+            State::Open(engine) if !engine.index.is_current_file() => Some(None),
+            _ => None,
+        };
+        if let Some(damaged) = reopen {
+            // Every connection to the old file goes first (readers included).
+            *state = State::Pending;
+            lock(&self.readers).clear();
+            *state = match Index::try_open(&self.index_path, self.host.clone(), damaged) {
+                Ok(index) => match Engine::new(index) {
+                    Ok(engine) => State::Open(Box::new(engine)),
+                    Err(e) => State::Failed(e),
+                },
+                Err(failure) if failure.retry => return Err(failure.error),
+                Err(failure) => State::Failed(failure.error),
             };
+            if let State::Open(engine) = state {
+                let mut published = lock(&self.published);
+                *published = Arc::new(Published {
+                    read_only: engine.index.read_only().map(String::from),
+                    rebuilt: engine.index.rebuilt().map(String::from),
+                    ..Default::default()
+                });
+            }
         }
         match state {
             State::Open(engine) => Ok(engine),
             State::Failed(e) => Err(e.clone()),
             State::Disabled => Err(disabled()),
-            State::Pending => Err(index_failed("index is not open")),
+            State::Pending | State::Damaged(_) => Err(index_failed("index is not open")),
         }
     }
 
-    fn check_enabled(&self, state: &State) -> Result<(), PluginError> {
-        match state {
-            State::Disabled => Err(disabled()),
-            _ => Ok(()),
+    fn check_enabled(&self) -> Result<(), PluginError> {
+        if self.disabled {
+            return Err(disabled());
         }
+        Ok(())
     }
 
     /// Brings the index up to date, reporting `progress(done, total)` over the sessions to (re)index.
@@ -170,8 +289,157 @@ impl Search {
         progress: &dyn Fn(u64, u64),
     ) -> Result<(), PluginError> {
         let mut state = self.lock();
-        self.engine(&mut state)?
-            .refresh(corpus, cancelled, progress)
+        self.refresh_locked(&mut state, corpus, cancelled, progress)
+    }
+
+    /// The refresh itself, with the writer side held: takes the index's writer role (waiting at most
+    /// [`REFRESH_WAIT`] for another process); without it, the index is used as it stands.
+    fn refresh_locked(
+        &self,
+        state: &mut State,
+        corpus: &Corpus,
+        cancelled: &dyn Fn() -> bool,
+        progress: &dyn Fn(u64, u64),
+    ) -> Result<(), PluginError> {
+        let engine = self.engine(state)?;
+        let mut busy = None;
+        let outcome = match engine.index.writer(REFRESH_WAIT) {
+            Ok(Some(writing)) => {
+                let outcome = engine
+                    .resync()
+                    .and_then(|()| engine.refresh(corpus, cancelled, progress));
+                drop(writing);
+                outcome
+            }
+            Ok(None) => {
+                if engine.index.read_only().is_none() {
+                    busy = Some(format!(
+                        "another process (pid {}) is updating the index; answers come from the index as it stands",
+                        engine.index.writer_pid()
+                    ));
+                }
+                Ok(())
+            }
+            Err(e) => Err(e),
+        };
+        let published = Published {
+            skipped: engine.skipped.clone(),
+            watching: engine.is_watching(),
+            reads: engine.reads,
+            read_only: engine.index.read_only().map(String::from),
+            rebuilt: engine.index.rebuilt().map(String::from),
+            writer_busy: busy,
+        };
+        *lock(&self.published) = Arc::new(published);
+        if let Err(e) = &outcome {
+            if index::is_damage_message(&e.message) {
+                *state = State::Damaged(e.message.to_string());
+            }
+        }
+        outcome
+    }
+
+    /// Before a read: refresh unless another thread of this instance is refreshing for longer than
+    /// [`REFRESH_WAIT`] (then the committed index answers). Open failures and refresh failures are
+    /// this call's error.
+    fn prepare(&self, corpus: &Corpus, cancelled: &dyn Fn() -> bool) -> Result<(), PluginError> {
+        match self.lock_within(REFRESH_WAIT) {
+            Some(mut state) => self.refresh_locked(&mut state, corpus, cancelled, &no_progress),
+            None => {
+                if cancelled() {
+                    return Err(aborted());
+                }
+                Ok(())
+            }
+        }
+    }
+
+    /// Runs `read` over one committed state of the index, on a reader connection of its own.
+    fn read<T>(
+        &self,
+        read: impl FnOnce(&View<'_>) -> Result<T, PluginError>,
+    ) -> Result<T, PluginError> {
+        let reader = lock(&self.readers).pop();
+        let mut reader = match reader {
+            Some(r) => r,
+            None => Reader {
+                conn: index::open_reader(&self.index_path)?,
+                cached: None,
+            },
+        };
+        let published = lock(&self.published).clone();
+        let outcome = (|| {
+            let conn = &reader.conn;
+            conn.execute_batch("BEGIN").map_err(index_failed)?;
+            let version = store::version(conn).map_err(index_failed)?;
+            if reader.cached.as_ref().is_none_or(|c| c.version != version) {
+                let (_, secret) = store::state(conn).map_err(index_failed)?;
+                let rows = store::load_rows(conn)
+                    .map_err(index_failed)?
+                    .into_iter()
+                    .map(|row| (refresh::key_of(&row), row))
+                    .collect();
+                reader.cached = Some(Cached {
+                    version,
+                    rows,
+                    cursors: Cursors::new(&secret),
+                });
+            }
+            let cached = reader.cached.as_ref().expect("cached just above");
+            let view = View {
+                conn,
+                rows: &cached.rows,
+                generation: format!("{}.{}", version.0, version.1),
+                stored_generation: version.0,
+                cursors: &cached.cursors,
+                published: &published,
+            };
+            read(&view)
+        })();
+        if !reader.conn.is_autocommit() {
+            let _ = reader.conn.execute_batch("ROLLBACK");
+        }
+        match &outcome {
+            Err(e) if index::is_damage_message(&e.message) => {
+                // The connection is dropped, and the next call rebuilds the index.
+                let mut state = self.lock();
+                if let State::Open(_) = &*state {
+                    *state = State::Damaged(e.message.to_string());
+                }
+                return Err(PluginError::new(
+                    ErrorCode::SessionQueryIndexFailed,
+                    format!(
+                        "{}; the index is rebuilt from the session logs on the next call",
+                        e.message
+                    ),
+                ));
+            }
+            _ => {}
+        }
+        let mut idle = lock(&self.readers);
+        if idle.len() < IDLE_READERS {
+            idle.push(reader);
+        }
+        outcome
+    }
+
+    /// Stores phrase `phrase`'s ranking keys (it matched `matched` documents) when the writer side and
+    /// the writer role are free right now; a later search does it otherwise.
+    fn materialise(&self, phrase: &str, matched: u64) {
+        let Ok(mut state) = self.state.try_lock() else {
+            return;
+        };
+        let State::Open(engine) = &mut *state else {
+            return;
+        };
+        let Ok(Some(_writing)) = engine.index.writer(Duration::ZERO) else {
+            return;
+        };
+        if let Some(conn) = engine.index.connection() {
+            if hot::phrase_id(conn, phrase).ok().flatten().is_none() {
+                let _ = hot::materialise(conn, phrase, matched);
+            }
+        }
     }
 
     /// `searchSessions` (spec §4): the best-matching event of each matching session, ranked.
@@ -181,8 +449,7 @@ impl Search {
         req: SessionSearchRequest,
         cancelled: &dyn Fn() -> bool,
     ) -> Result<SessionSearchPage, PluginError> {
-        let mut state = self.lock();
-        self.check_enabled(&state)?;
+        self.check_enabled()?;
         let sessions = request::session_filters(req.session_filters.as_ref())?;
         let events = request::event_filters(req.event_filters.as_ref(), "eventFilters")?;
         let cursor = request::cursor(req.cursor.as_ref())?;
@@ -192,94 +459,96 @@ impl Search {
             self.limits.default_limit,
             self.limits.max_limit,
         )?;
-        let engine = self.engine(&mut state)?;
-        engine.refresh(corpus, cancelled, &no_progress)?;
+        self.prepare(corpus, cancelled)?;
         let fingerprint = request::fingerprint("sessions", None, &query, &sessions, &events, limit);
-        let generation = engine.generation.to_string();
-        let offset = match &cursor {
-            Some(c) => engine
-                .cursors
-                .decode(c, "sessions", &fingerprint, &generation)?,
-            None => 0,
-        };
-        request::check_sessions_budget(&sessions, &events)?;
-        if cancelled() {
-            return Err(aborted());
-        }
-        // The rows a hit may come from, restricted to those `wanted` (sessions that matched).
-        let rows = &engine.rows;
-        let candidates = |wanted: &dyn Fn(i64) -> bool| -> HashMap<i64, &SessionRow> {
-            rows.values()
-                .filter(|r| wanted(r.sid) && r.visible && rank::session_passes(r, &sessions))
-                .map(|r| (r.sid, r))
-                .collect()
-        };
-        let sql = sql::matches_query(&query.phrase, &events);
-        let conn = engine
-            .index
-            .connection()
-            .ok_or_else(|| index_failed("index is closed"))?;
-        // Enough of the ranking for this page and whether another follows.
-        let need =
-            usize::try_from(offset.saturating_add(limit).saturating_add(1)).unwrap_or(usize::MAX);
-        let hot_id = if events.is_empty() {
-            hot::phrase_id(conn, &query.phrase).map_err(index_failed)?
-        } else {
-            None
-        };
-        let every_candidate;
-        let ranked = match hot_id {
-            Some(id) => {
-                every_candidate = candidates(&|_| true);
-                hot_ranked(conn, id, &every_candidate, need, cancelled)?
-            }
-            None => {
-                let (best, matched) = scan(conn, &sql, cancelled)?;
-                if events.is_empty() && matched >= hot::MIN_MATCHES {
-                    hot::materialise(conn, &query.phrase, matched).map_err(index_failed)?;
-                }
-                let matched_candidates = candidates(&|sid| best.contains(sid));
-                best.ranked(&matched_candidates)
-            }
-        };
-        let start = usize::try_from(offset)
-            .unwrap_or(usize::MAX)
-            .min(ranked.len());
-        let page = &ranked[start..];
-        let more = page.len() as u64 > limit;
-        let page = &page[..page.len().min(limit as usize)];
-        let mut hits = Vec::with_capacity(page.len());
-        for (m, row) in page {
-            let rowid = store::doc_rowid(m.sid, m.seq).ok_or_else(|| {
-                index_failed(format!("document {}:{} has no rowid", m.sid, m.seq))
-            })?;
-            hits.push((doc_hit(conn, rowid)?, *row));
-        }
-        let snippets = snippets(
-            conn,
-            &query.text,
-            hits.iter().map(|(h, _)| h.rowid),
-            self.limits.snippet_chars,
-        )?;
-        let items = hits
-            .into_iter()
-            .zip(snippets)
-            .map(|((hit, row), snippet)| SessionSearchHit {
-                best_match: hit.into_hit(&row.header.id, snippet),
-                header: row.header.clone(),
-                live: row.is_live,
-                persisted: row.is_persisted,
-            })
-            .collect();
-        Ok(SessionSearchPage {
-            items,
-            next_cursor: more.then(|| {
-                engine
+        let mut materialise = None;
+        let page = self.read(|view| {
+            let generation = &view.generation;
+            let offset = match &cursor {
+                Some(c) => view
                     .cursors
-                    .encode("sessions", &fingerprint, &generation, offset + limit)
-            }),
-            skipped: engine.skipped.clone(),
-        })
+                    .decode(c, "sessions", &fingerprint, generation)?,
+                None => 0,
+            };
+            request::check_sessions_budget(&sessions, &events)?;
+            if cancelled() {
+                return Err(aborted());
+            }
+            // The rows a hit may come from, restricted to those `wanted` (sessions that matched).
+            let rows = view.rows;
+            let candidates = |wanted: &dyn Fn(i64) -> bool| -> HashMap<i64, &SessionRow> {
+                rows.values()
+                    .filter(|r| wanted(r.sid) && r.visible && rank::session_passes(r, &sessions))
+                    .map(|r| (r.sid, r))
+                    .collect()
+            };
+            let sql = sql::matches_query(&query.phrase, &events);
+            let conn = view.conn;
+            // Enough of the ranking for this page and whether another follows.
+            let need = usize::try_from(offset.saturating_add(limit).saturating_add(1))
+                .unwrap_or(usize::MAX);
+            let hot_id = if events.is_empty() {
+                hot::phrase_id(conn, &query.phrase).map_err(index_failed)?
+            } else {
+                None
+            };
+            let every_candidate;
+            let ranked = match hot_id {
+                Some(id) => {
+                    every_candidate = candidates(&|_| true);
+                    hot_ranked(conn, id, &every_candidate, need, cancelled)?
+                }
+                None => {
+                    let (best, matched) = scan(conn, &sql, cancelled)?;
+                    if events.is_empty() && matched >= hot::MIN_MATCHES {
+                        materialise = Some(matched);
+                    }
+                    let matched_candidates = candidates(&|sid| best.contains(sid));
+                    best.ranked(&matched_candidates)
+                }
+            };
+            let start = usize::try_from(offset)
+                .unwrap_or(usize::MAX)
+                .min(ranked.len());
+            let page = &ranked[start..];
+            let more = page.len() as u64 > limit;
+            let page = &page[..page.len().min(limit as usize)];
+            let mut hits = Vec::with_capacity(page.len());
+            for (m, row) in page {
+                let rowid = store::doc_rowid(m.sid, m.seq).ok_or_else(|| {
+                    index_failed(format!("document {}:{} has no rowid", m.sid, m.seq))
+                })?;
+                hits.push((doc_hit(conn, rowid)?, *row));
+            }
+            let snippets = snippets(
+                conn,
+                &query.text,
+                hits.iter().map(|(h, _)| h.rowid),
+                self.limits.snippet_chars,
+            )?;
+            let items = hits
+                .into_iter()
+                .zip(snippets)
+                .map(|((hit, row), snippet)| SessionSearchHit {
+                    best_match: hit.into_hit(&row.header.id, snippet),
+                    header: row.header.clone(),
+                    live: row.is_live,
+                    persisted: row.is_persisted,
+                })
+                .collect();
+            Ok(SessionSearchPage {
+                items,
+                next_cursor: more.then(|| {
+                    view.cursors
+                        .encode("sessions", &fingerprint, generation, offset + limit)
+                }),
+                skipped: view.published.skipped.clone(),
+            })
+        })?;
+        if let Some(matched) = materialise {
+            self.materialise(&query.phrase, matched);
+        }
+        Ok(page)
     }
 
     /// `searchEvents` (spec §4): matching events of one session, ranked.
@@ -289,8 +558,7 @@ impl Search {
         req: SessionEventSearchRequest,
         cancelled: &dyn Fn() -> bool,
     ) -> Result<SessionEventSearchPage, PluginError> {
-        let mut state = self.lock();
-        self.check_enabled(&state)?;
+        self.check_enabled()?;
         let serde_json::Value::String(session_id) = &req.session_id else {
             return Err(PluginError::new(
                 ErrorCode::SessionQueryInvalidFilter,
@@ -305,58 +573,55 @@ impl Search {
             self.limits.default_limit,
             self.limits.max_limit,
         )?;
-        let engine = self.engine(&mut state)?;
-        engine.refresh(corpus, cancelled, &no_progress)?;
-        let target = target(engine, session_id)?;
-        let fingerprint =
-            request::fingerprint("events", Some(session_id), &query, &[], &events, limit);
-        let generation = format!("{}:{}", target.source.as_str(), target.generation);
-        let offset = match &cursor {
-            Some(c) => engine
-                .cursors
-                .decode(c, "events", &fingerprint, &generation)?,
-            None => 0,
-        };
-        request::check_events_budget(&events)?;
-        if cancelled() {
-            return Err(aborted());
-        }
-        let sql = sql::events_query(&query.phrase, target.sid, &events, limit + 1, offset);
-        let conn = engine
-            .index
-            .connection()
-            .ok_or_else(|| index_failed("index is closed"))?;
-        let hot_id = if events.is_empty() {
-            hot::phrase_id(conn, &query.phrase).map_err(index_failed)?
-        } else {
-            None
-        };
-        let mut rows = match hot_id {
-            Some(id) => hot_events(conn, id, target.sid, limit + 1, offset)?,
-            None => run(conn, &sql, hit_columns)?,
-        };
-        let more = rows.len() as u64 > limit;
-        rows.truncate(limit as usize);
-        let snippets = snippets(
-            conn,
-            &query.text,
-            rows.iter().map(|h| h.rowid),
-            self.limits.snippet_chars,
-        )?;
-        let items = rows
-            .into_iter()
-            .zip(snippets)
-            .map(|(hit, snippet)| hit.into_hit(session_id, snippet))
-            .collect();
-        Ok(SessionEventSearchPage {
-            session: target.header.clone(),
-            items,
-            next_cursor: more.then(|| {
-                engine
+        self.prepare(corpus, cancelled)?;
+        self.read(|view| {
+            let target = target(view, session_id)?;
+            let fingerprint =
+                request::fingerprint("events", Some(session_id), &query, &[], &events, limit);
+            let generation = format!("{}:{}", target.source.as_str(), target.generation);
+            let offset = match &cursor {
+                Some(c) => view
                     .cursors
-                    .encode("events", &fingerprint, &generation, offset + limit)
-            }),
-            skipped: engine.skipped.clone(),
+                    .decode(c, "events", &fingerprint, &generation)?,
+                None => 0,
+            };
+            request::check_events_budget(&events)?;
+            if cancelled() {
+                return Err(aborted());
+            }
+            let sql = sql::events_query(&query.phrase, target.sid, &events, limit + 1, offset);
+            let conn = view.conn;
+            let hot_id = if events.is_empty() {
+                hot::phrase_id(conn, &query.phrase).map_err(index_failed)?
+            } else {
+                None
+            };
+            let mut rows = match hot_id {
+                Some(id) => hot_events(conn, id, target.sid, limit + 1, offset)?,
+                None => run(conn, &sql, hit_columns)?,
+            };
+            let more = rows.len() as u64 > limit;
+            rows.truncate(limit as usize);
+            let snippets = snippets(
+                conn,
+                &query.text,
+                rows.iter().map(|h| h.rowid),
+                self.limits.snippet_chars,
+            )?;
+            let items = rows
+                .into_iter()
+                .zip(snippets)
+                .map(|(hit, snippet)| hit.into_hit(session_id, snippet))
+                .collect();
+            Ok(SessionEventSearchPage {
+                session: target.header.clone(),
+                items,
+                next_cursor: more.then(|| {
+                    view.cursors
+                        .encode("events", &fingerprint, &generation, offset + limit)
+                }),
+                skipped: view.published.skipped.clone(),
+            })
         })
     }
 
@@ -366,31 +631,43 @@ impl Search {
         corpus: &Corpus,
         cancelled: &dyn Fn() -> bool,
     ) -> Result<Diagnostics, PluginError> {
-        let mut state = self.lock();
-        let engine = self.engine(&mut state)?;
-        engine.refresh(corpus, cancelled, &no_progress)?;
-        let conn = engine
-            .index
-            .connection()
-            .ok_or_else(|| index_failed("index is closed"))?;
-        let indexed_events = store::visible_doc_count(conn).map_err(index_failed)?;
-        let mut ids: Vec<&str> = engine
-            .rows
-            .values()
-            .filter(|r| r.visible)
-            .map(|r| r.header.id.as_str())
-            .collect();
-        ids.sort_unstable();
-        ids.dedup();
-        Ok(Diagnostics {
-            skipped: engine.skipped.clone(),
-            indexed_sessions: ids.len() as u64,
-            indexed_events,
-            generation: engine.generation,
-            index_path: self.index_path.display().to_string(),
-            watching: engine.is_watching(),
-            whole_reads: engine.reads.whole,
-            resumed_reads: engine.reads.resumed,
+        self.prepare(corpus, cancelled)?;
+        self.read(|view| {
+            let indexed_events = store::visible_doc_count(view.conn).map_err(index_failed)?;
+            let mut ids: Vec<&str> = view
+                .rows
+                .values()
+                .filter(|r| r.visible)
+                .map(|r| r.header.id.as_str())
+                .collect();
+            ids.sort_unstable();
+            ids.dedup();
+            let published = view.published;
+            let mut index_notes = Vec::new();
+            if let Some(why) = &published.rebuilt {
+                index_notes.push(format!(
+                    "rebuilt from the session logs when it opened: {why}"
+                ));
+            }
+            if let Some(why) = &published.read_only {
+                index_notes.push(format!(
+                    "read-only: {why}; answers come from the index as it stands"
+                ));
+            }
+            if let Some(busy) = &published.writer_busy {
+                index_notes.push(busy.clone());
+            }
+            Ok(Diagnostics {
+                skipped: published.skipped.clone(),
+                indexed_sessions: ids.len() as u64,
+                indexed_events,
+                generation: view.stored_generation,
+                index_path: self.index_path.display().to_string(),
+                watching: published.watching,
+                whole_reads: published.reads.whole,
+                resumed_reads: published.reads.resumed,
+                index_notes,
+            })
         })
     }
 
@@ -401,15 +678,15 @@ impl Search {
         corpus: &Corpus,
         cancelled: &dyn Fn() -> bool,
     ) -> Result<BTreeMap<String, IndexedTitle>, PluginError> {
-        let mut state = self.lock();
-        let engine = self.engine(&mut state)?;
-        engine.refresh(corpus, cancelled, &no_progress)?;
-        Ok(engine
-            .rows
-            .values()
-            .filter(|r| r.visible)
-            .map(|r| (r.header.id.clone(), indexed_title(r)))
-            .collect())
+        self.prepare(corpus, cancelled)?;
+        self.read(|view| {
+            Ok(view
+                .rows
+                .values()
+                .filter(|r| r.visible)
+                .map(|r| (r.header.id.clone(), indexed_title(r)))
+                .collect())
+        })
     }
 }
 
@@ -439,22 +716,27 @@ fn disabled() -> PluginError {
 }
 
 /// The row `searchEvents` searches: the live row when the session is live, else its visible disk row.
-fn target<'a>(engine: &'a Engine, id: &str) -> Result<&'a SessionRow, PluginError> {
-    if let Some(row) = engine
+fn target<'a>(view: &View<'a>, id: &str) -> Result<&'a SessionRow, PluginError> {
+    if let Some(row) = view
         .rows
         .get(&RowKey::Live(id.to_string()))
         .filter(|r| r.visible)
     {
         return Ok(row);
     }
-    if let Some(row) = engine
+    if let Some(row) = view
         .rows
         .values()
         .find(|r| r.visible && r.source == Source::Persisted && r.header.id == id)
     {
         return Ok(row);
     }
-    if let Some(s) = engine.skipped.iter().find(|s| s.id.as_deref() == Some(id)) {
+    if let Some(s) = view
+        .published
+        .skipped
+        .iter()
+        .find(|s| s.id.as_deref() == Some(id))
+    {
         let code = if s.code == ErrorCode::SessionQuerySourceConflict.as_str() {
             ErrorCode::SessionQuerySourceConflict
         } else {

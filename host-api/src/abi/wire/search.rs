@@ -200,4 +200,8 @@ pub struct Diagnostics {
     /// Logs that grew and were read from their checkpoint (only the appended bytes) since it opened.
     #[serde(default)]
     pub resumed_reads: u64,
+    /// What happened to the index file itself, in words: rebuilt when it opened (damaged, truncated,
+    /// another schema version) and why, read-only and why, another process updating it.
+    #[serde(default, skip_serializing_if = "Vec::is_empty")]
+    pub index_notes: Vec<String>,
 }
