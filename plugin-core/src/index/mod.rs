@@ -73,6 +73,8 @@ pub struct Index {
     rebuilt: Option<String>,
     /// The file opened (device, inode): another process that rebuilds the index replaces it.
     identity: (u64, u64),
+    /// Read without SQLite's locks ([`Index::connect_immutable`]).
+    immutable: bool,
 }
 
 /// `SESSION_QUERY_INDEX_FAILED` for the index at `path`.
@@ -136,10 +138,14 @@ pub struct OpenFailure {
 
 /// A connection for reading the committed index at `path` (one per reader; WAL lets readers go on
 /// while a writer commits).
-pub fn open_reader(path: &Path) -> Result<Connection, PluginError> {
+pub fn open_reader(path: &Path, immutable: bool) -> Result<Connection, PluginError> {
     let failed = |what: &dyn std::fmt::Display| index_failed(path, what);
     check_path(path).map_err(|w| failed(&w))?;
-    let conn = Index::connect(path, OpenFlags::SQLITE_OPEN_READ_ONLY, &failed)?;
+    let conn = if immutable {
+        Index::connect_immutable(path, &failed)?
+    } else {
+        Index::connect(path, OpenFlags::SQLITE_OPEN_READ_ONLY, &failed)?
+    };
     spans::register(&conn).map_err(|e| failed(&sqlite_cause(&e)))?;
     Ok(conn)
 }
@@ -292,7 +298,21 @@ impl Index {
         why: &str,
     ) -> Result<Self, PluginError> {
         let failed = |what: &dyn std::fmt::Display| index_failed(path, what);
-        let conn = Self::connect(path, OpenFlags::SQLITE_OPEN_READ_ONLY, &failed)?;
+        let mut immutable = false;
+        let mut conn = Self::connect(path, OpenFlags::SQLITE_OPEN_READ_ONLY, &failed)?;
+        if let Err(e) = schema::guard(&conn) {
+            let wal_unreadable = matches!(
+                &e,
+                schema::SchemaError::Sqlite(s)
+                    if matches!(s.sqlite_error_code(), Some(rusqlite::ErrorCode::ReadOnly) | Some(rusqlite::ErrorCode::CannotOpen))
+            );
+            if wal_unreadable {
+                // A WAL index whose shared-memory file cannot be created here: read the file as it is,
+                // without SQLite's locks (nothing here can write it).
+                immutable = true;
+                conn = Self::connect_immutable(path, &failed)?;
+            }
+        }
         match classify(&conn, path) {
             Ok(schema::Verdict::Current) => {}
             Ok(schema::Verdict::Create) => {
@@ -314,7 +334,9 @@ impl Index {
             LogLevel::Warn,
             RStr::from_str(&format!("index at {} is {note}", path.display())),
         );
-        Self::opened(conn, path, host, None, Some(why.to_string()), None)
+        let mut index = Self::opened(conn, path, host, None, Some(why.to_string()), None)?;
+        index.immutable = immutable;
+        Ok(index)
     }
 
     fn opened(
@@ -339,6 +361,7 @@ impl Index {
             read_only,
             rebuilt,
             identity,
+            immutable: false,
         })
     }
 
@@ -371,6 +394,38 @@ impl Index {
         conn.busy_timeout(BUSY_TIMEOUT)
             .map_err(|e| failed(&sqlite_cause(&e)))?;
         Ok(conn)
+    }
+
+    /// A read-only connection that takes no locks and needs no shared memory (`immutable=1`): for an
+    /// index in a folder this process cannot write, whose WAL sidecars it therefore cannot create.
+    fn connect_immutable(
+        path: &Path,
+        failed: &dyn Fn(&dyn std::fmt::Display) -> PluginError,
+    ) -> Result<Connection, PluginError> {
+        let mut uri = String::from("file:");
+        for b in path.as_os_str().as_encoded_bytes() {
+            match b {
+                b'?' | b'#' | b'%' => uri.push_str(&format!("%{b:02X}")),
+                _ => uri.push(*b as char),
+            }
+        }
+        if !path.as_os_str().is_ascii() {
+            return Err(failed(
+                &"it can only be opened read-only without locks, which needs an ASCII path",
+            ));
+        }
+        uri.push_str("?immutable=1");
+        let flags = OpenFlags::SQLITE_OPEN_READ_ONLY
+            | OpenFlags::SQLITE_OPEN_URI
+            | OpenFlags::SQLITE_OPEN_NOFOLLOW
+            | OpenFlags::SQLITE_OPEN_NO_MUTEX
+            | OpenFlags::SQLITE_OPEN_EXRESCODE;
+        Connection::open_with_flags(&uri, flags).map_err(|e| failed(&sqlite_cause(&e)))
+    }
+
+    /// Whether connections to this index must be opened without locks ([`open_reader`]'s `immutable`).
+    pub fn immutable(&self) -> bool {
+        self.immutable
     }
 
     /// The writer role, waiting at most `wait`: `Ok(None)` when another process keeps it, or when this

@@ -29,12 +29,15 @@ pub mod snippet;
 pub mod sql;
 
 #[cfg(test)]
+mod health_tests;
+#[cfg(test)]
 mod hot_tests;
 #[cfg(test)]
 mod tests;
 
 use std::collections::{BTreeMap, HashMap};
 use std::path::{Path, PathBuf};
+use std::sync::atomic::{AtomicBool, Ordering};
 use std::sync::{Arc, Mutex, MutexGuard};
 use std::time::{Duration, Instant};
 
@@ -149,10 +152,14 @@ pub struct Search {
     limits: Limits,
     index_path: PathBuf,
     host: Arc<HostContextBox>,
-    state: Mutex<State>,
+    // Readers close before the writer (fields drop in order): the last connection to close checkpoints
+    // the WAL into the file and removes it, which a read-only connection cannot do.
     readers: Mutex<Vec<Reader>>,
+    state: Mutex<State>,
     published: Mutex<Arc<Published>>,
     disabled: bool,
+    /// Readers open the index without locks (a read-only index in a folder this process cannot write).
+    immutable: AtomicBool,
 }
 
 fn no_progress(_: u64, _: u64) {}
@@ -188,13 +195,14 @@ impl Search {
             limits,
             index_path: index_path.to_path_buf(),
             host,
+            readers: Mutex::new(Vec::new()),
             state: Mutex::new(match config.open_at {
                 OpenAt::Never => State::Disabled,
                 _ => State::Pending,
             }),
-            readers: Mutex::new(Vec::new()),
             published: Mutex::new(Arc::default()),
             disabled: config.open_at == OpenAt::Never,
+            immutable: AtomicBool::new(false),
         };
         if config.open_at == OpenAt::Startup {
             let mut state = search.lock();
@@ -257,6 +265,8 @@ impl Search {
                 Err(failure) => State::Failed(failure.error),
             };
             if let State::Open(engine) = state {
+                self.immutable
+                    .store(engine.index.immutable(), Ordering::Relaxed);
                 let mut published = lock(&self.published);
                 *published = Arc::new(Published {
                     read_only: engine.index.read_only().map(String::from),
@@ -363,7 +373,7 @@ impl Search {
         let mut reader = match reader {
             Some(r) => r,
             None => Reader {
-                conn: index::open_reader(&self.index_path)?,
+                conn: index::open_reader(&self.index_path, self.immutable.load(Ordering::Relaxed))?,
                 cached: None,
             },
         };
