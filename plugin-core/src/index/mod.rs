@@ -25,6 +25,7 @@
 //! Damage found later (SQLite reports a corrupt page, or a page fails its checksum) is an
 //! `SESSION_QUERY_INDEX_FAILED` error for that call, and the next call rebuilds ([`Index::is_damage`]).
 
+pub mod checksum;
 pub mod cjk;
 pub mod hot;
 pub mod lock;
@@ -150,6 +151,14 @@ pub fn open_reader(path: &Path, immutable: bool) -> Result<Connection, PluginErr
     Ok(conn)
 }
 
+/// A read-write connection to the index at `path` through the page-checksum layer, for tools and tests
+/// that edit an index by hand (a plain SQLite connection would write pages without their checksums,
+/// and the next open would find them damaged and rebuild).
+pub fn connect_by_hand(path: &Path) -> Result<Connection, PluginError> {
+    let failed = |what: &dyn std::fmt::Display| index_failed(path, what);
+    Index::connect(path, OpenFlags::SQLITE_OPEN_READ_WRITE, &failed)
+}
+
 impl Index {
     /// Opens (creating if missing: directories `0700`, file `0600`) and guards the index at `path`.
     pub fn open(path: &Path, host: Arc<HostContextBox>) -> Result<Self, PluginError> {
@@ -171,6 +180,20 @@ impl Index {
     /// [`Index::open`]; `damaged` says why the index must be deleted and built again first (found
     /// damaged while in use).
     pub fn open_with(
+        path: &Path,
+        host: Arc<HostContextBox>,
+        damaged: Option<String>,
+    ) -> Result<Self, PluginError> {
+        match Self::open_once(path, host.clone(), damaged.clone()) {
+            // Damage found past the header (a table the open reads): delete and build again, once.
+            Err(e) if damaged.is_none() && is_damage_message(&e.message) => {
+                Self::open_once(path, host, Some(format!("it is damaged ({})", e.message)))
+            }
+            other => other,
+        }
+    }
+
+    fn open_once(
         path: &Path,
         host: Arc<HostContextBox>,
         damaged: Option<String>,
@@ -227,31 +250,35 @@ impl Index {
             remove_index_files(path).map_err(|e| failed(&e))?;
             rebuilt = Some(why);
         }
-        let mut conn = match Self::connect(path, OpenFlags::SQLITE_OPEN_READ_WRITE, &failed) {
-            Ok(conn) => conn,
-            Err(e) => return Err(e),
-        };
-        let verdict = match classify(&conn, path) {
-            Ok(verdict) => verdict,
+        let mut conn = Self::connect(path, OpenFlags::SQLITE_OPEN_READ_WRITE, &failed)?;
+        let start_over = match classify(&conn, path) {
+            Ok(schema::Verdict::Rebuild(old)) => Some(format!(
+                "it had schema version {old}; this build uses version {}",
+                schema::SCHEMA_VERSION
+            )),
+            Ok(_) => None,
             Err(Refusal::Refused(why)) => return Err(failed(&why)),
-            Err(Refusal::Damaged(why)) => {
-                drop(conn);
-                remove_index_files(path).map_err(|e| failed(&e))?;
-                rebuilt = Some(why);
-                conn = Self::connect(path, OpenFlags::SQLITE_OPEN_READ_WRITE, &failed)?;
-                schema::Verdict::Create
-            }
+            Err(Refusal::Damaged(why)) => Some(why),
         };
+        // An index of ours that is damaged or of another version is derived data: it is deleted and
+        // created again (rather than rebuilt in place, so its pages get checksums and no damaged page
+        // is carried over).
+        if let Some(why) = start_over {
+            drop(conn);
+            remove_index_files(path).map_err(|e| failed(&e))?;
+            rebuilt = Some(why);
+            conn = Self::connect(path, OpenFlags::SQLITE_OPEN_READ_WRITE, &failed)?;
+        }
         let sqlite = |e: rusqlite::Error| failed(&sqlite_cause(&e));
+        let verdict = classify(&conn, path).map_err(|r| match r {
+            Refusal::Refused(why) | Refusal::Damaged(why) => failed(&why),
+        })?;
+        if verdict == schema::Verdict::Create {
+            checksum::reserve_bytes(&conn).map_err(sqlite)?;
+        }
         conn.execute_batch("PRAGMA journal_mode = WAL; PRAGMA synchronous = NORMAL;")
             .map_err(sqlite)?;
         schema::apply(&mut conn, verdict).map_err(|e| failed(&e))?;
-        if let schema::Verdict::Rebuild(old) = verdict {
-            rebuilt = Some(format!(
-                "it had schema version {old}; this build uses version {}",
-                schema::SCHEMA_VERSION
-            ));
-        }
         store::register(&conn).map_err(sqlite)?;
         store::drop_live_rows(&mut conn).map_err(sqlite)?;
         spans::register(&conn).map_err(sqlite)?;
@@ -389,8 +416,13 @@ impl Index {
                 Err(e) => return Err(failed(&format!("the file cannot be created: {e}"))),
             }
         }
-        let conn =
-            Connection::open_with_flags(path, flags).map_err(|e| failed(&sqlite_cause(&e)))?;
+        checksum::register().map_err(|rc| {
+            failed(&format!(
+                "the page-checksum layer cannot be set up (SQLite code {rc})"
+            ))
+        })?;
+        let conn = Connection::open_with_flags_and_vfs(path, flags, checksum::VFS_NAME)
+            .map_err(|e| failed(&sqlite_cause(&e)))?;
         conn.busy_timeout(BUSY_TIMEOUT)
             .map_err(|e| failed(&sqlite_cause(&e)))?;
         Ok(conn)
@@ -420,7 +452,13 @@ impl Index {
             | OpenFlags::SQLITE_OPEN_NOFOLLOW
             | OpenFlags::SQLITE_OPEN_NO_MUTEX
             | OpenFlags::SQLITE_OPEN_EXRESCODE;
-        Connection::open_with_flags(&uri, flags).map_err(|e| failed(&sqlite_cause(&e)))
+        checksum::register().map_err(|rc| {
+            failed(&format!(
+                "the page-checksum layer cannot be set up (SQLite code {rc})"
+            ))
+        })?;
+        Connection::open_with_flags_and_vfs(&uri, flags, checksum::VFS_NAME)
+            .map_err(|e| failed(&sqlite_cause(&e)))
     }
 
     /// Whether connections to this index must be opened without locks ([`open_reader`]'s `immutable`).

@@ -137,7 +137,7 @@ fn a_truncated_index_is_rebuilt_and_says_so_once() {
 #[test]
 fn an_index_of_another_schema_version_is_rebuilt_and_says_so() {
     let (_dir, root, index, answers) = built();
-    rusqlite::Connection::open(&index)
+    crate::index::connect_by_hand(&index)
         .unwrap()
         .execute_batch("PRAGMA user_version = 3")
         .unwrap();
@@ -301,4 +301,56 @@ fn walk(dir: &Path) -> Vec<PathBuf> {
         out.push(path);
     }
     out
+}
+
+#[test]
+fn a_page_damaged_index_is_detected_and_rebuilt_never_answered_from() {
+    let mut detected = 0;
+    for trial in 0..6u64 {
+        let (_dir, root, index, answers) = built();
+        let bytes = std::fs::read(&index).unwrap();
+        assert_eq!(bytes[20], 8, "every page reserves its checksum bytes");
+        let page = u16::from_be_bytes([bytes[16], bytes[17]]) as usize;
+        let pages = bytes.len() / page;
+        assert!(pages > 20, "{pages} pages");
+        // 4 bytes in each of 12 pages (never page 1, whose header says whose file it is).
+        let mut state = 0x2545_F491_4F6C_DD1Du64 ^ (trial << 17);
+        let mut next = |n: usize| {
+            state ^= state << 13;
+            state ^= state >> 7;
+            state ^= state << 17;
+            (state % n as u64) as usize
+        };
+        let mut damaged = bytes.clone();
+        for _ in 0..12 {
+            let at = (1 + next(pages - 1)) * page + next(page - 4);
+            for b in &mut damaged[at..at + 4] {
+                *b ^= 0x5A;
+            }
+        }
+        std::fs::write(&index, &damaged).unwrap();
+        let s = side(&root, &index);
+        match s.answers() {
+            Ok(got) => assert_eq!(got, answers, "trial {trial}: answered differently"),
+            Err(e) => {
+                detected += 1;
+                assert_eq!(e.code, ErrorCode::SessionQueryIndexFailed, "{e:?}");
+                assert!(
+                    e.message.contains("damaged") && e.message.contains("rebuilt"),
+                    "{}",
+                    e.message
+                );
+                assert!(!e.message.contains("PLUGIN_UNAVAILABLE"));
+                // The next call rebuilds from the logs and answers as before.
+                assert_eq!(s.answers().unwrap(), answers, "trial {trial}");
+                assert!(
+                    s.notes().iter().any(|n| n.contains("rebuilt")),
+                    "{:?}",
+                    s.notes()
+                );
+                assert_eq!(s.logged("was rebuilt"), 1);
+            }
+        }
+    }
+    assert!(detected > 0, "no trial's damage was read");
 }

@@ -164,6 +164,17 @@ pub struct Search {
 
 fn no_progress(_: u64, _: u64) {}
 
+/// A damage report for this call; the next one rebuilds.
+fn rebuilt_next(e: PluginError) -> PluginError {
+    PluginError::new(
+        ErrorCode::SessionQueryIndexFailed,
+        format!(
+            "{}; the index is rebuilt from the session logs on the next call",
+            e.message
+        ),
+    )
+}
+
 fn index_failed<E: std::fmt::Display + 'static>(what: E) -> PluginError {
     PluginError::new(
         ErrorCode::SessionQueryIndexFailed,
@@ -256,13 +267,20 @@ impl Search {
             // Every connection to the old file goes first (readers included).
             *state = State::Pending;
             lock(&self.readers).clear();
-            *state = match Index::try_open(&self.index_path, self.host.clone(), damaged) {
-                Ok(index) => match Engine::new(index) {
-                    Ok(engine) => State::Open(Box::new(engine)),
-                    Err(e) => State::Failed(e),
-                },
-                Err(failure) if failure.retry => return Err(failure.error),
-                Err(failure) => State::Failed(failure.error),
+            let mut damaged = damaged;
+            *state = loop {
+                let opened = Index::try_open(&self.index_path, self.host.clone(), damaged.clone());
+                break match opened.map(Engine::new) {
+                    Ok(Ok(engine)) => State::Open(Box::new(engine)),
+                    // Damage the open itself did not read (the session rows): delete and build again.
+                    Ok(Err(e)) if damaged.is_none() && index::is_damage_message(&e.message) => {
+                        damaged = Some(format!("it is damaged ({})", e.message));
+                        continue;
+                    }
+                    Ok(Err(e)) => State::Failed(e),
+                    Err(failure) if failure.retry => return Err(failure.error),
+                    Err(failure) => State::Failed(failure.error),
+                };
             };
             if let State::Open(engine) = state {
                 self.immutable
@@ -341,12 +359,13 @@ impl Search {
             writer_busy: busy,
         };
         *lock(&self.published) = Arc::new(published);
-        if let Err(e) = &outcome {
-            if index::is_damage_message(&e.message) {
+        match outcome {
+            Err(e) if index::is_damage_message(&e.message) => {
                 *state = State::Damaged(e.message.to_string());
+                Err(rebuilt_next(e))
             }
+            other => other,
         }
-        outcome
     }
 
     /// Before a read: refresh unless another thread of this instance is refreshing for longer than
@@ -416,13 +435,7 @@ impl Search {
                 if let State::Open(_) = &*state {
                     *state = State::Damaged(e.message.to_string());
                 }
-                return Err(PluginError::new(
-                    ErrorCode::SessionQueryIndexFailed,
-                    format!(
-                        "{}; the index is rebuilt from the session logs on the next call",
-                        e.message
-                    ),
-                ));
+                return Err(rebuilt_next(e.clone()));
             }
             _ => {}
         }

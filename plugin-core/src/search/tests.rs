@@ -409,7 +409,7 @@ fn a_log_that_grows_after_a_restart_resumes_from_the_stored_checkpoint() {
     assert_eq!(answers_for(&e, &queries), answers_for(&fresh, &queries));
     // A stored state that no longer decodes is ignored: the log is read whole, and answers the same.
     drop(e);
-    rusqlite::Connection::open(&index)
+    crate::index::connect_by_hand(&index)
         .unwrap()
         .execute("UPDATE sessions SET checkpoint = x'00ff'", [])
         .unwrap();
@@ -440,7 +440,7 @@ fn cancelled_refresh_keeps_the_sessions_it_finished() {
     };
     let r = e.search.refresh(&e.corpus, &cancelled, &|_, _| {});
     assert_eq!(code(r), ErrorCode::SessionQueryAborted);
-    let conn = rusqlite::Connection::open(&e.index).unwrap();
+    let conn = crate::index::connect_by_hand(&e.index).unwrap();
     let rows: i64 = conn
         .query_row("SELECT count(*) FROM sessions", [], |r| r.get(0))
         .unwrap();
@@ -1088,7 +1088,7 @@ fn index_files_are_private_and_an_older_schema_is_rebuilt() {
     } = e;
     drop(search);
     {
-        let conn = rusqlite::Connection::open(&index).unwrap();
+        let conn = crate::index::connect_by_hand(&index).unwrap();
         conn.execute_batch("PRAGMA user_version = 1").unwrap();
     }
     let host = corpus_and_host(None).2;
@@ -1318,7 +1318,7 @@ fn a_process_killed_while_indexing_leaves_an_index_that_answers_like_a_fresh_bui
     assert!(String::from_utf8_lossy(&out.stdout).contains("CHILD-RESULT refreshed"));
     let whole = started.elapsed();
     let docs = || -> i64 {
-        let conn = rusqlite::Connection::open(&index).unwrap();
+        let conn = crate::index::connect_by_hand(&index).unwrap();
         conn.query_row("SELECT count(*) FROM docs", [], |r| r.get(0))
             .unwrap()
     };
