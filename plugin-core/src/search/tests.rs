@@ -1481,3 +1481,55 @@ fn without_a_watch_every_search_looks_again() {
     // Once the root exists it is watched.
     assert!(e.search.diagnostics(&e.corpus, &never).unwrap().watching);
 }
+
+#[test]
+fn a_refresh_in_one_thread_never_blocks_searches_of_the_committed_index_in_another() {
+    let e = env();
+    e.disk("first", 0, &conversation("needle", "ok"));
+    assert_eq!(e.ids("needle"), ["first"]);
+    for i in 0..300 {
+        let mut log = LogBuilder::new();
+        log.turn_start(1);
+        for j in 0..20 {
+            log.user(&format!(
+                "needle {i} {j} {}",
+                "filler words here ".repeat(20)
+            ));
+        }
+        log.turn_end(1);
+        write_log(&e.root, &header(&format!("s{i:03}"), i + 1), &log);
+    }
+    e.settle();
+    let started = std::sync::atomic::AtomicBool::new(false);
+    std::thread::scope(|scope| {
+        let refresher = scope.spawn(|| {
+            e.search
+                .refresh(&e.corpus, &never, &|done, _| {
+                    if done > 0 {
+                        started.store(true, std::sync::atomic::Ordering::SeqCst);
+                    }
+                })
+                .unwrap();
+        });
+        while !started.load(std::sync::atomic::Ordering::SeqCst) && !refresher.is_finished() {
+            std::thread::sleep(std::time::Duration::from_millis(1));
+        }
+        // The refresh is under way: a search answers from what is committed, without waiting for it.
+        let t = std::time::Instant::now();
+        let page = e.sessions(json!({"query": "needle"})).unwrap();
+        let waited = t.elapsed();
+        assert!(!page.items.is_empty());
+        if !refresher.is_finished() {
+            assert!(
+                waited < super::REFRESH_WAIT + std::time::Duration::from_secs(2),
+                "{waited:?}"
+            );
+        }
+        refresher.join().unwrap();
+    });
+    assert_eq!(
+        e.ids("needle").len(),
+        20,
+        "a full page once the refresh is done"
+    );
+}
