@@ -15,7 +15,8 @@
 //!   snippets. Labels live here so a later replacement relabels with an UPDATE, never re-indexing text;
 //! - `fts`: a contentless FTS5 table (`unicode61`, see `cjk::TOKENIZE`) over the text with CJK characters split into one-token
 //!   runs (`super::cjk`); `contentless_delete=1` lets a session's documents be deleted by rowid;
-//! - `hot_phrases`, `hot_hits`: common phrases' ranking keys, ordered like the ranking (`super::hot`).
+//! - `hot_phrases`, `hot_hits`: common phrases' best ranking keys, ordered like the ranking, bounded
+//!   and evicted (`super::hot`).
 
 use rusqlite::Connection;
 
@@ -180,7 +181,12 @@ pub fn apply(conn: &mut Connection, verdict: Verdict) -> Result<(), SchemaError>
          );
          CREATE TABLE IF NOT EXISTS hot_phrases (
              id INTEGER PRIMARY KEY,
-             phrase TEXT NOT NULL UNIQUE
+             phrase TEXT NOT NULL UNIQUE,
+             used INTEGER NOT NULL DEFAULT 0,
+             floor_spans INTEGER,
+             floor_len INTEGER,
+             floor_time INTEGER,
+             floor_doc INTEGER
          ) STRICT;
          CREATE TABLE IF NOT EXISTS hot_hits (
              phrase INTEGER NOT NULL,

@@ -446,9 +446,10 @@ impl Search {
         outcome
     }
 
-    /// Stores phrase `phrase`'s ranking keys (it matched `matched` documents) when the writer side and
-    /// the writer role are free right now; a later search does it otherwise.
-    fn materialise(&self, phrase: &str, matched: u64) {
+    /// Hot phrases' upkeep after a search, when the writer side and the writer role are free right
+    /// now (a later search does it otherwise): stores `phrase`'s best ranking keys when it matched
+    /// `materialise` documents, and marks phrase `used` as just used (eviction is by last use).
+    fn upkeep_hot(&self, phrase: &str, materialise: Option<u64>, used: Option<i64>) {
         let Ok(mut state) = self.state.try_lock() else {
             return;
         };
@@ -458,7 +459,13 @@ impl Search {
         let Ok(Some(_writing)) = engine.index.writer(Duration::ZERO) else {
             return;
         };
-        if let Some(conn) = engine.index.connection() {
+        let Some(conn) = engine.index.connection() else {
+            return;
+        };
+        if let Some(id) = used {
+            let _ = hot::touch(conn, id);
+        }
+        if let Some(matched) = materialise {
             if hot::phrase_id(conn, phrase).ok().flatten().is_none() {
                 let _ = hot::materialise(conn, phrase, matched);
             }
@@ -485,6 +492,7 @@ impl Search {
         self.prepare(corpus, cancelled)?;
         let fingerprint = request::fingerprint("sessions", None, &query, &sessions, &events, limit);
         let mut materialise = None;
+        let mut used = None;
         let page = self.read(|view| {
             let generation = &view.generation;
             let offset = match &cursor {
@@ -510,20 +518,26 @@ impl Search {
             // Enough of the ranking for this page and whether another follows.
             let need = usize::try_from(offset.saturating_add(limit).saturating_add(1))
                 .unwrap_or(usize::MAX);
-            let hot_id = if events.is_empty() {
-                hot::phrase_id(conn, &query.phrase).map_err(index_failed)?
+            let hot = if events.is_empty() {
+                hot::phrase(conn, &query.phrase).map_err(index_failed)?
             } else {
                 None
             };
-            let every_candidate;
-            let ranked = match hot_id {
-                Some(id) => {
-                    every_candidate = candidates(&|_| true);
-                    hot_ranked(conn, id, &every_candidate, need, cancelled)?
+            let every_candidate = candidates(&|_| true);
+            // The stored rows answer when they rank the page before they run out (a phrase keeps only
+            // its best rows); otherwise the scan does.
+            let from_hot = match hot {
+                Some(p) => {
+                    used = Some(p.id);
+                    hot_ranked(conn, p, &every_candidate, need, cancelled)?
                 }
+                None => None,
+            };
+            let ranked = match from_hot {
+                Some(ranked) => ranked,
                 None => {
                     let (best, matched) = scan(conn, &sql, cancelled)?;
-                    if events.is_empty() && matched >= hot::MIN_MATCHES {
+                    if events.is_empty() && hot.is_none() && matched >= hot::MIN_MATCHES {
                         materialise = Some(matched);
                     }
                     let matched_candidates = candidates(&|sid| best.contains(sid));
@@ -568,8 +582,8 @@ impl Search {
                 skipped: view.published.skipped.clone(),
             })
         })?;
-        if let Some(matched) = materialise {
-            self.materialise(&query.phrase, matched);
+        if materialise.is_some() || used.is_some() {
+            self.upkeep_hot(&query.phrase, materialise, used);
         }
         Ok(page)
     }
@@ -614,13 +628,16 @@ impl Search {
             }
             let sql = sql::events_query(&query.phrase, target.sid, &events, limit + 1, offset);
             let conn = view.conn;
-            let hot_id = if events.is_empty() {
-                hot::phrase_id(conn, &query.phrase).map_err(index_failed)?
+            // Within one session the stored rows answer only when the phrase keeps every matching row.
+            let hot = if events.is_empty() {
+                hot::phrase(conn, &query.phrase)
+                    .map_err(index_failed)?
+                    .filter(|p| p.floor.is_none())
             } else {
                 None
             };
-            let mut rows = match hot_id {
-                Some(id) => hot_events(conn, id, target.sid, limit + 1, offset)?,
+            let mut rows = match hot {
+                Some(p) => hot_events(conn, p.id, target.sid, limit + 1, offset)?,
                 None => run(conn, &sql, hit_columns)?,
             };
             let more = rows.len() as u64 > limit;
@@ -801,19 +818,20 @@ impl HitRow {
 /// Sessions' best matches with their rows, in rank order.
 type Ranked<'a> = Vec<(rank::Match, &'a SessionRow)>;
 
-/// The first `need` sessions of the ranking from a materialised phrase's rows (`index::hot`); checks for
-/// cancellation every few thousand rows.
+/// The first `need` sessions of the ranking from a materialised phrase's rows (`index::hot`), or `None`
+/// when the rows run out before those are ranked and the phrase does not keep every row (the scan
+/// answers then); checks for cancellation every few thousand rows.
 fn hot_ranked<'a>(
     conn: &Connection,
-    id: i64,
+    phrase: hot::Phrase,
     candidates: &'a HashMap<i64, &'a SessionRow>,
     need: usize,
     cancelled: &dyn Fn() -> bool,
-) -> Result<Ranked<'a>, PluginError> {
+) -> Result<Option<Ranked<'a>>, PluginError> {
     let mut prefix = rank::Prefix::new(candidates, need);
     let mut seen = 0u64;
     let mut stopped = false;
-    hot::ranked(conn, id, |h| {
+    let ran_out = hot::ranked(conn, phrase.id, |h| {
         seen += 1;
         if seen.is_multiple_of(4096) && cancelled() {
             stopped = true;
@@ -825,7 +843,10 @@ fn hot_ranked<'a>(
     if stopped {
         return Err(aborted());
     }
-    Ok(prefix.ranked())
+    if ran_out && phrase.floor.is_some() {
+        return Ok(None);
+    }
+    Ok(Some(prefix.ranked()))
 }
 
 /// A page (and one more) of session row `sid`'s matches from a materialised phrase's rows, ranked as
