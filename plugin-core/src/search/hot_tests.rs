@@ -219,12 +219,53 @@ fn compare(hot: &Side, scan: &Side, round: &str, changed: bool) {
             assert_eq!(h, s, "{round}: query {q:?}, filters {filters}");
         }
     }
+    spans_first_equals_the_scan(scan, round);
     for q in QUERIES {
         assert!(hot.is_hot(q), "{round}: {q:?} stays materialised");
         assert!(
             !scan.is_hot(q),
             "{round}: the scanning side never materialises {q:?}"
         );
+    }
+}
+
+/// The spans-first read ranks exactly the prefix the full scan ranks, for every page depth, with and
+/// without session clauses (here: every other session).
+fn spans_first_equals_the_scan(side: &Side, round: &str) {
+    let state = side.search.lock();
+    let State::Open(engine) = &*state else {
+        panic!("index not open")
+    };
+    let conn = engine.index.connection().unwrap();
+    for q in QUERIES {
+        let phrase = super::request::query(&json!(q)).unwrap().phrase;
+        for every_other in [false, true] {
+            let candidates: std::collections::HashMap<i64, &crate::index::store::SessionRow> =
+                engine
+                    .rows
+                    .values()
+                    .filter(|r| r.visible && (!every_other || r.sid % 2 == 0))
+                    .map(|r| (r.sid, r))
+                    .collect();
+            let sql = super::sql::matches_query(&phrase, &[]);
+            let (best, _) = super::scan(conn, &sql, &never).unwrap();
+            let full: Vec<(i64, u64)> = best
+                .ranked(&candidates)
+                .iter()
+                .map(|(m, _)| (m.sid, m.seq))
+                .collect();
+            for need in 1..=full.len() + 2 {
+                let Some(got) =
+                    super::spans_first(conn, &phrase, &candidates, need, &never).unwrap()
+                else {
+                    continue;
+                };
+                let got: Vec<(i64, u64)> = got.iter().map(|(m, _)| (m.sid, m.seq)).collect();
+                let want = need.min(full.len());
+                assert!(got.len() >= want, "{round}: {q:?} need {need}");
+                assert_eq!(got[..want], full[..want], "{round}: {q:?} need {need}");
+            }
+        }
     }
 }
 

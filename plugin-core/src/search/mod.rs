@@ -533,9 +533,17 @@ impl Search {
                 }
                 None => None,
             };
-            let ranked = match from_hot {
-                Some(ranked) => ranked,
-                None => {
+            // Without event clauses, the spans-first read ranks the page from the match spans alone
+            // and reads lengths and times only for the sessions that can reach it.
+            let from_spans = match (&from_hot, events.is_empty()) {
+                (None, true) => {
+                    spans_first(conn, &query.phrase, &every_candidate, need, cancelled)?
+                }
+                _ => None,
+            };
+            let ranked = match (from_hot, from_spans) {
+                (Some(ranked), _) | (None, Some(ranked)) => ranked,
+                (None, None) => {
                     let (best, matched) = scan(conn, &sql, cancelled)?;
                     if events.is_empty() && hot.is_none() && matched >= hot::MIN_MATCHES {
                         materialise = Some(matched);
@@ -847,6 +855,89 @@ fn hot_ranked<'a>(
         return Ok(None);
     }
     Ok(Some(prefix.ranked()))
+}
+
+/// How many sessions [`spans_first`] reads whole at most before the plain scan is cheaper.
+const SPANS_FIRST_SESSIONS: usize = 256;
+
+/// The first `need` sessions of the ranking (spec §4.4), exactly, without reading every match's length
+/// and time: the ranking's first key is the match spans, which FTS5 gives without the documents table.
+/// Pass one takes each candidate session's most spans over all its matches; the `need`-th largest of
+/// those, `t`, bounds the page: a session whose most spans is below `t` ranks below at least `need`
+/// sessions whatever its other keys. Pass two reads only the sessions at or above `t`, each a rowid
+/// range of the FTS5 query, and ranks their best documents. `None` when more than
+/// [`SPANS_FIRST_SESSIONS`] sessions tie at or above `t` (the plain scan answers then).
+fn spans_first<'a>(
+    conn: &Connection,
+    phrase: &str,
+    candidates: &'a HashMap<i64, &'a SessionRow>,
+    need: usize,
+    cancelled: &dyn Fn() -> bool,
+) -> Result<Option<Ranked<'a>>, PluginError> {
+    let mut most: HashMap<i64, i64> = HashMap::new();
+    {
+        let mut stmt = conn
+            .prepare_cached("SELECT rowid, dsh_spans(fts) FROM fts WHERE fts MATCH ?1")
+            .map_err(index_failed)?;
+        let mut rows = stmt.query([phrase]).map_err(index_failed)?;
+        let mut seen = 0u64;
+        while let Some(r) = rows.next().map_err(index_failed)? {
+            seen += 1;
+            if seen.is_multiple_of(4096) && cancelled() {
+                return Err(aborted());
+            }
+            let rowid: i64 = r.get(0).map_err(index_failed)?;
+            let spans: i64 = r.get(1).map_err(index_failed)?;
+            let sid = rowid >> 32;
+            if !candidates.contains_key(&sid) {
+                continue;
+            }
+            let m = most.entry(sid).or_insert(spans);
+            *m = (*m).max(spans);
+        }
+    }
+    let mut maxima: Vec<i64> = most.values().copied().collect();
+    let t = if maxima.len() <= need {
+        i64::MIN
+    } else {
+        let (_, nth, _) = maxima.select_nth_unstable_by(need - 1, |a, b| b.cmp(a));
+        *nth
+    };
+    let reach: Vec<(i64, i64)> = most.into_iter().filter(|(_, m)| *m >= t).collect();
+    if reach.len() > SPANS_FIRST_SESSIONS {
+        return Ok(None);
+    }
+    let mut best = rank::Best::new();
+    let mut stmt = conn
+        .prepare_cached(
+            "SELECT d.sid, d.seq, d.time, d.len, dsh_spans(fts)
+             FROM fts CROSS JOIN docs d ON d.rowid = fts.rowid
+             WHERE fts MATCH ?1 AND fts.rowid BETWEEN ?2 AND ?3",
+        )
+        .map_err(index_failed)?;
+    for (sid, most) in reach {
+        if cancelled() {
+            return Err(aborted());
+        }
+        let (lo, hi) = store::rowid_range(sid);
+        let mut rows = stmt
+            .query(rusqlite::params![phrase, lo, hi])
+            .map_err(index_failed)?;
+        while let Some(r) = rows.next().map_err(index_failed)? {
+            let m = rank::Match {
+                sid: r.get(0).map_err(index_failed)?,
+                seq: r.get::<_, i64>(1).map_err(index_failed)? as u64,
+                time: r.get(2).map_err(index_failed)?,
+                len: r.get(3).map_err(index_failed)?,
+                spans: r.get(4).map_err(index_failed)?,
+            };
+            // Only a document with the session's most spans can be its best.
+            if m.spans == most {
+                best.offer(m);
+            }
+        }
+    }
+    Ok(Some(best.ranked(candidates)))
 }
 
 /// A page (and one more) of session row `sid`'s matches from a materialised phrase's rows, ranked as
