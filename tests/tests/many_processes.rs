@@ -214,3 +214,41 @@ fn two_processes_citing_into_one_log_never_take_the_same_seq() {
     // Every winner appended its context message (and its line and turn); no loser left one.
     assert_eq!(citations(&events), before + wins);
 }
+
+#[test]
+fn an_index_path_that_is_a_text_file_fails_searches_only_and_leaves_nothing_beside_it() {
+    let env = demo_env();
+    let readme = env.root().join("README.md");
+    std::fs::write(&readme, "# notes\n").unwrap();
+    let (search, events) = (
+        host(&env.plugins, &env.sessions, &readme, &["search", "parser"])
+            .output()
+            .unwrap(),
+        host(
+            &env.plugins,
+            &env.sessions,
+            &readme,
+            &["events", "demo-ci-fix"],
+        )
+        .output()
+        .unwrap(),
+    );
+    let err = json(&search, "search");
+    assert_eq!(search.status.code(), Some(1));
+    assert_eq!(err["error"]["code"], "SESSION_QUERY_INDEX_FAILED", "{err}");
+    let message = err["error"]["message"].as_str().unwrap();
+    assert!(
+        message.contains("README.md") && message.contains("not an SQLite database"),
+        "{message}"
+    );
+    // Exact reads do not need the index.
+    let listed = json(&events, "events");
+    assert_eq!(events.status.code(), Some(0), "{listed}");
+    assert!(!listed.as_array().unwrap().is_empty());
+    assert_eq!(std::fs::read_to_string(&readme).unwrap(), "# notes\n");
+    for suffix in [".lock", "-wal", "-shm", "-journal"] {
+        let mut name = readme.as_os_str().to_owned();
+        name.push(suffix);
+        assert!(!PathBuf::from(name).exists(), "{suffix} left in the folder");
+    }
+}

@@ -306,7 +306,7 @@ fn walk(dir: &Path) -> Vec<PathBuf> {
 #[test]
 fn a_page_damaged_index_is_detected_and_rebuilt_never_answered_from() {
     let mut detected = 0;
-    for trial in 0..6u64 {
+    for trial in 0..8u64 {
         let (_dir, root, index, answers) = built();
         let bytes = std::fs::read(&index).unwrap();
         assert_eq!(bytes[20], 8, "every page reserves its checksum bytes");

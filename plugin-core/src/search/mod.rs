@@ -320,6 +320,21 @@ impl Search {
         self.refresh_locked(&mut state, corpus, cancelled, progress)
     }
 
+    /// [`Search::refresh`] for a call that then answers: waits at most [`REFRESH_WAIT`] for another
+    /// thread's refresh of this instance, and otherwise leaves the index as it stands (the call then
+    /// answers from what is committed).
+    pub fn refresh_for_call(
+        &self,
+        corpus: &Corpus,
+        cancelled: &dyn Fn() -> bool,
+        progress: &dyn Fn(u64, u64),
+    ) -> Result<(), PluginError> {
+        match self.lock_within(REFRESH_WAIT) {
+            Some(mut state) => self.refresh_locked(&mut state, corpus, cancelled, progress),
+            None => Ok(()),
+        }
+    }
+
     /// The refresh itself, with the writer side held: takes the index's writer role (waiting at most
     /// [`REFRESH_WAIT`] for another process); without it, the index is used as it stands.
     fn refresh_locked(
@@ -1060,7 +1075,9 @@ fn snippets(
         .map(|rowid| {
             let (stored, len): (Vec<u8>, i64) = read
                 .query_row([rowid], |r| Ok((r.get(0)?, r.get(1)?)))
-                .map_err(|e| index_failed(format!("document {rowid}: {e}")))?;
+                .map_err(|e| {
+                    index_failed(format!("document {rowid}: {}", index::sqlite_cause(&e)))
+                })?;
             let text = store::unpack_text(&stored, len.max(0) as usize)
                 .map_err(|e| index_failed(format!("document {rowid} does not unpack: {e}")))?;
             let split = cjk::split(&text);
