@@ -109,6 +109,7 @@ fn examples() -> Value {
         watching: true,
         whole_reads: 4,
         resumed_reads: 1,
+        index_notes: vec![],
     };
     json!({
         "sessionSearchRequest": sessions_request,
