@@ -2,20 +2,21 @@
 //! `search_events` inside one, `diagnostics` and the indexed `titles`, as plain Rust entry points the
 //! service wires to the ABI.
 //!
-//! Every call is serialised on one lock and runs: normalise the request (spec §4.2, first failure wins)
-//! → bring the index up to date ([`refresh`]) → decode the cursor → check the predicate budgets → one
-//! FTS5 query (or, for a phrase materialised in `index::hot` and no event clauses, a range scan of its
-//! ranking keys that stops once the page is ranked; a scan matching many documents materialises its
-//! phrase) → snippets for the page's hits only → a page with an opaque cursor and the `skipped` report.
-//! A page therefore never mixes generations.
+//! Every call runs: normalise the request (spec §4.2, first failure wins) → bring the index up to date
+//! ([`refresh`], on the writer side; a call that finds another thread refreshing waits a bounded time and
+//! then answers from what is committed) → on a reader connection of its own, inside one read
+//! transaction: decode the cursor → check the predicate budgets → rank the page: a range scan of a
+//! phrase's stored ranking keys (`index::hot`) when they rank it, else (no event clauses) the
+//! spans-first read, else one FTS5 scan → snippets for the page's hits only → a page with an opaque
+//! cursor and the `skipped` report. A page therefore never mixes committed states.
 //!
 //! Where this differs from the reference on purpose (DESIGN.md deviation 2): a session left out of search
 //! is reported in every page's `skipped` instead of failing the search, and `search_events` on such a
 //! session names why (`SESSION_QUERY_SOURCE_CONFLICT` for a conflicting live/disk pair,
 //! `SESSION_QUERY_PERSISTENCE_FAILED` for an unreadable log) rather than `SESSION_QUERY_SESSION_NOT_FOUND`.
 //!
-//! A `Search` owns its index file (and its owner lock) for its whole life; nothing else in the process
-//! may open the same index path.
+//! Other processes may use the same index at the same time (the writer role is taken per update,
+//! `index::lock`); inside one process only one plugin generation opens it (the host's drain-then-open).
 //!
 //! Module map: [`request`] (normalisation, budgets, fingerprints), [`refresh`] (incremental indexing),
 //! [`sql`] (the statements), [`rank`] (session clauses and cross-session ranking), [`snippet`] (`makeSnippet`), [`cursor`] (MAC-protected cursors). The index
