@@ -118,6 +118,7 @@ fn examples() -> Value {
             exists: true,
             indexed_sessions: 2,
         }],
+        index_notes: vec![],
     };
     json!({
         "sessionSearchRequest": sessions_request,

@@ -926,3 +926,62 @@ fn write_then_read_gives_identical_events_in_every_encoding() {
         }
     }
 }
+
+// ---------------------------------------------------------------------------------------------------------
+// Writer: two writers of one log
+
+#[test]
+fn two_writers_of_one_log_never_take_the_same_seq() {
+    for opts in [RAW, ZSTD] {
+        let dir = tempfile::tempdir().unwrap();
+        let events = turn_events();
+        let path = write_session(dir.path(), header("s", Some("/w")), opts, &[&events[..3]]);
+        let mut first = LogWriter::open_append(&path, opts).unwrap();
+        let mut second = LogWriter::open_append(&path, opts).unwrap();
+        first.append(&events[3..5]).unwrap();
+        let before = fs::read(&path).unwrap();
+        // The second writer still believes the log ends at seq 3: its batch would reuse seqs 3 and 4.
+        let err = second.append(&events[3..5]).unwrap_err();
+        assert_eq!(err.code, LogErrorCode::ConcurrentWrite, "{err}");
+        assert_eq!(err.code.as_str(), "LOG_CONCURRENT_WRITE");
+        assert!(err.message.contains("another writer appended"), "{err}");
+        assert_eq!(fs::read(&path).unwrap(), before, "nothing was written");
+        assert_eq!(read_events(&path), events[..5]);
+        // The first writer goes on; a writer opened now continues from the real end.
+        first.append(&events[5..8]).unwrap();
+        let mut third = LogWriter::open_append(&path, opts).unwrap();
+        assert_eq!(third.next_seq(), 8);
+        third.append(&events[8..]).unwrap();
+        assert_eq!(read_events(&path), events);
+    }
+}
+
+#[test]
+fn an_append_waits_for_a_writer_holding_the_log_then_refuses_cleanly() {
+    use std::os::fd::AsRawFd;
+    let dir = tempfile::tempdir().unwrap();
+    let events = turn_events();
+    let path = write_session(dir.path(), header("s", Some("/w")), RAW, &[&events[..3]]);
+    let mut writer = LogWriter::open_append(&path, RAW).unwrap();
+    let holder = File::open(&path).unwrap();
+    // SAFETY: the descriptor is open for the call.
+    assert_eq!(
+        unsafe { libc::flock(holder.as_raw_fd(), libc::LOCK_EX | libc::LOCK_NB) },
+        0
+    );
+    let before = fs::read(&path).unwrap();
+    let started = std::time::Instant::now();
+    let err = writer.append(&events[3..5]).unwrap_err();
+    assert!(started.elapsed() >= host_api::log::write::LOCK_WAIT);
+    assert_eq!(err.code, LogErrorCode::ConcurrentWrite, "{err}");
+    assert!(err.message.contains("held this log"), "{err}");
+    assert_eq!(fs::read(&path).unwrap(), before);
+    assert!(
+        LogWriter::open_append(&path, RAW).is_err(),
+        "a log held by another writer is not read for continuing"
+    );
+    drop(holder);
+    // Released: the same writer appends (nothing else changed the log).
+    writer.append(&events[3..5]).unwrap();
+    assert_eq!(read_events(&path), events[..5]);
+}

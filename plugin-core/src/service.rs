@@ -157,7 +157,9 @@ impl Service {
         };
         // Failures here are not final: `body` refreshes again (a no-op when this one succeeded) and
         // reports a disabled index, a failed open or a cancellation with its own code, in the spec's order.
-        let _ = search.refresh(corpus, &cancelled, &progress);
+        // Another thread refreshing this instance is waited for a bounded time only: the call then
+        // answers from the committed index.
+        let _ = search.refresh_for_call(corpus, &cancelled, &progress);
         body(search, &cancelled)
     }
 }

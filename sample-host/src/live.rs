@@ -236,16 +236,18 @@ impl LiveSessions {
         })?;
         let stored = log.events.last().map_or(0, |e| e.seq + 1);
         if stored != writer.next_seq() {
-            // The log changed between the writer's look and ours.
+            // Another writer (another host citing into the same session, say) appended between the
+            // writer's look and ours: nothing was written, and the caller may try again.
             return Err(LiveError::Log {
                 id,
                 source: host_api::log::LogError::new(
-                    host_api::log::LogErrorCode::InvalidWrite,
+                    host_api::log::LogErrorCode::ConcurrentWrite,
                     format!(
-                        "the log holds {stored} events but the writer expects {}: it changed while it was adopted",
+                        "another writer appended to this log while it was opened (it holds {stored} events, this writer saw {}); nothing was written",
                         writer.next_seq()
                     ),
-                ),
+                )
+                .at_path(path),
             });
         }
         let fold = writer.validator().fold().clone();

@@ -97,6 +97,8 @@ pub enum LogErrorCode {
     /// A line (the header included; for zstd logs, a line of the decompressed text) longer than the
     /// reader's line cap ([`super::read::MAX_LINE_BYTES`] unless the options lower it).
     LineTooLong,
+    /// Another writer holds or has extended the log this writer appends to; nothing was written.
+    ConcurrentWrite,
 }
 
 impl LogErrorCode {
@@ -132,6 +134,7 @@ impl LogErrorCode {
             Self::InvalidWrite => "LOG_INVALID_WRITE",
             Self::NotRegularFile => "LOG_NOT_REGULAR_FILE",
             Self::LineTooLong => "LOG_LINE_TOO_LONG",
+            Self::ConcurrentWrite => "LOG_CONCURRENT_WRITE",
         }
     }
 

@@ -6,16 +6,25 @@
 //! overwrite an existing transcript; so a reader sees either no log or a complete header and batch. Every
 //! later append writes one batch at the end and fsyncs; when that fails the file is truncated back to its
 //! previous length, so a failed append leaves no partial batch behind and the writer stays usable.
+//!
+//! Two writers of one log (two hosts citing into the same session, say) are serialised by an exclusive
+//! `flock` on the log's own open descriptor, held from the length check through the write and fsync of
+//! each batch (and while `open_append` reads the log). Under the lock the writer re-checks that the log
+//! still ends where its last batch did; if another writer appended meanwhile, or holds the lock past
+//! [`LOCK_WAIT`], the batch is refused with `LOG_CONCURRENT_WRITE` and nothing is written, so no two
+//! batches ever take the same seq. The descriptor is the one written to, so a symlink or a rename cannot
+//! put the lock on another file than the one appended.
 
 use std::collections::hash_map::RandomState;
 use std::fmt;
 use std::fs::{self, DirBuilder, File, OpenOptions};
 use std::hash::{BuildHasher, Hasher};
 use std::io;
+use std::os::fd::AsRawFd;
 use std::os::unix::fs::{DirBuilderExt, OpenOptionsExt};
 use std::path::{Path, PathBuf};
 use std::sync::atomic::{AtomicU64, Ordering};
-use std::time::{SystemTime, UNIX_EPOCH};
+use std::time::{Duration, Instant, SystemTime, UNIX_EPOCH};
 
 use super::append::AppendValidator;
 use super::bounds::MAX_LINE_BYTES;
@@ -57,7 +66,16 @@ pub trait LogFile: Sized {
     /// The file's current length in bytes.
     fn size(&self) -> io::Result<u64>;
     fn truncate(&mut self, len: u64) -> io::Result<()>;
+    /// Takes the writers' exclusive lock on this file, waiting at most `wait`; `Ok(false)` when another
+    /// writer still holds it then. Released by [`LogFile::unlock`] (and when the file closes).
+    fn lock(&self, _wait: Duration) -> io::Result<bool> {
+        Ok(true)
+    }
+    fn unlock(&self) {}
 }
+
+/// How long an append waits for another writer of the same log to finish its batch.
+pub const LOCK_WAIT: Duration = Duration::from_secs(2);
 
 impl LogFile for File {
     fn create_new(path: &Path) -> io::Result<Self> {
@@ -98,6 +116,45 @@ impl LogFile for File {
 
     fn truncate(&mut self, len: u64) -> io::Result<()> {
         self.set_len(len)
+    }
+
+    fn lock(&self, wait: Duration) -> io::Result<bool> {
+        let deadline = Instant::now() + wait;
+        loop {
+            // SAFETY: the descriptor is open for the duration of the call; flock touches no memory.
+            if unsafe { libc::flock(self.as_raw_fd(), libc::LOCK_EX | libc::LOCK_NB) } == 0 {
+                return Ok(true);
+            }
+            let err = io::Error::last_os_error();
+            if err.raw_os_error() != Some(libc::EWOULDBLOCK) {
+                return Err(err);
+            }
+            if Instant::now() >= deadline {
+                return Ok(false);
+            }
+            std::thread::sleep(Duration::from_millis(2));
+        }
+    }
+
+    fn unlock(&self) {
+        // SAFETY: as in `lock`.
+        unsafe { libc::flock(self.as_raw_fd(), libc::LOCK_UN) };
+    }
+}
+
+/// Takes `file`'s writer lock ([`LOCK_WAIT`] at most), or says why not.
+fn lock_file<F: LogFile>(file: &F, path: &Path) -> Result<(), LogError> {
+    match file.lock(LOCK_WAIT) {
+        Ok(true) => Ok(()),
+        Ok(false) => Err(LogError::new(
+            LogErrorCode::ConcurrentWrite,
+            format!(
+                "another writer has held this log for more than {} s; nothing was written",
+                LOCK_WAIT.as_secs()
+            ),
+        )
+        .at_path(path)),
+        Err(err) => Err(io_error(path, "locking the log for writing", &err)),
     }
 }
 
@@ -217,32 +274,40 @@ impl<F: LogFile> LogWriter<F> {
         // Open first and compare lengths around the read, so a log that another writer extends meanwhile
         // is refused instead of being continued from a stale seq.
         let file = F::open_append(path).map_err(|err| LogError::io(path, &err))?;
-        let before = file.size().map_err(|err| LogError::io(path, &err))?;
-        let log = read_log(
-            path,
-            &ReadOptions {
-                crash_closers: false,
-                ..ReadOptions::default()
-            },
-        )
-        .map_err(at)?;
-        if let Some(torn) = &log.torn_tail {
-            return Err(at(invalid_write(format!(
-                "the log ends in a torn tail at byte {} ({}); repair it before appending",
-                torn.offset, torn.message
-            ))));
-        }
-        if !log.diagnostics.is_empty() {
-            let why: Vec<String> = log.diagnostics.iter().map(ToString::to_string).collect();
-            return Err(at(invalid_write(format!(
-                "the log's header is not strict v0 ({}); this writer only extends strict logs",
-                why.join("; ")
-            ))));
-        }
-        let after = file.size().map_err(|err| LogError::io(path, &err))?;
-        if after != before {
-            return Err(at(invalid_write("the log changed while it was being read")));
-        }
+        // No other writer appends while the log is read (the length check below stays as a guard
+        // against writers that do not lock).
+        lock_file(&file, path)?;
+        let read = (|| {
+            let before = file.size().map_err(|err| LogError::io(path, &err))?;
+            let log = read_log(
+                path,
+                &ReadOptions {
+                    crash_closers: false,
+                    ..ReadOptions::default()
+                },
+            )
+            .map_err(at)?;
+            if let Some(torn) = &log.torn_tail {
+                return Err(at(invalid_write(format!(
+                    "the log ends in a torn tail at byte {} ({}); repair it before appending",
+                    torn.offset, torn.message
+                ))));
+            }
+            if !log.diagnostics.is_empty() {
+                let why: Vec<String> = log.diagnostics.iter().map(ToString::to_string).collect();
+                return Err(at(invalid_write(format!(
+                    "the log's header is not strict v0 ({}); this writer only extends strict logs",
+                    why.join("; ")
+                ))));
+            }
+            let after = file.size().map_err(|err| LogError::io(path, &err))?;
+            if after != before {
+                return Err(at(invalid_write("the log changed while it was being read")));
+            }
+            Ok((log, after))
+        })();
+        file.unlock();
+        let (log, after) = read?;
         let validator = AppendValidator::for_events(&log.header, &log.events).map_err(at)?;
         Ok(Self {
             path: path.to_path_buf(),
@@ -422,42 +487,71 @@ impl<F: LogFile> LogWriter<F> {
         let Some(file) = self.file.as_mut() else {
             return Err(invalid_write("the log is not published").at_path(path));
         };
-        let found = file.size().map_err(|err| LogError::io(path, &err))?;
-        if found != self.len {
-            return Err(invalid_write(format!(
-                "the log changed on disk behind this writer (expected {} bytes, found {found})",
-                self.len
-            ))
-            .at_path(path));
+        // The end is re-checked under the lock: a writer that appended since this one's last batch took
+        // the seqs this batch carries.
+        lock_file(&*file, path)?;
+        let outcome = Self::write_locked(file, path, self.len, bytes);
+        file.unlock();
+        match outcome {
+            Ok(()) => {}
+            Err((err, fatal)) => {
+                if fatal {
+                    self.broken = Some(err.clone());
+                }
+                return Err(err);
+            }
+        }
+        self.len += bytes.len() as u64;
+        Ok(())
+    }
+
+    /// The locked part of an append: the end check, the write and fsync, or the roll back. The error's
+    /// flag says whether the roll back failed too (the writer then refuses further appends).
+    fn write_locked(
+        file: &mut F,
+        path: &Path,
+        len: u64,
+        bytes: &[u8],
+    ) -> Result<(), (LogError, bool)> {
+        let found = file
+            .size()
+            .map_err(|err| (LogError::io(path, &err), false))?;
+        if found != len {
+            return Err((
+                LogError::new(
+                    LogErrorCode::ConcurrentWrite,
+                    format!(
+                        "another writer appended to this log (it ends at byte {found}, this writer's last batch ended at byte {len}); nothing was written"
+                    ),
+                )
+                .at_path(path),
+                false,
+            ));
         }
         if let Err(err) = file.write_all(bytes).and_then(|()| file.sync()) {
             // Only the truncation decides whether the writer stays usable: once the file is back at its
             // committed length, the next append's fsync makes that length durable too, so a failing fsync
             // of the truncation itself (likely, when fsync is what failed) is not fatal.
-            return match file.truncate(self.len) {
+            return match file.truncate(len) {
                 Ok(()) => {
                     let _ = file.sync();
-                    Err(io_error(
-                        path,
-                        "appending (rolled back, nothing was committed)",
-                        &err,
+                    Err((
+                        io_error(path, "appending (rolled back, nothing was committed)", &err),
+                        false,
                     ))
                 }
-                Err(undo) => {
-                    let broken = io_error(
+                Err(undo) => Err((
+                    io_error(
                         path,
                         &format!(
-                            "appending failed and truncating back to {} bytes failed too ({undo}); the writer refuses further appends",
-                            self.len
+                            "appending failed and truncating back to {len} bytes failed too ({undo}); the writer refuses further appends"
                         ),
                         &err,
-                    );
-                    self.broken = Some(broken.clone());
-                    Err(broken)
-                }
+                    ),
+                    true,
+                )),
             };
         }
-        self.len += bytes.len() as u64;
         Ok(())
     }
 }

@@ -23,6 +23,8 @@ pub(crate) struct FakeState {
     /// `(id, from_seq)` of every `live_events` call.
     pub(crate) event_calls: Mutex<Vec<(String, u64)>>,
     pub(crate) log_lines: AtomicUsize,
+    /// Every line logged, in order.
+    pub(crate) logged: Mutex<Vec<String>>,
 }
 
 impl FakeState {
@@ -121,8 +123,9 @@ impl HostContext for FakeHost {
         ROption::RNone
     }
 
-    fn log(&self, _level: LogLevel, _message: RStr<'_>) {
+    fn log(&self, _level: LogLevel, message: RStr<'_>) {
         self.0.log_lines.fetch_add(1, Ordering::Relaxed);
+        self.0.logged.lock().unwrap().push(message.to_string());
     }
 
     fn report_progress(&self, _task: RStr<'_>, _done: u64, _total: u64) {}

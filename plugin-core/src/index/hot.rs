@@ -1,32 +1,45 @@
-//! Hot phrases: the ranking keys of every document matching a common query phrase, kept in a regular
-//! table ordered like the ranking (spec §4.4), so a common phrase's top page is an index range scan
-//! instead of an FTS5 scan computing the match spans of every matching document.
+//! Hot phrases: the best ranking keys of the documents matching a common query phrase, kept in a
+//! regular table ordered like the ranking (spec §4.4), so a common phrase's top pages are an index range
+//! scan instead of an FTS5 scan computing the match spans of every matching document.
 //!
 //! Which phrases: a search whose FTS5 scan matched at least [`MIN_MATCHES`] documents materialises its
-//! phrase (one `INSERT … SELECT` over the same scan), up to [`MAX_PHRASES`] phrases and
-//! [`ROWS_PER_DOC`] rows per document in all (checked when a phrase is materialised, so that the index
-//! stays smaller than a plain FTS5 table with its content); the cold build therefore pays nothing, and
-//! rare phrases never get here. Nothing is evicted: past the caps, common phrases keep using the scan. Once materialised, a phrase's rows are
-//! maintained by the write path in the same transaction as the documents (`store`): inserted for new
-//! documents, deleted with them. Labels are not stored: a search with event clauses uses the scan.
+//! phrase (the cold build therefore pays nothing, and rare phrases never get here). At most
+//! [`MAX_PHRASES`] are kept; a new one evicts the least recently used.
 //!
-//! Tables (schema version 4): `hot_phrases (id, phrase)` and `hot_hits (phrase, spans, len, time, doc)`,
-//! a `WITHOUT ROWID` table whose key is `(phrase, spans DESC, len, time DESC, doc DESC)` — the
+//! Bounded: a phrase keeps only its best [`KEEP`] rows (up to twice that between trims) and a `floor`,
+//! the key of its worst kept row. The invariant: the table holds exactly every matching document whose
+//! key is at least as good as the floor (all of them when the floor is NULL). A read that ranks its
+//! page before the rows run out is therefore exact; one that runs out first (deep pages, strict session
+//! clauses) is answered by the scan instead. A within-session read uses the rows only when the phrase
+//! keeps all of them.
+//!
+//! Upkeep, in the same transaction as the documents (`store`): new documents' rows are computed with
+//! an FTS5 query restricted to their rowid range and inserted only when they beat the floor; deleted
+//! documents' rows go with them; a phrase past `2 × KEEP` rows is trimmed and its floor raised. So the
+//! table and its upkeep are bounded by the phrases, not by the corpus.
+//!
+//! Tables: `hot_phrases (id, phrase, used, floor_*)` and `hot_hits (phrase, spans, len, time, doc)`, a
+//! `WITHOUT ROWID` table whose key is `(phrase, spans DESC, len, time DESC, doc DESC)` — the
 //! within-session order, `doc` (the document rowid: session row in the high bits, seq in the low) last,
 //! so a session's first row in key order is its best document — and `hot_hits_doc (phrase, doc)` for
 //! deletions and within-session reads.
 
-use rusqlite::{params, Connection};
+use std::cmp::Ordering;
+
+use rusqlite::{params, Connection, OptionalExtension};
 
 /// A phrase matching at least this many documents is materialised on its first search.
 pub const MIN_MATCHES: u64 = 1000;
 
-/// At most this many phrases are materialised; later common phrases keep using the scan.
+/// At most this many phrases are materialised; a new one evicts the least recently used.
 pub const MAX_PHRASES: i64 = 64;
 
-/// All phrases together hold at most this many rows per document, so the table stays a small part of the
-/// index (a row and its `hot_hits_doc` entry take ~55 bytes; a document's text and FTS5 entries, ~700).
-pub const ROWS_PER_DOC: i64 = 4;
+/// The rows a phrase keeps after a trim (its best, in rank order).
+#[cfg(not(test))]
+pub const KEEP: usize = 2048;
+/// Small in tests, so that floors, trims and the fall back to the scan are exercised.
+#[cfg(test)]
+pub const KEEP: usize = 6;
 
 /// One materialised row: a matching document's ranking key.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
@@ -37,63 +50,163 @@ pub struct HotHit {
     pub doc: i64,
 }
 
-/// The id of `phrase` when it is materialised.
-pub fn phrase_id(conn: &Connection, phrase: &str) -> rusqlite::Result<Option<i64>> {
-    let mut stmt = conn.prepare_cached("SELECT id FROM hot_phrases WHERE phrase = ?1")?;
-    let mut rows = stmt.query([phrase])?;
-    rows.next()?.map(|r| r.get(0)).transpose()
+impl HotHit {
+    /// Rank order: better first (`spans DESC, len ASC, time DESC, doc DESC`).
+    pub fn rank(&self, other: &Self) -> Ordering {
+        other
+            .spans
+            .cmp(&self.spans)
+            .then(self.len.cmp(&other.len))
+            .then(other.time.cmp(&self.time))
+            .then(other.doc.cmp(&self.doc))
+    }
 }
 
-/// Materialises `phrase` (which must not be yet), which matched `matched` documents, in one
-/// transaction, unless [`MAX_PHRASES`] are already or its rows would pass the [`ROWS_PER_DOC`] budget;
-/// returns its id when it was. The statement is the search's own FTS5 scan, so the rows equal what the
-/// scan computes.
-pub fn materialise(conn: &Connection, phrase: &str, matched: u64) -> rusqlite::Result<Option<i64>> {
+/// A materialised phrase.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub struct Phrase {
+    pub id: i64,
+    /// The worst kept row's key; `None` when every matching document is kept.
+    pub floor: Option<HotHit>,
+}
+
+/// `phrase` when it is materialised.
+pub fn phrase(conn: &Connection, phrase: &str) -> rusqlite::Result<Option<Phrase>> {
+    conn.prepare_cached(
+        "SELECT id, floor_spans, floor_len, floor_time, floor_doc FROM hot_phrases WHERE phrase = ?1",
+    )?
+    .query_row([phrase], phrase_row)
+    .optional()
+}
+
+fn phrase_row(r: &rusqlite::Row<'_>) -> rusqlite::Result<Phrase> {
+    let floor = match r.get::<_, Option<i64>>(1)? {
+        Some(spans) => Some(HotHit {
+            spans,
+            len: r.get(2)?,
+            time: r.get(3)?,
+            doc: r.get(4)?,
+        }),
+        None => None,
+    };
+    Ok(Phrase {
+        id: r.get(0)?,
+        floor,
+    })
+}
+
+/// The id of `phrase` when it is materialised.
+pub fn phrase_id(conn: &Connection, p: &str) -> rusqlite::Result<Option<i64>> {
+    Ok(phrase(conn, p)?.map(|p| p.id))
+}
+
+/// Marks phrase `id` as just used (for eviction).
+pub fn touch(conn: &Connection, id: i64) -> rusqlite::Result<()> {
+    conn.prepare_cached(
+        "UPDATE hot_phrases SET used = (SELECT coalesce(max(used), 0) + 1 FROM hot_phrases) WHERE id = ?1",
+    )?
+    .execute([id])?;
+    Ok(())
+}
+
+/// Materialises `phrase` (which must not be yet) in one transaction, evicting the least recently used
+/// phrase when [`MAX_PHRASES`] are kept; returns its id. The rows are the search's own FTS5 scan's,
+/// the best [`KEEP`] of them.
+pub fn materialise(
+    conn: &Connection,
+    phrase: &str,
+    _matched: u64,
+) -> rusqlite::Result<Option<i64>> {
     let tx = conn.unchecked_transaction()?;
     let count: i64 = tx.query_row("SELECT count(*) FROM hot_phrases", [], |r| r.get(0))?;
     if count >= MAX_PHRASES {
-        return Ok(None);
+        let oldest: i64 = tx.query_row(
+            "SELECT id FROM hot_phrases ORDER BY used LIMIT 1",
+            [],
+            |r| r.get(0),
+        )?;
+        tx.execute("DELETE FROM hot_hits WHERE phrase = ?1", [oldest])?;
+        tx.execute("DELETE FROM hot_phrases WHERE id = ?1", [oldest])?;
     }
-    let (rows, docs): (i64, i64) = tx.query_row(
-        "SELECT (SELECT count(*) FROM hot_hits), (SELECT count(*) FROM docs)",
-        [],
-        |r| Ok((r.get(0)?, r.get(1)?)),
-    )?;
-    let matched = i64::try_from(matched).unwrap_or(i64::MAX);
-    if rows.saturating_add(matched) > docs.saturating_mul(ROWS_PER_DOC) {
-        return Ok(None);
-    }
-    tx.execute("INSERT INTO hot_phrases (phrase) VALUES (?1)", [phrase])?;
-    let id = tx.last_insert_rowid();
     tx.execute(
-        "INSERT INTO hot_hits (phrase, spans, len, time, doc)
-         SELECT ?1, dsh_spans(fts), d.len, d.time, fts.rowid
-         FROM fts CROSS JOIN docs d ON d.rowid = fts.rowid
-         WHERE fts MATCH ?2",
-        params![id, phrase],
+        "INSERT INTO hot_phrases (phrase, used) VALUES (?1, 0)",
+        [phrase],
     )?;
+    let id = tx.last_insert_rowid();
+    touch(&tx, id)?;
+    let mut rows: Vec<HotHit> = tx
+        .prepare(
+            "SELECT dsh_spans(fts), d.len, d.time, fts.rowid
+             FROM fts CROSS JOIN docs d ON d.rowid = fts.rowid
+             WHERE fts MATCH ?1",
+        )?
+        .query_map([phrase], hit_row)?
+        .collect::<rusqlite::Result<_>>()?;
+    rows.sort_unstable_by(HotHit::rank);
+    let floor = (rows.len() > KEEP).then(|| rows[KEEP - 1]);
+    rows.truncate(KEEP);
+    insert_rows(&tx, id, &rows)?;
+    set_floor(&tx, id, floor)?;
     tx.commit()?;
     Ok(Some(id))
 }
 
-fn phrases(tx: &Connection) -> rusqlite::Result<Vec<(i64, String)>> {
-    let mut stmt = tx.prepare_cached("SELECT id, phrase FROM hot_phrases")?;
-    let rows = stmt.query_map([], |r| Ok((r.get(0)?, r.get(1)?)))?;
+fn hit_row(r: &rusqlite::Row<'_>) -> rusqlite::Result<HotHit> {
+    Ok(HotHit {
+        spans: r.get(0)?,
+        len: r.get(1)?,
+        time: r.get(2)?,
+        doc: r.get(3)?,
+    })
+}
+
+fn insert_rows(tx: &Connection, id: i64, rows: &[HotHit]) -> rusqlite::Result<()> {
+    let mut insert = tx.prepare_cached(
+        "INSERT OR REPLACE INTO hot_hits (phrase, spans, len, time, doc) VALUES (?1, ?2, ?3, ?4, ?5)",
+    )?;
+    for h in rows {
+        insert.execute(params![id, h.spans, h.len, h.time, h.doc])?;
+    }
+    Ok(())
+}
+
+fn set_floor(tx: &Connection, id: i64, floor: Option<HotHit>) -> rusqlite::Result<()> {
+    tx.prepare_cached(
+        "UPDATE hot_phrases SET floor_spans = ?2, floor_len = ?3, floor_time = ?4, floor_doc = ?5
+         WHERE id = ?1",
+    )?
+    .execute(params![
+        id,
+        floor.map(|f| f.spans),
+        floor.map(|f| f.len),
+        floor.map(|f| f.time),
+        floor.map(|f| f.doc)
+    ])?;
+    Ok(())
+}
+
+fn phrases(tx: &Connection) -> rusqlite::Result<Vec<(Phrase, String)>> {
+    let mut stmt = tx.prepare_cached(
+        "SELECT id, floor_spans, floor_len, floor_time, floor_doc, phrase FROM hot_phrases",
+    )?;
+    let rows = stmt.query_map([], |r| Ok((phrase_row(r)?, r.get(5)?)))?;
     rows.collect()
 }
 
-/// Write path: drops the rows of documents `lo..=hi` for every phrase.
+/// Write path: drops the rows of documents `lo..=hi` for every phrase (the invariant holds: what is
+/// left is every remaining document at least as good as the floor).
 pub fn delete_range(tx: &Connection, lo: i64, hi: i64) -> rusqlite::Result<()> {
     let mut stmt =
         tx.prepare_cached("DELETE FROM hot_hits WHERE phrase = ?1 AND doc BETWEEN ?2 AND ?3")?;
-    for (id, _) in phrases(tx)? {
-        stmt.execute(params![id, lo, hi])?;
+    for (p, _) in phrases(tx)? {
+        stmt.execute(params![p.id, lo, hi])?;
     }
     Ok(())
 }
 
 /// Write path: (re)computes the rows of documents `lo..=hi` for every phrase, after their documents
-/// were written. Rows already there for the range are replaced.
+/// were written: those at least as good as the phrase's floor go in; a phrase past `2 × KEEP` rows is
+/// trimmed to its best `KEEP` and its floor raised.
 pub fn index_range(tx: &Connection, lo: i64, hi: i64) -> rusqlite::Result<()> {
     let list = phrases(tx)?;
     if list.is_empty() {
@@ -102,26 +215,57 @@ pub fn index_range(tx: &Connection, lo: i64, hi: i64) -> rusqlite::Result<()> {
     let mut delete =
         tx.prepare_cached("DELETE FROM hot_hits WHERE phrase = ?1 AND doc BETWEEN ?2 AND ?3")?;
     // The rowid range goes inside the FTS5 query, which seeks to it in each doclist.
-    let mut insert = tx.prepare_cached(
-        "INSERT INTO hot_hits (phrase, spans, len, time, doc)
-         SELECT ?1, dsh_spans(fts), d.len, d.time, fts.rowid
+    let mut matches = tx.prepare_cached(
+        "SELECT dsh_spans(fts), d.len, d.time, fts.rowid
          FROM fts CROSS JOIN docs d ON d.rowid = fts.rowid
-         WHERE fts MATCH ?2 AND fts.rowid BETWEEN ?3 AND ?4",
+         WHERE fts MATCH ?1 AND fts.rowid BETWEEN ?2 AND ?3",
     )?;
-    for (id, phrase) in list {
-        delete.execute(params![id, lo, hi])?;
-        insert.execute(params![id, phrase, lo, hi])?;
+    for (p, phrase) in list {
+        delete.execute(params![p.id, lo, hi])?;
+        let rows: Vec<HotHit> = matches
+            .query_map(params![phrase, lo, hi], hit_row)?
+            .filter(|h| match (h, &p.floor) {
+                (Ok(h), Some(floor)) => h.rank(floor) != Ordering::Greater,
+                _ => true,
+            })
+            .collect::<rusqlite::Result<_>>()?;
+        if rows.is_empty() {
+            continue;
+        }
+        insert_rows(tx, p.id, &rows)?;
+        trim(tx, p.id)?;
     }
     Ok(())
 }
 
+/// Keeps a phrase's best [`KEEP`] rows once it holds more than twice that, raising its floor.
+fn trim(tx: &Connection, id: i64) -> rusqlite::Result<()> {
+    let count: i64 = tx
+        .prepare_cached("SELECT count(*) FROM hot_hits WHERE phrase = ?1")?
+        .query_row([id], |r| r.get(0))?;
+    if count as usize <= 2 * KEEP {
+        return Ok(());
+    }
+    let floor = tx
+        .prepare_cached(
+            "SELECT spans, len, time, doc FROM hot_hits WHERE phrase = ?1
+             ORDER BY spans DESC, len ASC, time DESC, doc DESC LIMIT 1 OFFSET ?2",
+        )?
+        .query_row(params![id, (KEEP - 1) as i64], hit_row)?;
+    tx.prepare_cached(
+        "DELETE FROM hot_hits WHERE phrase = ?1 AND (spans, -len, time, doc) < (?2, -?3, ?4, ?5)",
+    )?
+    .execute(params![id, floor.spans, floor.len, floor.time, floor.doc])?;
+    set_floor(tx, id, Some(floor))
+}
+
 /// Every row of phrase `id`, best first (`spans DESC, len ASC, time DESC, doc DESC`), to `visit` until it
-/// returns `false`.
+/// returns `false`; `true` when the rows ran out (every row was visited).
 pub fn ranked(
     conn: &Connection,
     id: i64,
     mut visit: impl FnMut(HotHit) -> bool,
-) -> rusqlite::Result<()> {
+) -> rusqlite::Result<bool> {
     let mut stmt = conn.prepare_cached(
         "SELECT spans, len, time, doc FROM hot_hits WHERE phrase = ?1
          ORDER BY spans DESC, len ASC, time DESC, doc DESC",
@@ -135,10 +279,10 @@ pub fn ranked(
             doc: r.get(3)?,
         };
         if !visit(hit) {
-            break;
+            return Ok(false);
         }
     }
-    Ok(())
+    Ok(true)
 }
 
 /// The rows of phrase `id` for documents `lo..=hi`, in no particular order.
@@ -147,14 +291,7 @@ pub fn in_range(conn: &Connection, id: i64, lo: i64, hi: i64) -> rusqlite::Resul
         "SELECT spans, len, time, doc FROM hot_hits INDEXED BY hot_hits_doc
          WHERE phrase = ?1 AND doc BETWEEN ?2 AND ?3",
     )?;
-    let rows = stmt.query_map(params![id, lo, hi], |r| {
-        Ok(HotHit {
-            spans: r.get(0)?,
-            len: r.get(1)?,
-            time: r.get(2)?,
-            doc: r.get(3)?,
-        })
-    })?;
+    let rows = stmt.query_map(params![id, lo, hi], hit_row)?;
     rows.collect()
 }
 
@@ -189,61 +326,87 @@ mod tests {
         );
     }
 
-    #[test]
-    fn materialises_rows_equal_to_the_scan_and_stops_at_the_cap() {
-        let conn = index();
-        for (rowid, text, len) in [
-            (1i64 << 32, "error error", 11),
-            ((2 << 32) | 5, "an error", 8),
-        ] {
-            conn.execute(
-                "INSERT INTO docs VALUES (?1, ?1 >> 32, ?1 & 4294967295, 'user/message', 7, 0, ?2, x'00')",
-                params![rowid, len],
-            )
-            .unwrap();
-            conn.execute(
-                "INSERT INTO fts (rowid, text) VALUES (?1, ?2)",
-                params![rowid, text],
-            )
-            .unwrap();
-        }
-        // Two documents: a budget of eight rows.
-        assert_eq!(materialise(&conn, "\"x\"", 9).unwrap(), None);
-        let id = materialise(&conn, "\"error\"", 2).unwrap().unwrap();
-        assert_eq!(phrase_id(&conn, "\"error\"").unwrap(), Some(id));
+    fn add_doc(conn: &Connection, rowid: i64, text: &str, len: i64, time: i64) {
+        conn.execute(
+            "INSERT INTO docs VALUES (?1, ?1 >> 32, ?1 & 4294967295, 'user/message', ?3, 0, ?2, x'00')",
+            params![rowid, len, time],
+        )
+        .unwrap();
+        conn.execute(
+            "INSERT INTO fts (rowid, text) VALUES (?1, ?2)",
+            params![rowid, text],
+        )
+        .unwrap();
+    }
+
+    fn rows(conn: &Connection, id: i64) -> Vec<HotHit> {
         let mut rows = Vec::new();
-        ranked(&conn, id, |h| {
+        assert!(ranked(conn, id, |h| {
             rows.push(h);
             true
         })
-        .unwrap();
-        assert_eq!(
-            rows,
-            [
-                HotHit {
-                    spans: 2,
-                    len: 11,
-                    time: 7,
-                    doc: 1 << 32
-                },
-                HotHit {
-                    spans: 1,
-                    len: 8,
-                    time: 7,
-                    doc: (2 << 32) | 5
-                },
-            ]
-        );
-        assert_eq!(
-            in_range(&conn, id, 2 << 32, (3 << 32) - 1).unwrap(),
-            rows[1..]
-        );
-        for n in 1..MAX_PHRASES {
-            assert!(materialise(&conn, &format!("\"p{n}\""), 0)
-                .unwrap()
-                .is_some());
+        .unwrap());
+        rows
+    }
+
+    #[test]
+    fn materialises_the_best_rows_with_a_floor_and_keeps_them_up_to_date() {
+        let conn = index();
+        // Session 1: documents 0..10, "error" once each, lengths 10..20 (shorter is better).
+        for seq in 0..10i64 {
+            add_doc(&conn, (1 << 32) | seq, "an error", 10 + seq, 7);
         }
-        assert_eq!(materialise(&conn, "\"one more\"", 0).unwrap(), None);
-        assert_eq!(phrase_id(&conn, "\"one more\"").unwrap(), None);
+        let id = materialise(&conn, "\"error\"", 10).unwrap().unwrap();
+        let kept = rows(&conn, id);
+        assert_eq!(kept.len(), KEEP);
+        assert_eq!(
+            kept.iter().map(|h| h.len).collect::<Vec<_>>(),
+            (10..10 + KEEP as i64).collect::<Vec<_>>()
+        );
+        let p = phrase(&conn, "\"error\"").unwrap().unwrap();
+        assert_eq!(p.floor, Some(kept[KEEP - 1]));
+        // A new document better than the floor goes in; one worse does not.
+        add_doc(&conn, 2 << 32, "error error", 50, 1);
+        add_doc(&conn, (2 << 32) | 1, "an error", 99, 1);
+        index_range(&conn, 2 << 32, (3 << 32) - 1).unwrap();
+        let kept = rows(&conn, id);
+        assert_eq!(kept[0].doc, 2 << 32, "two spans beat one");
+        assert!(kept.iter().all(|h| h.doc != ((2 << 32) | 1)));
+        // Past twice the bound, the rows are trimmed to the best and the floor raised.
+        for seq in 0..(2 * KEEP as i64) {
+            add_doc(&conn, (3 << 32) | seq, "error error error", 5, 1);
+        }
+        index_range(&conn, 3 << 32, (4 << 32) - 1).unwrap();
+        let kept = rows(&conn, id);
+        assert_eq!(kept.len(), KEEP);
+        assert!(kept.iter().all(|h| h.spans == 3));
+        let p = phrase(&conn, "\"error\"").unwrap().unwrap();
+        assert_eq!(p.floor, Some(kept[KEEP - 1]));
+        // Deleting documents drops their rows.
+        delete_range(&conn, 3 << 32, (4 << 32) - 1).unwrap();
+        assert!(rows(&conn, id).is_empty());
+    }
+
+    #[test]
+    fn a_phrase_past_the_cap_evicts_the_least_recently_used() {
+        let conn = index();
+        let mut ids = Vec::new();
+        for n in 0..MAX_PHRASES {
+            ids.push(
+                materialise(&conn, &format!("\"p{n}\""), 0)
+                    .unwrap()
+                    .unwrap(),
+            );
+        }
+        // p0 is used again: p1 is now the least recently used.
+        touch(&conn, ids[0]).unwrap();
+        materialise(&conn, "\"one more\"", 0).unwrap().unwrap();
+        assert!(phrase_id(&conn, "\"one more\"").unwrap().is_some());
+        assert!(phrase_id(&conn, "\"p0\"").unwrap().is_some());
+        assert_eq!(phrase_id(&conn, "\"p1\"").unwrap(), None);
+        let count: i64 = conn
+            .query_row("SELECT count(*) FROM hot_phrases", [], |r| r.get(0))
+            .unwrap();
+        assert_eq!(count, MAX_PHRASES);
     }
 }

@@ -2,8 +2,9 @@
 //! something else, untouched; rebuild an older version of our own schema in place; create what is missing.
 //!
 //! Tables (one file, `application_id` "DSHQ", `user_version` [`SCHEMA_VERSION`]):
-//! - `state`: the cross-session generation cursors are bound to, and a random per-index secret that keys
-//!   their MAC;
+//! - `state`: the cross-session generation cursors are bound to, a random per-index secret that keys
+//!   their MAC, and a count of committed write steps (`commits`: readers on other connections or in other
+//!   processes reload their copy of the session rows when it moves);
 //! - `sessions`: one row per indexed source (a live session, or a log on disk), with the header columns a
 //!   hit carries, the stamp that says whether the source changed, where a grown log's read resumes
 //!   (`checkpoint`: its fold and read checkpoint, zstd JSON), the header record a log was listed with
@@ -15,7 +16,8 @@
 //!   snippets. Labels live here so a later replacement relabels with an UPDATE, never re-indexing text;
 //! - `fts`: a contentless FTS5 table (`unicode61`, see `cjk::TOKENIZE`) over the text with CJK characters split into one-token
 //!   runs (`super::cjk`); `contentless_delete=1` lets a session's documents be deleted by rowid;
-//! - `hot_phrases`, `hot_hits`: common phrases' ranking keys, ordered like the ranking (`super::hot`);
+//! - `hot_phrases`, `hot_hits`: common phrases' best ranking keys, ordered like the ranking, bounded
+//!   and evicted (`super::hot`);
 //! - `failed_logs`: logs that could not be indexed, with the revision that failed and the report
 //!   (`super::failed`), so a new process neither re-reads an unchanged broken log nor forgets to report it.
 
@@ -25,7 +27,7 @@ use rusqlite::Connection;
 pub const APPLICATION_ID: i32 = 0x4453_4851;
 
 /// `PRAGMA user_version` of the current schema. An index of ours with another version is rebuilt.
-pub const SCHEMA_VERSION: i32 = 5;
+pub const SCHEMA_VERSION: i32 = 6;
 
 /// Every table the current schema creates (FTS5 shadow tables included).
 const OUR_TABLES: [&str; 11] = [
@@ -141,7 +143,8 @@ pub fn apply(conn: &mut Connection, verdict: Verdict) -> Result<(), SchemaError>
          CREATE TABLE IF NOT EXISTS state (
              singleton INTEGER PRIMARY KEY CHECK (singleton = 1),
              generation INTEGER NOT NULL,
-             secret BLOB NOT NULL
+             secret BLOB NOT NULL,
+             commits INTEGER NOT NULL DEFAULT 0
          ) STRICT;
          CREATE TABLE IF NOT EXISTS sessions (
              sid INTEGER PRIMARY KEY,
@@ -185,7 +188,12 @@ pub fn apply(conn: &mut Connection, verdict: Verdict) -> Result<(), SchemaError>
          );
          CREATE TABLE IF NOT EXISTS hot_phrases (
              id INTEGER PRIMARY KEY,
-             phrase TEXT NOT NULL UNIQUE
+             phrase TEXT NOT NULL UNIQUE,
+             used INTEGER NOT NULL DEFAULT 0,
+             floor_spans INTEGER,
+             floor_len INTEGER,
+             floor_time INTEGER,
+             floor_doc INTEGER
          ) STRICT;
          CREATE TABLE IF NOT EXISTS hot_hits (
              phrase INTEGER NOT NULL,

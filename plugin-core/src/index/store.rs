@@ -218,7 +218,7 @@ pub fn rollback_batch(conn: &Connection) -> rusqlite::Result<()> {
 }
 
 fn set_generation(tx: &Connection, generation: u64) -> rusqlite::Result<()> {
-    tx.prepare_cached("UPDATE state SET generation = ?1")?
+    tx.prepare_cached("UPDATE state SET generation = ?1, commits = commits + 1")?
         .execute([generation as i64])?;
     Ok(())
 }
@@ -227,6 +227,14 @@ fn set_generation(tx: &Connection, generation: u64) -> rusqlite::Result<()> {
 pub fn state(conn: &Connection) -> rusqlite::Result<(u64, Vec<u8>)> {
     conn.query_row("SELECT generation, secret FROM state", [], |r| {
         Ok((r.get::<_, i64>(0)? as u64, r.get(1)?))
+    })
+}
+
+/// The stored generation and the count of committed write steps: together they name one committed
+/// state of the rows (a refresh commits several batches under one generation).
+pub fn version(conn: &Connection) -> rusqlite::Result<(u64, u64)> {
+    conn.query_row("SELECT generation, commits FROM state", [], |r| {
+        Ok((r.get::<_, i64>(0)? as u64, r.get::<_, i64>(1)? as u64))
     })
 }
 

@@ -2,20 +2,21 @@
 //! `search_events` inside one, `diagnostics` and the indexed `titles`, as plain Rust entry points the
 //! service wires to the ABI.
 //!
-//! Every call is serialised on one lock and runs: normalise the request (spec §4.2, first failure wins)
-//! → bring the index up to date ([`refresh`]) → decode the cursor → check the predicate budgets → one
-//! FTS5 query (or, for a phrase materialised in `index::hot` and no event clauses, a range scan of its
-//! ranking keys that stops once the page is ranked; a scan matching many documents materialises its
-//! phrase) → snippets for the page's hits only → a page with an opaque cursor and the `skipped` report.
-//! A page therefore never mixes generations.
+//! Every call runs: normalise the request (spec §4.2, first failure wins) → bring the index up to date
+//! ([`refresh`], on the writer side; a call that finds another thread refreshing waits a bounded time and
+//! then answers from what is committed) → on a reader connection of its own, inside one read
+//! transaction: decode the cursor → check the predicate budgets → rank the page: a range scan of a
+//! phrase's stored ranking keys (`index::hot`) when they rank it, else (no event clauses) the
+//! spans-first read, else one FTS5 scan → snippets for the page's hits only → a page with an opaque
+//! cursor and the `skipped` report. A page therefore never mixes committed states.
 //!
 //! Where this differs from the reference on purpose (DESIGN.md deviation 2): a session left out of search
 //! is reported in every page's `skipped` instead of failing the search, and `search_events` on such a
 //! session names why (`SESSION_QUERY_SOURCE_CONFLICT` for a conflicting live/disk pair,
 //! `SESSION_QUERY_PERSISTENCE_FAILED` for an unreadable log) rather than `SESSION_QUERY_SESSION_NOT_FOUND`.
 //!
-//! A `Search` owns its index file (and its owner lock) for its whole life; nothing else in the process
-//! may open the same index path.
+//! Other processes may use the same index at the same time (the writer role is taken per update,
+//! `index::lock`); inside one process only one plugin generation opens it (the host's drain-then-open).
 //!
 //! Module map: [`request`] (normalisation, budgets, fingerprints), [`refresh`] (incremental indexing),
 //! [`sql`] (the statements), [`rank`] (session clauses and cross-session ranking), [`snippet`] (`makeSnippet`), [`cursor`] (MAC-protected cursors). The index
@@ -32,13 +33,21 @@ pub mod sql;
 #[cfg(test)]
 mod fresh_tests;
 #[cfg(test)]
+mod health_tests;
+#[cfg(test)]
 mod hot_tests;
 #[cfg(test)]
 mod tests;
 
 use std::collections::{BTreeMap, HashMap};
 use std::path::{Path, PathBuf};
+use std::sync::atomic::{AtomicBool, Ordering};
 use std::sync::{Arc, Mutex, MutexGuard};
+use std::time::{Duration, Instant};
+
+use abi_stable::std_types::RStr;
+use host_api::abi::wire::search::Skipped;
+use host_api::abi::LogLevel;
 
 use host_api::abi::wire::search::{
     Diagnostics, HitHeader, SessionEventSearchHit, SessionEventSearchPage,
@@ -52,8 +61,9 @@ use crate::config::{Config, OpenAt, LIMIT_CEILING};
 use crate::corpus::Corpus;
 use crate::index::store::{self, label_of, RowKey, SessionRow, Source};
 use crate::index::tokens::Tokenizer;
-use crate::index::{cjk, hot, Index};
+use crate::index::{self, cjk, hot, Index};
 use crate::sources::SourceKind;
+use cursor::Cursors;
 use refresh::{aborted, Engine};
 
 /// The search config keys (spec §4.9).
@@ -67,11 +77,50 @@ struct Limits {
 enum State {
     /// `openAt: never`.
     Disabled,
-    /// `openAt: first-search`, not yet opened.
+    /// `openAt: first-search` not yet opened, or an open that may succeed when tried again (another
+    /// process was creating the index).
     Pending,
     Open(Box<Engine>),
     /// A failed open, remembered (spec §4.9: the readiness promise is memoised).
     Failed(PluginError),
+    /// The index was found damaged while in use: the next call deletes and rebuilds it.
+    Damaged(String),
+}
+
+/// What the last refresh of this instance knew that the index does not hold, for readers.
+#[derive(Default)]
+struct Published {
+    skipped: Vec<Skipped>,
+    watching: bool,
+    reads: refresh::ReadCounts,
+    read_only: Option<String>,
+    rebuilt: Option<String>,
+    writer_busy: Option<String>,
+}
+
+/// A reader's own connection and its copy of the session rows at one committed state.
+struct Reader {
+    conn: Connection,
+    cached: Option<Cached>,
+}
+
+struct Cached {
+    version: (u64, u64),
+    rows: HashMap<RowKey, SessionRow>,
+    cursors: Cursors,
+}
+
+/// One committed state of the index, as a search reads it: every statement of one call runs inside
+/// one read transaction of `conn`, and `rows` is the session table of that same state.
+struct View<'a> {
+    conn: &'a Connection,
+    rows: &'a HashMap<RowKey, SessionRow>,
+    /// The cross-session generation cursors are bound to: the stored generation and the count of
+    /// committed steps, so a page never continues a page of another committed state.
+    generation: String,
+    stored_generation: u64,
+    cursors: &'a Cursors,
+    published: &'a Published,
 }
 
 /// One session's title as the index holds it (spec §7.1).
@@ -92,27 +141,65 @@ impl IndexedTitle {
     }
 }
 
+/// How long a search waits for another thread's refresh of this instance before answering from the
+/// committed index, and for another process's update before the same.
+const REFRESH_WAIT: Duration = Duration::from_millis(500);
+
+/// Idle reader connections kept for later calls.
+const IDLE_READERS: usize = 8;
+
 /// The session search of one plugin instance.
+///
+/// Two sides: the writer (the [`Engine`] behind `state`, which brings the index up to date, holding the
+/// index's writer role while it writes) and the readers (`readers`: one connection per concurrent call,
+/// each reading one committed state). A refresh never blocks a reader: a call that finds another
+/// thread refreshing waits at most [`REFRESH_WAIT`] and then answers from what is committed.
 pub struct Search {
     limits: Limits,
     index_path: PathBuf,
     host: Arc<HostContextBox>,
+    // Readers close before the writer (fields drop in order): the last connection to close checkpoints
+    // the WAL into the file and removes it, which a read-only connection cannot do.
+    readers: Mutex<Vec<Reader>>,
     state: Mutex<State>,
+    published: Mutex<Arc<Published>>,
+    disabled: bool,
+    /// Readers open the index without locks (a read-only index in a folder this process cannot write).
+    immutable: AtomicBool,
     /// `longLived` of the config: whether the engine watches the root.
     long_lived: bool,
 }
 
 fn no_progress(_: u64, _: u64) {}
 
-fn index_failed(what: impl std::fmt::Display) -> PluginError {
+/// A damage report for this call; the next one rebuilds.
+fn rebuilt_next(e: PluginError) -> PluginError {
     PluginError::new(
         ErrorCode::SessionQueryIndexFailed,
-        format!("session search index failed: {what}"),
+        format!(
+            "{}; the index is rebuilt from the session logs on the next call",
+            e.message
+        ),
     )
+}
+
+fn index_failed<E: std::fmt::Display + 'static>(what: E) -> PluginError {
+    PluginError::new(
+        ErrorCode::SessionQueryIndexFailed,
+        format!("session search index failed: {}", index::describe(&what)),
+    )
+}
+
+fn lock<T>(m: &Mutex<T>) -> MutexGuard<'_, T> {
+    // A panic inside a search is contained by the service; the engine's state is re-derived from the
+    // database by the next refresh, so a poisoned lock is taken over.
+    m.lock().unwrap_or_else(|p| p.into_inner())
 }
 
 impl Search {
     /// Opens the index at `index_path` now (`openAt: startup`), on first search (`first-search`) or never.
+    /// Never fails for the index's sake: a failed open is remembered and reported by every search, so
+    /// the instance (and its exact reads) work without an index.
     pub fn open(
         config: &Config,
         index_path: &Path,
@@ -123,20 +210,33 @@ impl Search {
             max_limit: config.max_limit.min(LIMIT_CEILING),
             snippet_chars: usize::try_from(config.snippet_chars).unwrap_or(usize::MAX),
         };
-        let state = match config.open_at {
-            OpenAt::Never => State::Disabled,
-            OpenAt::FirstSearch => State::Pending,
-            OpenAt::Startup => State::Open(Box::new(
-                Engine::new(Index::open(index_path, host.clone())?)?.long_lived(config.long_lived),
-            )),
-        };
-        Ok(Self {
+        let search = Self {
             limits,
             index_path: index_path.to_path_buf(),
             host,
-            state: Mutex::new(state),
+            readers: Mutex::new(Vec::new()),
+            state: Mutex::new(match config.open_at {
+                OpenAt::Never => State::Disabled,
+                _ => State::Pending,
+            }),
+            published: Mutex::new(Arc::default()),
+            disabled: config.open_at == OpenAt::Never,
+            immutable: AtomicBool::new(false),
             long_lived: config.long_lived,
-        })
+        };
+        if config.open_at == OpenAt::Startup {
+            let mut state = search.lock();
+            if let Err(e) = search.engine(&mut state) {
+                search.host.log(
+                    LogLevel::Warn,
+                    RStr::from_str(&format!(
+                        "session search is unavailable until the index can be used: {}",
+                        e.message
+                    )),
+                );
+            }
+        }
+        Ok(search)
     }
 
     /// The logs the open index holds, each with the revision and header it was indexed at, for a
@@ -150,32 +250,81 @@ impl Search {
     }
 
     fn lock(&self) -> MutexGuard<'_, State> {
-        // A panic inside a search is contained by the service; the engine's state is re-derived from the
-        // database by the next refresh, so a poisoned lock is taken over.
-        self.state.lock().unwrap_or_else(|p| p.into_inner())
+        lock(&self.state)
     }
 
-    /// The open engine, opening it first for `first-search`; `SEARCH_DISABLED` for `never`.
+    /// The writer side, waiting at most `wait` for another thread's refresh; `None` when it is still
+    /// busy then.
+    fn lock_within(&self, wait: Duration) -> Option<MutexGuard<'_, State>> {
+        let deadline = Instant::now() + wait;
+        let mut pause = Duration::from_millis(1);
+        loop {
+            match self.state.try_lock() {
+                Ok(guard) => return Some(guard),
+                Err(std::sync::TryLockError::Poisoned(p)) => return Some(p.into_inner()),
+                Err(std::sync::TryLockError::WouldBlock) => {}
+            }
+            let now = Instant::now();
+            if now >= deadline {
+                return None;
+            }
+            std::thread::sleep(pause.min(deadline - now));
+            pause = (pause * 2).min(Duration::from_millis(10));
+        }
+    }
+
+    /// The open engine, opening it first (for `first-search`, after a retryable failure, after damage,
+    /// or when another process replaced the file); `SEARCH_DISABLED` for `never`.
     fn engine<'a>(&self, state: &'a mut State) -> Result<&'a mut Engine, PluginError> {
-        if let State::Pending = state {
-            *state = match Index::open(&self.index_path, self.host.clone()).and_then(Engine::new) {
-                Ok(engine) => State::Open(Box::new(engine.long_lived(self.long_lived))),
-                Err(e) => State::Failed(e),
+        let reopen = match state {
+            State::Pending => Some(None),
+            State::Damaged(why) => Some(Some(why.clone())),
+            State::Open(engine) if !engine.index.is_current_file() => Some(None),
+            _ => None,
+        };
+        if let Some(damaged) = reopen {
+            // Every connection to the old file goes first (readers included).
+            *state = State::Pending;
+            lock(&self.readers).clear();
+            let mut damaged = damaged;
+            *state = loop {
+                let opened = Index::try_open(&self.index_path, self.host.clone(), damaged.clone());
+                break match opened.map(Engine::new) {
+                    Ok(Ok(engine)) => State::Open(Box::new(engine.long_lived(self.long_lived))),
+                    // Damage the open itself did not read (the session rows): delete and build again.
+                    Ok(Err(e)) if damaged.is_none() && index::is_damage_message(&e.message) => {
+                        damaged = Some(format!("it is damaged ({})", e.message));
+                        continue;
+                    }
+                    Ok(Err(e)) => State::Failed(e),
+                    Err(failure) if failure.retry => return Err(failure.error),
+                    Err(failure) => State::Failed(failure.error),
+                };
             };
+            if let State::Open(engine) = state {
+                self.immutable
+                    .store(engine.index.immutable(), Ordering::Relaxed);
+                let mut published = lock(&self.published);
+                *published = Arc::new(Published {
+                    read_only: engine.index.read_only().map(String::from),
+                    rebuilt: engine.index.rebuilt().map(String::from),
+                    ..Default::default()
+                });
+            }
         }
         match state {
             State::Open(engine) => Ok(engine),
             State::Failed(e) => Err(e.clone()),
             State::Disabled => Err(disabled()),
-            State::Pending => Err(index_failed("index is not open")),
+            State::Pending | State::Damaged(_) => Err(index_failed("index is not open")),
         }
     }
 
-    fn check_enabled(&self, state: &State) -> Result<(), PluginError> {
-        match state {
-            State::Disabled => Err(disabled()),
-            _ => Ok(()),
+    fn check_enabled(&self) -> Result<(), PluginError> {
+        if self.disabled {
+            return Err(disabled());
         }
+        Ok(())
     }
 
     /// Brings the index up to date, reporting `progress(done, total)` over the sessions to (re)index.
@@ -187,8 +336,174 @@ impl Search {
         progress: &dyn Fn(u64, u64),
     ) -> Result<(), PluginError> {
         let mut state = self.lock();
-        self.engine(&mut state)?
-            .refresh(corpus, cancelled, progress)
+        self.refresh_locked(&mut state, corpus, cancelled, progress)
+    }
+
+    /// [`Search::refresh`] for a call that then answers: waits at most [`REFRESH_WAIT`] for another
+    /// thread's refresh of this instance, and otherwise leaves the index as it stands (the call then
+    /// answers from what is committed).
+    pub fn refresh_for_call(
+        &self,
+        corpus: &Corpus,
+        cancelled: &dyn Fn() -> bool,
+        progress: &dyn Fn(u64, u64),
+    ) -> Result<(), PluginError> {
+        match self.lock_within(REFRESH_WAIT) {
+            Some(mut state) => self.refresh_locked(&mut state, corpus, cancelled, progress),
+            None => Ok(()),
+        }
+    }
+
+    /// The refresh itself, with the writer side held: takes the index's writer role (waiting at most
+    /// [`REFRESH_WAIT`] for another process); without it, the index is used as it stands.
+    fn refresh_locked(
+        &self,
+        state: &mut State,
+        corpus: &Corpus,
+        cancelled: &dyn Fn() -> bool,
+        progress: &dyn Fn(u64, u64),
+    ) -> Result<(), PluginError> {
+        let engine = self.engine(state)?;
+        let mut busy = None;
+        let outcome = match engine.index.writer(REFRESH_WAIT) {
+            Ok(Some(writing)) => {
+                let outcome = engine
+                    .resync()
+                    .and_then(|()| engine.refresh(corpus, cancelled, progress));
+                drop(writing);
+                outcome
+            }
+            Ok(None) => {
+                if engine.index.read_only().is_none() {
+                    busy = Some(format!(
+                        "another process (pid {}) is updating the index; answers come from the index as it stands",
+                        engine.index.writer_pid()
+                    ));
+                }
+                Ok(())
+            }
+            Err(e) => Err(e),
+        };
+        let published = Published {
+            skipped: engine.skipped.clone(),
+            watching: engine.is_watching(),
+            reads: engine.reads,
+            read_only: engine.index.read_only().map(String::from),
+            rebuilt: engine.index.rebuilt().map(String::from),
+            writer_busy: busy,
+        };
+        *lock(&self.published) = Arc::new(published);
+        match outcome {
+            Err(e) if index::is_damage_message(&e.message) => {
+                *state = State::Damaged(e.message.to_string());
+                Err(rebuilt_next(e))
+            }
+            other => other,
+        }
+    }
+
+    /// Before a read: refresh unless another thread of this instance is refreshing for longer than
+    /// [`REFRESH_WAIT`] (then the committed index answers). Open failures and refresh failures are
+    /// this call's error.
+    fn prepare(&self, corpus: &Corpus, cancelled: &dyn Fn() -> bool) -> Result<(), PluginError> {
+        match self.lock_within(REFRESH_WAIT) {
+            Some(mut state) => self.refresh_locked(&mut state, corpus, cancelled, &no_progress),
+            None => {
+                if cancelled() {
+                    return Err(aborted());
+                }
+                Ok(())
+            }
+        }
+    }
+
+    /// Runs `read` over one committed state of the index, on a reader connection of its own.
+    fn read<T>(
+        &self,
+        read: impl FnOnce(&View<'_>) -> Result<T, PluginError>,
+    ) -> Result<T, PluginError> {
+        let reader = lock(&self.readers).pop();
+        let mut reader = match reader {
+            Some(r) => r,
+            None => Reader {
+                conn: index::open_reader(&self.index_path, self.immutable.load(Ordering::Relaxed))?,
+                cached: None,
+            },
+        };
+        let published = lock(&self.published).clone();
+        let outcome = (|| {
+            let conn = &reader.conn;
+            conn.execute_batch("BEGIN").map_err(index_failed)?;
+            let version = store::version(conn).map_err(index_failed)?;
+            if reader.cached.as_ref().is_none_or(|c| c.version != version) {
+                let (_, secret) = store::state(conn).map_err(index_failed)?;
+                let rows = store::load_rows(conn)
+                    .map_err(index_failed)?
+                    .into_iter()
+                    .map(|row| (refresh::key_of(&row), row))
+                    .collect();
+                reader.cached = Some(Cached {
+                    version,
+                    rows,
+                    cursors: Cursors::new(&secret),
+                });
+            }
+            let cached = reader.cached.as_ref().expect("cached just above");
+            let view = View {
+                conn,
+                rows: &cached.rows,
+                generation: format!("{}.{}", version.0, version.1),
+                stored_generation: version.0,
+                cursors: &cached.cursors,
+                published: &published,
+            };
+            read(&view)
+        })();
+        if !reader.conn.is_autocommit() {
+            let _ = reader.conn.execute_batch("ROLLBACK");
+        }
+        match &outcome {
+            Err(e) if index::is_damage_message(&e.message) => {
+                // The connection is dropped, and the next call rebuilds the index.
+                let mut state = self.lock();
+                if let State::Open(_) = &*state {
+                    *state = State::Damaged(e.message.to_string());
+                }
+                return Err(rebuilt_next(e.clone()));
+            }
+            _ => {}
+        }
+        let mut idle = lock(&self.readers);
+        if idle.len() < IDLE_READERS {
+            idle.push(reader);
+        }
+        outcome
+    }
+
+    /// Hot phrases' upkeep after a search, when the writer side and the writer role are free right
+    /// now (a later search does it otherwise): stores `phrase`'s best ranking keys when it matched
+    /// `materialise` documents, and marks phrase `used` as just used (eviction is by last use).
+    fn upkeep_hot(&self, phrase: &str, materialise: Option<u64>, used: Option<i64>) {
+        let Ok(mut state) = self.state.try_lock() else {
+            return;
+        };
+        let State::Open(engine) = &mut *state else {
+            return;
+        };
+        let Ok(Some(_writing)) = engine.index.writer(Duration::ZERO) else {
+            return;
+        };
+        let Some(conn) = engine.index.connection() else {
+            return;
+        };
+        if let Some(id) = used {
+            let _ = hot::touch(conn, id);
+        }
+        if let Some(matched) = materialise {
+            if hot::phrase_id(conn, phrase).ok().flatten().is_none() {
+                let _ = hot::materialise(conn, phrase, matched);
+            }
+        }
     }
 
     /// `searchSessions` (spec §4): the best-matching event of each matching session, ranked.
@@ -198,8 +513,7 @@ impl Search {
         req: SessionSearchRequest,
         cancelled: &dyn Fn() -> bool,
     ) -> Result<SessionSearchPage, PluginError> {
-        let mut state = self.lock();
-        self.check_enabled(&state)?;
+        self.check_enabled()?;
         let sessions = request::session_filters(req.session_filters.as_ref())?;
         let events = request::event_filters(req.event_filters.as_ref(), "eventFilters")?;
         let cursor = request::cursor(req.cursor.as_ref())?;
@@ -210,103 +524,125 @@ impl Search {
             self.limits.default_limit,
             self.limits.max_limit,
         )?;
-        let engine = self.engine(&mut state)?;
-        engine.refresh(corpus, cancelled, &no_progress)?;
+        self.prepare(corpus, cancelled)?;
         let fingerprint = request::fingerprint_in(
             request::fingerprint("sessions", None, &query, &sessions, &events, limit),
             mode,
         );
-        let generation = engine.generation.to_string();
-        let offset = match &cursor {
-            Some(c) => engine
-                .cursors
-                .decode(c, "sessions", &fingerprint, &generation)?,
-            None => 0,
-        };
-        request::check_sessions_budget(&sessions, &events)?;
-        if cancelled() {
-            return Err(aborted());
-        }
-        // The rows a hit may come from, restricted to those `wanted` (sessions that matched).
-        let rows = &engine.rows;
-        let candidates = |wanted: &dyn Fn(i64) -> bool| -> HashMap<i64, &SessionRow> {
-            rows.values()
-                .filter(|r| wanted(r.sid) && r.visible && rank::session_passes(r, &sessions))
-                .map(|r| (r.sid, r))
-                .collect()
-        };
-        let sql = sql::matches_query(&query.phrase, &events);
-        let conn = engine
-            .index
-            .connection()
-            .ok_or_else(|| index_failed("index is closed"))?;
-        // Enough of the ranking for this page and whether another follows.
-        let need =
-            usize::try_from(offset.saturating_add(limit).saturating_add(1)).unwrap_or(usize::MAX);
-        // The materialised phrases hold spec §4.4's ranking of a phrase; other modes scan.
-        let hot_id = if events.is_empty() && mode.is_spec() {
-            hot::phrase_id(conn, &query.phrase).map_err(index_failed)?
-        } else {
-            None
-        };
-        let every_candidate;
-        let ranked = match hot_id {
-            Some(id) => {
-                every_candidate = candidates(&|_| true);
-                hot_ranked(conn, id, &every_candidate, need, cancelled)?
-            }
-            None if mode.order == request::Order::Newest => {
-                let newest = newest::scan(conn, &sql, cancelled)?;
-                let matched_candidates = candidates(&|sid| newest.contains_key(&sid));
-                newest::ranked(newest, &matched_candidates)
-            }
-            None => {
-                let (best, matched) = scan(conn, &sql, cancelled)?;
-                if events.is_empty() && mode.is_spec() && matched >= hot::MIN_MATCHES {
-                    hot::materialise(conn, &query.phrase, matched).map_err(index_failed)?;
-                }
-                let matched_candidates = candidates(&|sid| best.contains(sid));
-                best.ranked(&matched_candidates)
-            }
-        };
-        let start = usize::try_from(offset)
-            .unwrap_or(usize::MAX)
-            .min(ranked.len());
-        let page = &ranked[start..];
-        let more = page.len() as u64 > limit;
-        let page = &page[..page.len().min(limit as usize)];
-        let mut hits = Vec::with_capacity(page.len());
-        for (m, row) in page {
-            let rowid = store::doc_rowid(m.sid, m.seq).ok_or_else(|| {
-                index_failed(format!("document {}:{} has no rowid", m.sid, m.seq))
-            })?;
-            hits.push((doc_hit(conn, rowid)?, *row));
-        }
-        let snippets = snippets(
-            conn,
-            snippet_text(&query, mode),
-            hits.iter().map(|(h, _)| h.rowid),
-            self.limits.snippet_chars,
-        )?;
-        let items = hits
-            .into_iter()
-            .zip(snippets)
-            .map(|((hit, row), snippet)| SessionSearchHit {
-                best_match: hit.into_hit(&row.header.id, snippet),
-                header: row.header.clone(),
-                live: row.is_live,
-                persisted: row.is_persisted,
-            })
-            .collect();
-        Ok(SessionSearchPage {
-            items,
-            next_cursor: more.then(|| {
-                engine
+        let mut materialise = None;
+        let mut used = None;
+        let page = self.read(|view| {
+            let generation = &view.generation;
+            let offset = match &cursor {
+                Some(c) => view
                     .cursors
-                    .encode("sessions", &fingerprint, &generation, offset + limit)
-            }),
-            skipped: engine.skipped.clone(),
-        })
+                    .decode(c, "sessions", &fingerprint, generation)?,
+                None => 0,
+            };
+            request::check_sessions_budget(&sessions, &events)?;
+            if cancelled() {
+                return Err(aborted());
+            }
+            // The rows a hit may come from, restricted to those `wanted` (sessions that matched).
+            let rows = view.rows;
+            let candidates = |wanted: &dyn Fn(i64) -> bool| -> HashMap<i64, &SessionRow> {
+                rows.values()
+                    .filter(|r| wanted(r.sid) && r.visible && rank::session_passes(r, &sessions))
+                    .map(|r| (r.sid, r))
+                    .collect()
+            };
+            let sql = sql::matches_query(&query.phrase, &events);
+            let conn = view.conn;
+            // Enough of the ranking for this page and whether another follows.
+            let need = usize::try_from(offset.saturating_add(limit).saturating_add(1))
+                .unwrap_or(usize::MAX);
+            // The stored phrases and the spans-first read hold spec §4.4's ranking of a phrase; the other
+            // modes scan.
+            let hot = if events.is_empty() && mode.is_spec() {
+                hot::phrase(conn, &query.phrase).map_err(index_failed)?
+            } else {
+                None
+            };
+            let every_candidate = candidates(&|_| true);
+            // The stored rows answer when they rank the page before they run out (a phrase keeps only
+            // its best rows); otherwise the scan does.
+            let from_hot = match hot {
+                Some(p) => {
+                    used = Some(p.id);
+                    hot_ranked(conn, p, &every_candidate, need, cancelled)?
+                }
+                None => None,
+            };
+            // Without event clauses, the spans-first read ranks the page from the match spans alone
+            // and reads lengths and times only for the sessions that can reach it.
+            let from_spans = match (&from_hot, events.is_empty() && mode.is_spec()) {
+                (None, true) => {
+                    spans_first(conn, &query.phrase, &every_candidate, need, cancelled)?
+                }
+                _ => None,
+            };
+            let ranked = match (from_hot, from_spans) {
+                (Some(ranked), _) | (None, Some(ranked)) => ranked,
+                (None, None) if mode.order == request::Order::Newest => {
+                    let newest = newest::scan(conn, &sql, cancelled)?;
+                    let matched_candidates = candidates(&|sid| newest.contains_key(&sid));
+                    newest::ranked(newest, &matched_candidates)
+                }
+                (None, None) => {
+                    let (best, matched) = scan(conn, &sql, cancelled)?;
+                    if events.is_empty()
+                        && mode.is_spec()
+                        && hot.is_none()
+                        && matched >= hot::MIN_MATCHES
+                    {
+                        materialise = Some(matched);
+                    }
+                    let matched_candidates = candidates(&|sid| best.contains(sid));
+                    best.ranked(&matched_candidates)
+                }
+            };
+            let start = usize::try_from(offset)
+                .unwrap_or(usize::MAX)
+                .min(ranked.len());
+            let page = &ranked[start..];
+            let more = page.len() as u64 > limit;
+            let page = &page[..page.len().min(limit as usize)];
+            let mut hits = Vec::with_capacity(page.len());
+            for (m, row) in page {
+                let rowid = store::doc_rowid(m.sid, m.seq).ok_or_else(|| {
+                    index_failed(format!("document {}:{} has no rowid", m.sid, m.seq))
+                })?;
+                hits.push((doc_hit(conn, rowid)?, *row));
+            }
+            let snippets = snippets(
+                conn,
+                snippet_text(&query, mode),
+                hits.iter().map(|(h, _)| h.rowid),
+                self.limits.snippet_chars,
+            )?;
+            let items = hits
+                .into_iter()
+                .zip(snippets)
+                .map(|((hit, row), snippet)| SessionSearchHit {
+                    best_match: hit.into_hit(&row.header.id, snippet),
+                    header: row.header.clone(),
+                    live: row.is_live,
+                    persisted: row.is_persisted,
+                })
+                .collect();
+            Ok(SessionSearchPage {
+                items,
+                next_cursor: more.then(|| {
+                    view.cursors
+                        .encode("sessions", &fingerprint, generation, offset + limit)
+                }),
+                skipped: view.published.skipped.clone(),
+            })
+        })?;
+        if materialise.is_some() || used.is_some() {
+            self.upkeep_hot(&query.phrase, materialise, used);
+        }
+        Ok(page)
     }
 
     /// `searchEvents` (spec §4): matching events of one session, ranked.
@@ -316,8 +652,7 @@ impl Search {
         req: SessionEventSearchRequest,
         cancelled: &dyn Fn() -> bool,
     ) -> Result<SessionEventSearchPage, PluginError> {
-        let mut state = self.lock();
-        self.check_enabled(&state)?;
+        self.check_enabled()?;
         let serde_json::Value::String(session_id) = &req.session_id else {
             return Err(PluginError::new(
                 ErrorCode::SessionQueryInvalidFilter,
@@ -333,67 +668,67 @@ impl Search {
             self.limits.default_limit,
             self.limits.max_limit,
         )?;
-        let engine = self.engine(&mut state)?;
-        engine.refresh(corpus, cancelled, &no_progress)?;
-        let target = target(engine, session_id)?;
-        let fingerprint = request::fingerprint_in(
-            request::fingerprint("events", Some(session_id), &query, &[], &events, limit),
-            mode,
-        );
-        let generation = format!("{}:{}", target.source.as_str(), target.generation);
-        let offset = match &cursor {
-            Some(c) => engine
-                .cursors
-                .decode(c, "events", &fingerprint, &generation)?,
-            None => 0,
-        };
-        request::check_events_budget(&events)?;
-        if cancelled() {
-            return Err(aborted());
-        }
-        let sql = sql::events_query_in(
-            &query.phrase,
-            target.sid,
-            &events,
-            limit + 1,
-            offset,
-            mode.order,
-        );
-        let conn = engine
-            .index
-            .connection()
-            .ok_or_else(|| index_failed("index is closed"))?;
-        let hot_id = if events.is_empty() && mode.is_spec() {
-            hot::phrase_id(conn, &query.phrase).map_err(index_failed)?
-        } else {
-            None
-        };
-        let mut rows = match hot_id {
-            Some(id) => hot_events(conn, id, target.sid, limit + 1, offset)?,
-            None => run(conn, &sql, hit_columns)?,
-        };
-        let more = rows.len() as u64 > limit;
-        rows.truncate(limit as usize);
-        let snippets = snippets(
-            conn,
-            snippet_text(&query, mode),
-            rows.iter().map(|h| h.rowid),
-            self.limits.snippet_chars,
-        )?;
-        let items = rows
-            .into_iter()
-            .zip(snippets)
-            .map(|(hit, snippet)| hit.into_hit(session_id, snippet))
-            .collect();
-        Ok(SessionEventSearchPage {
-            session: target.header.clone(),
-            items,
-            next_cursor: more.then(|| {
-                engine
+        self.prepare(corpus, cancelled)?;
+        self.read(|view| {
+            let target = target(view, session_id)?;
+            let fingerprint = request::fingerprint_in(
+                request::fingerprint("events", Some(session_id), &query, &[], &events, limit),
+                mode,
+            );
+            let generation = format!("{}:{}", target.source.as_str(), target.generation);
+            let offset = match &cursor {
+                Some(c) => view
                     .cursors
-                    .encode("events", &fingerprint, &generation, offset + limit)
-            }),
-            skipped: engine.skipped.clone(),
+                    .decode(c, "events", &fingerprint, &generation)?,
+                None => 0,
+            };
+            request::check_events_budget(&events)?;
+            if cancelled() {
+                return Err(aborted());
+            }
+            let sql = sql::events_query_in(
+                &query.phrase,
+                target.sid,
+                &events,
+                limit + 1,
+                offset,
+                mode.order,
+            );
+            let conn = view.conn;
+            // Within one session the stored rows answer only when the phrase keeps every matching row.
+            let hot = if events.is_empty() && mode.is_spec() {
+                hot::phrase(conn, &query.phrase)
+                    .map_err(index_failed)?
+                    .filter(|p| p.floor.is_none())
+            } else {
+                None
+            };
+            let mut rows = match hot {
+                Some(p) => hot_events(conn, p.id, target.sid, limit + 1, offset)?,
+                None => run(conn, &sql, hit_columns)?,
+            };
+            let more = rows.len() as u64 > limit;
+            rows.truncate(limit as usize);
+            let snippets = snippets(
+                conn,
+                snippet_text(&query, mode),
+                rows.iter().map(|h| h.rowid),
+                self.limits.snippet_chars,
+            )?;
+            let items = rows
+                .into_iter()
+                .zip(snippets)
+                .map(|(hit, snippet)| hit.into_hit(session_id, snippet))
+                .collect();
+            Ok(SessionEventSearchPage {
+                session: target.header.clone(),
+                items,
+                next_cursor: more.then(|| {
+                    view.cursors
+                        .encode("events", &fingerprint, &generation, offset + limit)
+                }),
+                skipped: view.published.skipped.clone(),
+            })
         })
     }
 
@@ -403,57 +738,69 @@ impl Search {
         corpus: &Corpus,
         cancelled: &dyn Fn() -> bool,
     ) -> Result<Diagnostics, PluginError> {
-        let mut state = self.lock();
-        let engine = self.engine(&mut state)?;
-        engine.refresh(corpus, cancelled, &no_progress)?;
-        let conn = engine
-            .index
-            .connection()
-            .ok_or_else(|| index_failed("index is closed"))?;
-        let indexed_events = store::visible_doc_count(conn).map_err(index_failed)?;
-        let mut ids: Vec<&str> = engine
-            .rows
-            .values()
-            .filter(|r| r.visible)
-            .map(|r| r.header.id.as_str())
-            .collect();
-        ids.sort_unstable();
-        ids.dedup();
-        let mut folders: Vec<(SourceKind, std::path::PathBuf)> = corpus
-            .sessions_root()
-            .map(|r| (SourceKind::Dsh, r.to_path_buf()))
-            .into_iter()
-            .collect();
-        folders.extend(
-            corpus
-                .sources()
-                .roots()
-                .each()
+        self.prepare(corpus, cancelled)?;
+        self.read(|view| {
+            let indexed_events = store::visible_doc_count(view.conn).map_err(index_failed)?;
+            let mut ids: Vec<&str> = view
+                .rows
+                .values()
+                .filter(|r| r.visible)
+                .map(|r| r.header.id.as_str())
+                .collect();
+            ids.sort_unstable();
+            ids.dedup();
+            let mut folders: Vec<(SourceKind, PathBuf)> = corpus
+                .sessions_root()
+                .map(|r| (SourceKind::Dsh, r.to_path_buf()))
                 .into_iter()
-                .map(|(k, p)| (k, p.to_path_buf())),
-        );
-        let sources = folders
-            .into_iter()
-            .map(|(kind, path)| SourceDiagnostic {
-                source: kind.as_str().to_string(),
-                exists: path.is_dir(),
-                path: path.display().to_string(),
-                indexed_sessions: ids
-                    .iter()
-                    .filter(|id| SourceKind::of_id(id) == kind)
-                    .count() as u64,
+                .collect();
+            folders.extend(
+                corpus
+                    .sources()
+                    .roots()
+                    .each()
+                    .into_iter()
+                    .map(|(k, p)| (k, p.to_path_buf())),
+            );
+            let sources = folders
+                .into_iter()
+                .map(|(kind, path)| SourceDiagnostic {
+                    source: kind.as_str().to_string(),
+                    exists: path.is_dir(),
+                    path: path.display().to_string(),
+                    indexed_sessions: ids
+                        .iter()
+                        .filter(|id| SourceKind::of_id(id) == kind)
+                        .count() as u64,
+                })
+                .collect();
+            let published = view.published;
+            let mut index_notes = Vec::new();
+            if let Some(why) = &published.rebuilt {
+                index_notes.push(format!(
+                    "rebuilt from the session logs when it opened: {why}"
+                ));
+            }
+            if let Some(why) = &published.read_only {
+                index_notes.push(format!(
+                    "read-only: {why}; answers come from the index as it stands"
+                ));
+            }
+            if let Some(busy) = &published.writer_busy {
+                index_notes.push(busy.clone());
+            }
+            Ok(Diagnostics {
+                sources,
+                skipped: published.skipped.clone(),
+                indexed_sessions: ids.len() as u64,
+                indexed_events,
+                generation: view.stored_generation,
+                index_path: self.index_path.display().to_string(),
+                watching: published.watching,
+                whole_reads: published.reads.whole,
+                resumed_reads: published.reads.resumed,
+                index_notes,
             })
-            .collect();
-        Ok(Diagnostics {
-            sources,
-            skipped: engine.skipped.clone(),
-            indexed_sessions: ids.len() as u64,
-            indexed_events,
-            generation: engine.generation,
-            index_path: self.index_path.display().to_string(),
-            watching: engine.is_watching(),
-            whole_reads: engine.reads.whole,
-            resumed_reads: engine.reads.resumed,
         })
     }
 
@@ -464,15 +811,15 @@ impl Search {
         corpus: &Corpus,
         cancelled: &dyn Fn() -> bool,
     ) -> Result<BTreeMap<String, IndexedTitle>, PluginError> {
-        let mut state = self.lock();
-        let engine = self.engine(&mut state)?;
-        engine.refresh(corpus, cancelled, &no_progress)?;
-        Ok(engine
-            .rows
-            .values()
-            .filter(|r| r.visible)
-            .map(|r| (r.header.id.clone(), indexed_title(r)))
-            .collect())
+        self.prepare(corpus, cancelled)?;
+        self.read(|view| {
+            Ok(view
+                .rows
+                .values()
+                .filter(|r| r.visible)
+                .map(|r| (r.header.id.clone(), indexed_title(r)))
+                .collect())
+        })
     }
 }
 
@@ -502,22 +849,27 @@ fn disabled() -> PluginError {
 }
 
 /// The row `searchEvents` searches: the live row when the session is live, else its visible disk row.
-fn target<'a>(engine: &'a Engine, id: &str) -> Result<&'a SessionRow, PluginError> {
-    if let Some(row) = engine
+fn target<'a>(view: &View<'a>, id: &str) -> Result<&'a SessionRow, PluginError> {
+    if let Some(row) = view
         .rows
         .get(&RowKey::Live(id.to_string()))
         .filter(|r| r.visible)
     {
         return Ok(row);
     }
-    if let Some(row) = engine
+    if let Some(row) = view
         .rows
         .values()
         .find(|r| r.visible && r.source == Source::Persisted && r.header.id == id)
     {
         return Ok(row);
     }
-    if let Some(s) = engine.skipped.iter().find(|s| s.id.as_deref() == Some(id)) {
+    if let Some(s) = view
+        .published
+        .skipped
+        .iter()
+        .find(|s| s.id.as_deref() == Some(id))
+    {
         let code = if s.code == ErrorCode::SessionQuerySourceConflict.as_str() {
             ErrorCode::SessionQuerySourceConflict
         } else {
@@ -559,19 +911,20 @@ impl HitRow {
 /// Sessions' best matches with their rows, in rank order.
 type Ranked<'a> = Vec<(rank::Match, &'a SessionRow)>;
 
-/// The first `need` sessions of the ranking from a materialised phrase's rows (`index::hot`); checks for
-/// cancellation every few thousand rows.
+/// The first `need` sessions of the ranking from a materialised phrase's rows (`index::hot`), or `None`
+/// when the rows run out before those are ranked and the phrase does not keep every row (the scan
+/// answers then); checks for cancellation every few thousand rows.
 fn hot_ranked<'a>(
     conn: &Connection,
-    id: i64,
+    phrase: hot::Phrase,
     candidates: &'a HashMap<i64, &'a SessionRow>,
     need: usize,
     cancelled: &dyn Fn() -> bool,
-) -> Result<Ranked<'a>, PluginError> {
+) -> Result<Option<Ranked<'a>>, PluginError> {
     let mut prefix = rank::Prefix::new(candidates, need);
     let mut seen = 0u64;
     let mut stopped = false;
-    hot::ranked(conn, id, |h| {
+    let ran_out = hot::ranked(conn, phrase.id, |h| {
         seen += 1;
         if seen.is_multiple_of(4096) && cancelled() {
             stopped = true;
@@ -583,7 +936,93 @@ fn hot_ranked<'a>(
     if stopped {
         return Err(aborted());
     }
-    Ok(prefix.ranked())
+    if ran_out && phrase.floor.is_some() {
+        return Ok(None);
+    }
+    Ok(Some(prefix.ranked()))
+}
+
+/// How many sessions [`spans_first`] reads whole at most before the plain scan is cheaper.
+const SPANS_FIRST_SESSIONS: usize = 256;
+
+/// The first `need` sessions of the ranking (spec §4.4), exactly, without reading every match's length
+/// and time: the ranking's first key is the match spans, which FTS5 gives without the documents table.
+/// Pass one takes each candidate session's most spans over all its matches; the `need`-th largest of
+/// those, `t`, bounds the page: a session whose most spans is below `t` ranks below at least `need`
+/// sessions whatever its other keys. Pass two reads only the sessions at or above `t`, each a rowid
+/// range of the FTS5 query, and ranks their best documents. `None` when more than
+/// [`SPANS_FIRST_SESSIONS`] sessions tie at or above `t` (the plain scan answers then).
+fn spans_first<'a>(
+    conn: &Connection,
+    phrase: &str,
+    candidates: &'a HashMap<i64, &'a SessionRow>,
+    need: usize,
+    cancelled: &dyn Fn() -> bool,
+) -> Result<Option<Ranked<'a>>, PluginError> {
+    let mut most: HashMap<i64, i64> = HashMap::new();
+    {
+        let mut stmt = conn
+            .prepare_cached("SELECT rowid, dsh_spans(fts) FROM fts WHERE fts MATCH ?1")
+            .map_err(index_failed)?;
+        let mut rows = stmt.query([phrase]).map_err(index_failed)?;
+        let mut seen = 0u64;
+        while let Some(r) = rows.next().map_err(index_failed)? {
+            seen += 1;
+            if seen.is_multiple_of(4096) && cancelled() {
+                return Err(aborted());
+            }
+            let rowid: i64 = r.get(0).map_err(index_failed)?;
+            let spans: i64 = r.get(1).map_err(index_failed)?;
+            let sid = rowid >> 32;
+            if !candidates.contains_key(&sid) {
+                continue;
+            }
+            let m = most.entry(sid).or_insert(spans);
+            *m = (*m).max(spans);
+        }
+    }
+    let mut maxima: Vec<i64> = most.values().copied().collect();
+    let t = if maxima.len() <= need {
+        i64::MIN
+    } else {
+        let (_, nth, _) = maxima.select_nth_unstable_by(need - 1, |a, b| b.cmp(a));
+        *nth
+    };
+    let reach: Vec<(i64, i64)> = most.into_iter().filter(|(_, m)| *m >= t).collect();
+    if reach.len() > SPANS_FIRST_SESSIONS {
+        return Ok(None);
+    }
+    let mut best = rank::Best::new();
+    let mut stmt = conn
+        .prepare_cached(
+            "SELECT d.sid, d.seq, d.time, d.len, dsh_spans(fts)
+             FROM fts CROSS JOIN docs d ON d.rowid = fts.rowid
+             WHERE fts MATCH ?1 AND fts.rowid BETWEEN ?2 AND ?3",
+        )
+        .map_err(index_failed)?;
+    for (sid, most) in reach {
+        if cancelled() {
+            return Err(aborted());
+        }
+        let (lo, hi) = store::rowid_range(sid);
+        let mut rows = stmt
+            .query(rusqlite::params![phrase, lo, hi])
+            .map_err(index_failed)?;
+        while let Some(r) = rows.next().map_err(index_failed)? {
+            let m = rank::Match {
+                sid: r.get(0).map_err(index_failed)?,
+                seq: r.get::<_, i64>(1).map_err(index_failed)? as u64,
+                time: r.get(2).map_err(index_failed)?,
+                len: r.get(3).map_err(index_failed)?,
+                spans: r.get(4).map_err(index_failed)?,
+            };
+            // Only a document with the session's most spans can be its best.
+            if m.spans == most {
+                best.offer(m);
+            }
+        }
+    }
+    Ok(Some(best.ranked(candidates)))
 }
 
 /// A page (and one more) of session row `sid`'s matches from a materialised phrase's rows, ranked as
@@ -714,7 +1153,9 @@ fn snippets(
         .map(|rowid| {
             let (stored, len): (Vec<u8>, i64) = read
                 .query_row([rowid], |r| Ok((r.get(0)?, r.get(1)?)))
-                .map_err(|e| index_failed(format!("document {rowid}: {e}")))?;
+                .map_err(|e| {
+                    index_failed(format!("document {rowid}: {}", index::sqlite_cause(&e)))
+                })?;
             let text = store::unpack_text(&stored, len.max(0) as usize)
                 .map_err(|e| index_failed(format!("document {rowid} does not unpack: {e}")))?;
             let split = cjk::split(&text);

@@ -52,8 +52,6 @@ use crate::index::Index;
 use crate::reads::title_of;
 use crate::sources::Sources;
 
-use super::cursor::Cursors;
-
 /// The epoch of a live session: it changes on anything other than a pure append, so (id, epoch,
 /// event count) says whether what is indexed is still a prefix of what the host holds.
 fn live_epoch(session: &LiveSession) -> u64 {
@@ -196,7 +194,6 @@ pub(super) struct Engine {
     pub rows: HashMap<RowKey, SessionRow>,
     /// The cross-session generation: the one every row written by the last refresh carries.
     pub generation: u64,
-    pub cursors: Cursors,
     watch: Option<(Option<PathBuf>, RootWatch)>,
     /// One watch per other harness's folder: an unchanged folder is not listed again.
     source_watches: Vec<(PathBuf, RootWatch)>,
@@ -212,6 +209,9 @@ pub(super) struct Engine {
     resume_events: u64,
     /// How many logs were read whole and how many resumed from a checkpoint.
     pub reads: ReadCounts,
+    /// The committed state the rows mirror ([`store::version`]): another process that writes the index
+    /// moves it, and [`Engine::resync`] then reloads.
+    version: (u64, u64),
     /// Live sessions that failed, by id, with the stamp that failed and the report.
     live_failed: HashMap<String, (String, Skipped)>,
     pub skipped: Vec<Skipped>,
@@ -227,10 +227,13 @@ pub(super) struct Engine {
     pub(super) sweep_every: Duration,
 }
 
-fn index_failed(what: impl std::fmt::Display) -> PluginError {
+fn index_failed<E: std::fmt::Display + 'static>(what: E) -> PluginError {
     PluginError::new(
         ErrorCode::SessionQueryIndexFailed,
-        format!("session search index update failed: {what}"),
+        format!(
+            "session search index update failed: {}",
+            crate::index::describe(&what)
+        ),
     )
 }
 
@@ -312,7 +315,8 @@ impl Engine {
         let conn = index
             .connection()
             .ok_or_else(|| index_failed("index is closed"))?;
-        let (generation, secret) = store::state(conn).map_err(index_failed)?;
+        let (generation, _) = store::state(conn).map_err(index_failed)?;
+        let version = store::version(conn).map_err(index_failed)?;
         let rows = store::load_rows(conn)
             .map_err(index_failed)?
             .into_iter()
@@ -328,7 +332,6 @@ impl Engine {
             index,
             rows,
             generation,
-            cursors: Cursors::new(&secret),
             watch: None,
             source_watches: Vec::new(),
             listing: None,
@@ -337,6 +340,7 @@ impl Engine {
             clock: 0,
             resume_events: 0,
             reads: ReadCounts::default(),
+            version,
             live_failed: HashMap::new(),
             skipped: Vec::new(),
             long_lived: true,
@@ -447,7 +451,37 @@ impl Engine {
                 }
             }
         }
+        if let Some(Ok(version)) = self.index.connection().map(store::version) {
+            self.version = version;
+        }
         result
+    }
+
+    /// Call with the writer role held, before [`Engine::refresh`]: when another process wrote the index
+    /// since this engine last did, the rows are reloaded and what memory says about the sources
+    /// (listing, resume states, failures) is dropped, so the refresh compares against what is committed.
+    pub fn resync(&mut self) -> Result<(), PluginError> {
+        let conn = self
+            .index
+            .connection()
+            .ok_or_else(|| index_failed("index is closed"))?;
+        let version = store::version(conn).map_err(index_failed)?;
+        if version == self.version {
+            return Ok(());
+        }
+        self.rows = store::load_rows(conn)
+            .map_err(index_failed)?
+            .into_iter()
+            .map(|row| (key_of(&row), row))
+            .collect();
+        self.generation = version.0;
+        self.version = version;
+        self.listing = None;
+        self.resume.clear();
+        self.resume_events = 0;
+        self.failed.clear();
+        self.live_failed.clear();
+        Ok(())
     }
 
     fn try_refresh(
@@ -1487,7 +1521,7 @@ fn conflicts(listing: &[ListedSession], live: &[LiveSession]) -> Vec<(String, Pa
         .collect()
 }
 
-fn key_of(row: &SessionRow) -> RowKey {
+pub(super) fn key_of(row: &SessionRow) -> RowKey {
     match (&row.source, &row.path) {
         (Source::Persisted, Some(p)) => RowKey::Persisted(p.clone()),
         _ => RowKey::Live(row.header.id.clone()),

@@ -409,7 +409,7 @@ fn a_log_that_grows_after_a_restart_resumes_from_the_stored_checkpoint() {
     assert_eq!(answers_for(&e, &queries), answers_for(&fresh, &queries));
     // A stored state that no longer decodes is ignored: the log is read whole, and answers the same.
     drop(e);
-    rusqlite::Connection::open(&index)
+    crate::index::connect_by_hand(&index)
         .unwrap()
         .execute("UPDATE sessions SET checkpoint = x'00ff'", [])
         .unwrap();
@@ -440,7 +440,7 @@ fn cancelled_refresh_keeps_the_sessions_it_finished() {
     };
     let r = e.search.refresh(&e.corpus, &cancelled, &|_, _| {});
     assert_eq!(code(r), ErrorCode::SessionQueryAborted);
-    let conn = rusqlite::Connection::open(&e.index).unwrap();
+    let conn = crate::index::connect_by_hand(&e.index).unwrap();
     let rows: i64 = conn
         .query_row("SELECT count(*) FROM sessions", [], |r| r.get(0))
         .unwrap();
@@ -1003,7 +1003,7 @@ fn progress_and_cancellation() {
 #[test]
 fn a_database_that_is_not_ours_is_refused_untouched() {
     let dir = tempfile::tempdir().unwrap();
-    let (_state, _corpus, host) = corpus_and_host(None);
+    let (_state, corpus, host) = corpus_and_host(None);
     type Make = Box<dyn Fn(&Path)>;
     let cases: Vec<(&str, Make)> = vec![
         (
@@ -1039,10 +1039,20 @@ fn a_database_that_is_not_ours_is_refused_untouched() {
             .join(format!("{}.sqlite", name.replace(' ', "-")));
         make(&path);
         let before = std::fs::read(&path).unwrap();
-        let err = Search::open(&Config::default(), &path, host.clone())
-            .err()
-            .unwrap();
-        assert_eq!(err.code, ErrorCode::SessionQueryIndexFailed, "{name}");
+        // The instance is built (its exact reads work); every search says why the index is refused.
+        let search = Search::open(&Config::default(), &path, host.clone()).unwrap();
+        for _ in 0..2 {
+            let req: SessionSearchRequest = serde_json::from_value(json!({"query": "x"})).unwrap();
+            let err = search.search_sessions(&corpus, req, &never).unwrap_err();
+            assert_eq!(err.code, ErrorCode::SessionQueryIndexFailed, "{name}");
+            assert!(
+                err.message.contains("left untouched"),
+                "{name}: {}",
+                err.message
+            );
+        }
+        let req: SessionSearchRequest = serde_json::from_value(json!({"query": "x"})).unwrap();
+        let err = search.search_sessions(&corpus, req, &never).unwrap_err();
         assert!(
             err.message.contains(&path.display().to_string()),
             "{name}: {}",
@@ -1078,7 +1088,7 @@ fn index_files_are_private_and_an_older_schema_is_rebuilt() {
     } = e;
     drop(search);
     {
-        let conn = rusqlite::Connection::open(&index).unwrap();
+        let conn = crate::index::connect_by_hand(&index).unwrap();
         conn.execute_batch("PRAGMA user_version = 1").unwrap();
     }
     let host = corpus_and_host(None).2;
@@ -1130,7 +1140,7 @@ fn cursors_survive_a_reopen_of_an_unchanged_index() {
 /// When the test binary is re-run as a child process, what the child does (else nothing).
 const CHILD_ENV: &str = "DSH_SEARCH_TEST_CHILD";
 
-/// The child side of the two-process tests: `open INDEX` tries to open the index and prints the outcome;
+/// The child side of the two-process tests: `search INDEX ROOT QUERY` prints the ids a search finds;
 /// `refresh INDEX ROOT` indexes ROOT into INDEX (and is killed at some point by the parent).
 #[test]
 fn child_process_entry() {
@@ -1139,10 +1149,16 @@ fn child_process_entry() {
     };
     let args: Vec<&str> = mode.split('\n').collect();
     match args.as_slice() {
-        ["open", index] => {
-            let host = corpus_and_host(None).2;
-            match Search::open(&Config::default(), Path::new(index), host) {
-                Ok(_) => println!("CHILD-RESULT opened"),
+        ["search", index, root, query] => {
+            let (_state, corpus, host) = corpus_and_host(Some(Path::new(root)));
+            let search = Search::open(&Config::default(), Path::new(index), host).unwrap();
+            let req: SessionSearchRequest =
+                serde_json::from_value(json!({"query": query})).unwrap();
+            match search.search_sessions(&corpus, req, &never) {
+                Ok(page) => {
+                    let ids: Vec<String> = page.items.into_iter().map(|h| h.header.id).collect();
+                    println!("CHILD-RESULT {}", ids.join(" "));
+                }
                 Err(e) => println!("CHILD-RESULT {}: {}", e.code, e.message),
             }
         }
@@ -1171,33 +1187,53 @@ fn child(mode: &str) -> std::process::Command {
 }
 
 #[test]
-fn a_second_process_on_the_same_index_is_refused() {
+fn a_second_process_on_the_same_index_answers_while_the_first_holds_it() {
     let e = env();
     e.disk("a", 1, &conversation("needle", "ok"));
     assert_eq!(e.ids("needle"), ["a"]);
-    let out = child(&format!("open\n{}", e.index.display()))
-        .output()
-        .unwrap();
+    // This process keeps its index open (and its writer role free between refreshes): another
+    // process opens the same index, brings it up to date and answers.
+    let out = child(&format!(
+        "search\n{}\n{}\nneedle",
+        e.index.display(),
+        e.root.display()
+    ))
+    .output()
+    .unwrap();
     let stdout = String::from_utf8_lossy(&out.stdout);
     let line = stdout
         .lines()
         .find_map(|l| l.find("CHILD-RESULT").map(|at| &l[at..]))
         .unwrap_or_else(|| panic!("{stdout}"));
-    assert!(line.contains("SESSION_QUERY_INDEX_FAILED"), "{line}");
+    assert_eq!(line, "CHILD-RESULT a", "{stdout}");
+    // The other process wrote nothing new; this one goes on answering, and sees a new log.
+    e.disk("b", 2, &conversation("needle too", "ok"));
+    assert_eq!(e.ids("needle").len(), 2);
+}
+
+#[test]
+fn a_process_that_cannot_take_the_writer_role_answers_from_the_committed_index() {
+    let e = env();
+    e.disk("a", 1, &conversation("needle", "ok"));
+    assert_eq!(e.ids("needle"), ["a"]);
+    // Another holder of the writer role (as another process would hold it) for longer than a search
+    // waits: a new log is not indexed, but the search answers from what is committed.
+    let other = std::sync::Arc::new(crate::index::WriterLock::open(&e.index).unwrap());
+    let held = other.write(std::time::Duration::ZERO).unwrap().unwrap();
+    e.disk("b", 2, &conversation("needle too", "ok"));
+    let started = std::time::Instant::now();
+    assert_eq!(e.ids("needle"), ["a"]);
+    assert!(started.elapsed() < std::time::Duration::from_secs(3));
+    let diagnostics = e.search.diagnostics(&e.corpus, &never).unwrap();
     assert!(
-        line.contains(&format!(
-            "is in use by another process (pid {})",
-            std::process::id()
-        )),
-        "{line}"
+        diagnostics
+            .index_notes
+            .iter()
+            .any(|n| n.contains("another process") && n.contains("as it stands")),
+        "{diagnostics:?}"
     );
-    // Once this process lets go, another may open it.
-    let Env { search, index, .. } = e;
-    drop(search);
-    let out = child(&format!("open\n{}", index.display()))
-        .output()
-        .unwrap();
-    assert!(String::from_utf8_lossy(&out.stdout).contains("CHILD-RESULT opened"));
+    drop(held);
+    assert_eq!(e.ids("needle").len(), 2, "indexed once the role is free");
 }
 
 /// Every hit of a few queries, as comparable data.
@@ -1282,7 +1318,7 @@ fn a_process_killed_while_indexing_leaves_an_index_that_answers_like_a_fresh_bui
     assert!(String::from_utf8_lossy(&out.stdout).contains("CHILD-RESULT refreshed"));
     let whole = started.elapsed();
     let docs = || -> i64 {
-        let conn = rusqlite::Connection::open(&index).unwrap();
+        let conn = crate::index::connect_by_hand(&index).unwrap();
         conn.query_row("SELECT count(*) FROM docs", [], |r| r.get(0))
             .unwrap()
     };
@@ -1515,5 +1551,57 @@ fn newest_first_orders_by_each_sessions_newest_match() {
     assert_eq!(
         code(e.sessions(json!({"query": "error", "limit": 1, "cursor": cursor}))),
         ErrorCode::SessionQueryInvalidCursor
+    );
+}
+
+#[test]
+fn a_refresh_in_one_thread_never_blocks_searches_of_the_committed_index_in_another() {
+    let e = env();
+    e.disk("first", 0, &conversation("needle", "ok"));
+    assert_eq!(e.ids("needle"), ["first"]);
+    for i in 0..300 {
+        let mut log = LogBuilder::new();
+        log.turn_start(1);
+        for j in 0..20 {
+            log.user(&format!(
+                "needle {i} {j} {}",
+                "filler words here ".repeat(20)
+            ));
+        }
+        log.turn_end(1);
+        write_log(&e.root, &header(&format!("s{i:03}"), i + 1), &log);
+    }
+    e.settle();
+    let started = std::sync::atomic::AtomicBool::new(false);
+    std::thread::scope(|scope| {
+        let refresher = scope.spawn(|| {
+            e.search
+                .refresh(&e.corpus, &never, &|done, _| {
+                    if done > 0 {
+                        started.store(true, std::sync::atomic::Ordering::SeqCst);
+                    }
+                })
+                .unwrap();
+        });
+        while !started.load(std::sync::atomic::Ordering::SeqCst) && !refresher.is_finished() {
+            std::thread::sleep(std::time::Duration::from_millis(1));
+        }
+        // The refresh is under way: a search answers from what is committed, without waiting for it.
+        let t = std::time::Instant::now();
+        let page = e.sessions(json!({"query": "needle"})).unwrap();
+        let waited = t.elapsed();
+        assert!(!page.items.is_empty());
+        if !refresher.is_finished() {
+            assert!(
+                waited < super::REFRESH_WAIT + std::time::Duration::from_secs(2),
+                "{waited:?}"
+            );
+        }
+        refresher.join().unwrap();
+    });
+    assert_eq!(
+        e.ids("needle").len(),
+        20,
+        "a full page once the refresh is done"
     );
 }

@@ -227,6 +227,10 @@ pub struct Diagnostics {
     /// Every folder sessions are read from: the DSH sessions root and the other harnesses' folders.
     #[serde(default)]
     pub sources: Vec<SourceDiagnostic>,
+    /// What happened to the index file itself, in words: rebuilt when it opened (damaged, truncated,
+    /// another schema version) and why, read-only and why, another process updating it.
+    #[serde(default, skip_serializing_if = "Vec::is_empty")]
+    pub index_notes: Vec<String>,
 }
 
 /// One folder the corpus reads sessions from.
