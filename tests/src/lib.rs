@@ -2,8 +2,8 @@
 //! skips (loudly) when they are absent.
 
 pub mod corpus_gen;
-pub mod mcp_env;
 pub mod engine;
+pub mod mcp_env;
 
 use std::path::PathBuf;
 

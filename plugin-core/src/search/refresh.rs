@@ -550,8 +550,14 @@ impl Engine {
                 listing.extend(fresh);
             }
         }
-        let result =
-            self.compare_and_write(corpus, cancelled, progress, patched, sources_dirty, &pending);
+        let result = self.compare_and_write(
+            corpus,
+            cancelled,
+            progress,
+            patched,
+            sources_dirty,
+            &pending,
+        );
         if result.is_ok() && !patched {
             self.refreshed_at = Some(Instant::now());
         }

@@ -249,7 +249,13 @@ pub fn run_with_announcements(
             return 1;
         }
     };
-    match repl(&mut session, options.json, input, announcements.as_ref(), out) {
+    match repl(
+        &mut session,
+        options.json,
+        input,
+        announcements.as_ref(),
+        out,
+    ) {
         Ok(()) => 0,
         Err(e) => {
             // The output went away (a closed pipe); there is no one left to tell.

@@ -4,11 +4,11 @@
 use std::io::Write;
 
 use super::{print, start_host_in, CommandError, Options};
-use crate::ShadowPlace;
 use crate::chat::plugin::PluginServices;
 use crate::chat::ChatEnv;
 use crate::cli::ModelArgs;
 use crate::demo::{self, DemoCorpus};
+use crate::ShadowPlace;
 
 /// Runs the tour. Exit status 0 when every step showed what it should.
 pub fn run(options: &Options, model: &ModelArgs, out: &mut dyn Write) -> Result<i32, CommandError> {

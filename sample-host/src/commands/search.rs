@@ -224,7 +224,11 @@ pub fn absolute(dir: &str) -> String {
 }
 
 /// Titles of the page's sessions (one call), by session id; empty when the plugin cannot say.
-pub(crate) fn titles(host: &PluginHost, page: &Value, method: QueryMethod) -> HashMap<String, String> {
+pub(crate) fn titles(
+    host: &PluginHost,
+    page: &Value,
+    method: QueryMethod,
+) -> HashMap<String, String> {
     let ids: Vec<String> = match method {
         QueryMethod::SearchSessions => page["items"]
             .as_array()

@@ -68,8 +68,8 @@ const SHUTDOWN_GRACE: Duration = Duration::from_secs(5);
 /// Runs the server until the client closes stdin or a termination signal arrives.
 pub fn run(options: &Options, calling_session: Option<String>) -> Result<i32, CommandError> {
     let stop = Arc::new(tokio::sync::Notify::new());
-    let signals =
-        crate::signals::listen().map_err(CommandError::io("installing the Ctrl-C/SIGTERM handler"))?;
+    let signals = crate::signals::listen()
+        .map_err(CommandError::io("installing the Ctrl-C/SIGTERM handler"))?;
     let on_signal = stop.clone();
     std::thread::Builder::new()
         .name("mcp-signals".into())

@@ -593,7 +593,12 @@ fn search_page(
     budget: usize,
     keep: &dyn Fn(&Value) -> bool,
 ) -> Result<Answer, ToolError> {
-    let flat = flatten(plugin_page, method, titles, &Style::detect(ColorChoice::Never));
+    let flat = flatten(
+        plugin_page,
+        method,
+        titles,
+        &Style::detect(ColorChoice::Never),
+    );
     let items: Vec<Value> = flat["items"]
         .as_array()
         .map(|a| a.iter().skip(skip).cloned().collect())
