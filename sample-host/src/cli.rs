@@ -127,8 +127,9 @@ pub enum Command {
     Search(SearchArgs),
     /// What the search index holds and every session it left out, with path, code and reason.
     Diagnostics,
-    /// Chat with a deterministic stand-in model over a live session: cite other sessions inline with
-    /// @[label](dsh-session:…), /search, /cite, /compact, /help. Hot-reloads the plugin while it runs.
+    /// Chat over a live session with a deterministic stand-in model, or an OpenAI-compatible server
+    /// (--model URL): cite other sessions inline with @[label](dsh-session:…), /search, /cite, /compact,
+    /// /help. Hot-reloads the plugin while it runs.
     Chat {
         /// Continue this session (live, or on disk under the sessions root); a new one by default.
         #[arg(long, value_name = "ID")]
