@@ -93,12 +93,14 @@ fn examples() -> Value {
             live: true,
             persisted: false,
             best_match: hit(),
+            title: None,
         }],
         next_cursor: Some("next".into()),
         skipped: vec![skipped()],
     };
     let events_page = SessionEventSearchPage {
         session: header(),
+        title: None,
         items: vec![hit()],
         next_cursor: None,
         skipped: vec![],

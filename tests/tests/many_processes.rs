@@ -78,7 +78,9 @@ fn two_processes_on_one_index_one_cold_building_while_the_other_searches_both_an
     let built = builder.wait_with_output().unwrap();
 
     let page = json(&searcher, "search beside the builder");
-    assert_eq!(searcher.status.code(), Some(0), "{page}");
+    // An answer, not an error: exit status 1 only says nothing matched yet (grep's convention), which a
+    // search of an index still being built may well find.
+    assert!(matches!(searcher.status.code(), Some(0 | 1)), "{page}");
     assert!(page["items"].is_array(), "{page}");
     assert!(
         searched_in < std::time::Duration::from_secs(30),

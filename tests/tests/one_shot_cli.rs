@@ -13,11 +13,21 @@ use tests::libs::libs;
 /// calls, or `None` (test skipped, said so) when strace is not installed.
 fn traced(env: &tests::host::DemoEnv, args: &[&str]) -> Option<Vec<String>> {
     if Command::new("strace").arg("-V").output().is_err() {
+        // Under CI a missing tool is a failure, never a silent pass (`.ci/run` installs it).
+        let ci = std::env::var("CI").ok();
+        assert!(
+            !dsh_fixtures::is_set(ci.as_deref()),
+            "strace is not installed, and CI must run this test (apt-get install strace)"
+        );
         eprintln!("SKIPPED: strace is not installed (apt-get install strace)");
         return None;
     }
     let trace = env.root().join("strace.txt");
+    // An empty home: the machine's own Claude Code and Codex folders are never read (or watched).
+    let home = env.root().join("home");
+    std::fs::create_dir_all(&home).unwrap();
     let out = Command::new("strace")
+        .env("HOME", &home)
         .args(["-f", "-qq", "-e", "trace=openat,inotify_add_watch", "-o"])
         .arg(&trace)
         .arg(&libs().sample_host)

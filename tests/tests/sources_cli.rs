@@ -148,7 +148,7 @@ fn search_across_sources_says_the_source_of_every_hit() {
         .output()
         .unwrap();
     let text = String::from_utf8(out.stdout).unwrap();
-    assert!(text.contains(&format!("{CODEX}:")), "{text}");
+    assert!(text.contains(CODEX), "{text}");
     assert!(text.contains("(codex)"), "{text}");
 }
 

@@ -90,9 +90,10 @@ fn a_sessions_folder_that_does_not_exist_is_an_error_naming_it() {
 }
 
 #[test]
-fn a_held_index_names_the_code_and_the_holder_in_plain_and_json_output() {
+fn an_index_another_process_serves_from_answers_in_plain_and_json_output() {
     let env = env();
-    // A `watch` holds the index for as long as it runs.
+    // A `watch` keeps the index open for as long as it runs; a search in another terminal still
+    // answers (the index is shared: one process updates it at a time, every one reads it).
     let mut watch = host(&env, &["watch"])
         .stdout(Stdio::null())
         .stderr(Stdio::piped())
@@ -114,32 +115,18 @@ fn a_held_index_names_the_code_and_the_holder_in_plain_and_json_output() {
         .status();
     let _ = watch.wait();
 
-    assert_eq!(code, 1, "{stdout}{stderr}");
-    assert!(
-        stderr.contains("error: SESSION_QUERY_INDEX_FAILED")
-            && stderr.contains(&format!("pid {}", watch.id())),
-        "{stderr}"
-    );
-    assert!(!stderr.contains("cargo build"), "wrong fix: {stderr}");
+    assert_eq!(code, 0, "{stdout}{stderr}");
+    assert!(stdout.contains("demo-ci-fix"), "{stdout}");
+    assert!(!stderr.contains("error:"), "{stderr}");
     assert!(!stderr.contains("PLUGIN_UNAVAILABLE"), "{stderr}");
-    assert_eq!(jcode, 1);
-    let err = json_of(&jstdout);
-    assert_eq!(err["error"]["code"], "SESSION_QUERY_INDEX_FAILED", "{err}");
-    assert!(
-        err["error"]["message"]
-            .as_str()
-            .unwrap()
-            .contains(&format!("pid {}", watch.id())),
-        "{err}"
-    );
-    assert!(
-        err["error"]["fix"].as_str().unwrap().contains("--index"),
-        "{err}"
-    );
+    assert_eq!(jcode, 0, "{jstdout}");
+    let page = json_of(&jstdout);
+    assert!(page.get("error").is_none(), "{page}");
+    assert!(!page["items"].as_array().unwrap().is_empty(), "{page}");
 }
 
 #[test]
-fn an_index_path_that_is_a_folder_or_a_text_file_is_refused_and_leaves_no_lock() {
+fn an_index_path_that_is_a_folder_or_a_text_file_fails_searches_and_leaves_no_lock() {
     let env = env();
     let folder = env.root().join("a-folder");
     std::fs::create_dir(&folder).unwrap();
@@ -147,7 +134,7 @@ fn an_index_path_that_is_a_folder_or_a_text_file_is_refused_and_leaves_no_lock()
     std::fs::write(&text, "# not an index\n\nsome words of a readme\n").unwrap();
     for (index, says) in [(&folder, "is a folder"), (&text, "not an SQLite database")] {
         for json in [false, true] {
-            let mut cmd = host(&env, &["events", "demo-docs"]);
+            let mut cmd = host(&env, &["search", "error"]);
             cmd.arg("--index").arg(index);
             if json {
                 cmd.arg("--json");
@@ -165,6 +152,11 @@ fn an_index_path_that_is_a_folder_or_a_text_file_is_refused_and_leaves_no_lock()
             assert!(shown.contains(says), "{shown}");
             assert!(!shown.contains("cargo build"), "{shown}");
         }
+        // Exact reads never need the index.
+        let mut cmd = host(&env, &["events", "demo-docs"]);
+        cmd.arg("--index").arg(index);
+        let (code, stdout, stderr) = run(&mut cmd);
+        assert_eq!(code, 0, "{stdout}{stderr}");
         let lock = PathBuf::from(format!("{}.lock", index.display()));
         assert!(!lock.exists(), "{lock:?} was left beside the index path");
     }

@@ -537,7 +537,8 @@ fn a_one_shot_process_sets_up_no_watch_and_lists_an_unchanged_root_from_the_inde
     }
     // The next process: the index's record of each log is what the listing uses, so a header that
     // says otherwise in the index (doctored here) shows no log was opened to list it.
-    let conn = rusqlite::Connection::open(&index).unwrap();
+    // Through our checksummed pages: a plain connection would write pages the next open takes for damage.
+    let conn = crate::index::connect_by_hand(&index).unwrap();
     let doctored: u64 = conn
         .execute(
             "UPDATE sessions SET listed = replace(listed, '\"delegationDepth\":0', '\"delegationDepth\":0,\"agentPreset\":\"from-the-index\"')",

@@ -628,6 +628,7 @@ impl Search {
                     header: row.header.clone(),
                     live: row.is_live,
                     persisted: row.is_persisted,
+                    title: title_text(row),
                 })
                 .collect();
             Ok(SessionSearchPage {
@@ -722,6 +723,7 @@ impl Search {
                 .collect();
             Ok(SessionEventSearchPage {
                 session: target.header.clone(),
+                title: title_text(target),
                 items,
                 next_cursor: more.then(|| {
                     view.cursors
@@ -821,6 +823,15 @@ impl Search {
                 .collect())
         })
     }
+}
+
+/// The title text of a row's stored title, when it has a valid one.
+fn title_text(row: &SessionRow) -> Option<String> {
+    indexed_title(row)
+        .title?
+        .get("title")?
+        .as_str()
+        .map(str::to_string)
 }
 
 fn indexed_title(row: &SessionRow) -> IndexedTitle {

@@ -750,6 +750,13 @@ impl Engine {
     /// Whether anything under the other harnesses' folders may have changed since the last look (always,
     /// for a folder that cannot be watched); (re)watches each folder, once it exists.
     fn sources_changed(&mut self, corpus: &Corpus) -> bool {
+        if !self.long_lived {
+            // A process that answers and exits watches nothing: it lists the folders again (by stat),
+            // except right after the refresh that listed them (the same command's second look).
+            return self
+                .refreshed_at
+                .is_none_or(|t| t.elapsed() >= ONE_SHOT_REUSE);
+        }
         let roots: Vec<PathBuf> = corpus
             .sources()
             .roots()

@@ -1,8 +1,8 @@
 //! The one error path from plugin to screen: a fix that fits the cause, and the checks the host makes
-//! before the plugin runs, so that a wrong `--index` or `--sessions` is named as such (and leaves nothing
-//! beside it) instead of surfacing as "no plugin serves".
+//! before the plugin runs, so that a wrong `--sessions` is named as such instead of surfacing as "no
+//! plugin serves". A wrong `--index` is the plugin's to judge (it checks the path before creating
+//! anything beside it, and fails only searches: exact reads never need the index).
 
-use std::io::Read;
 use std::path::Path;
 
 use host_api::abi::{ErrorCode, PluginError};
@@ -53,47 +53,6 @@ fn holder_pid(message: &str) -> Option<u32> {
     digits.parse().ok()
 }
 
-/// The first bytes of every SQLite database file.
-const SQLITE_MAGIC: &[u8; 16] = b"SQLite format 3\0";
-
-/// Refuses an `--index` path that cannot be an index before the plugin touches it (it would leave a
-/// `.lock` file beside it): a folder, or an existing non-empty file that is not an SQLite database.
-pub fn check_index_path(path: &Path) -> Result<(), CommandError> {
-    let fail = |what: String| {
-        Err(CommandError::Plugin(PluginError::new(
-            ErrorCode::SessionQueryIndexFailed,
-            what,
-        )))
-    };
-    let Ok(meta) = std::fs::metadata(path) else {
-        return Ok(()); // made on first use
-    };
-    if meta.is_dir() {
-        return fail(format!("index path {} is a folder", path.display()));
-    }
-    if !meta.is_file() {
-        return fail(format!(
-            "index path {} is not a regular file",
-            path.display()
-        ));
-    }
-    if meta.len() == 0 {
-        return Ok(());
-    }
-    let mut head = [0u8; 16];
-    let read = std::fs::File::open(path).and_then(|mut f| f.read(&mut head));
-    match read {
-        Ok(n) if n == head.len() && &head == SQLITE_MAGIC => Ok(()),
-        Ok(_) => fail(format!(
-            "index path {} is not an SQLite database (a file of {} bytes that is something else)",
-            path.display(),
-            meta.len()
-        )),
-        // Unreadable: the plugin reports it with its own words.
-        Err(_) => Ok(()),
-    }
-}
-
 /// `--sessions DIR` that does not exist is an error naming it; the default one that does not exist yet
 /// is a first run, said on stderr.
 pub fn check_sessions_dir(given: Option<&Path>, default: &Path) -> Result<(), CommandError> {
@@ -133,18 +92,5 @@ mod tests {
         let fix = fix(&e).unwrap();
         assert!(fix.contains("pid 4242") && fix.contains("--index"), "{fix}");
         assert!(!fix.contains("cargo build"), "{fix}");
-    }
-
-    #[test]
-    fn folders_and_foreign_files_are_refused_before_the_plugin_runs() {
-        let dir = tempfile::tempdir().unwrap();
-        let e = check_index_path(dir.path()).unwrap_err();
-        assert_eq!(e.code(), "SESSION_QUERY_INDEX_FAILED");
-        assert!(e.fix().unwrap().contains("not a folder"));
-        let text = dir.path().join("README.md");
-        std::fs::write(&text, "# a readme, long enough to be read\n").unwrap();
-        let e = check_index_path(&text).unwrap_err();
-        assert!(e.to_string().contains("not an SQLite database"), "{e}");
-        assert!(check_index_path(&dir.path().join("new.sqlite")).is_ok());
     }
 }

@@ -374,11 +374,6 @@ pub(super) fn start_host_in(
         Some(dir) => (dir.clone(), None),
         None => paths::default_plugins_dir(),
     };
-    let index = options
-        .index
-        .clone()
-        .unwrap_or_else(paths::default_index_path);
-    errors::check_index_path(&index)?;
     let config = options.plugin_config(long_lived);
     let shared = Shared::new(Some(sessions), true);
     let mut host_options = HostOptions::new(plugins_dir, config);

@@ -244,6 +244,24 @@ pub(crate) fn titles(
     if ids.is_empty() {
         return HashMap::new();
     }
+    // A plugin of contract 2.2 puts the indexed title in the page itself: no read of any log.
+    if host.query(|q| Ok(q.has_search_modes())).unwrap_or(false) {
+        let titled =
+            |id: &str, title: &Value| title.as_str().map(|t| (id.to_string(), t.to_string()));
+        return match method {
+            QueryMethod::SearchSessions => page["items"]
+                .as_array()
+                .into_iter()
+                .flatten()
+                .filter_map(|i| titled(i["header"]["id"].as_str()?, &i["title"]))
+                .collect(),
+            _ => page["session"]["id"]
+                .as_str()
+                .and_then(|id| titled(id, &page["title"]))
+                .into_iter()
+                .collect(),
+        };
+    }
     let request = host_api::abi::TitleSnapshotsRequest { session_ids: ids };
     host.query(|q| q.read_title_snapshots(&Call::new(), &request))
         .map(|snaps| {

@@ -162,6 +162,10 @@ pub struct SessionSearchHit {
     pub live: bool,
     pub persisted: bool,
     pub best_match: SessionEventSearchHit,
+    /// The session's title as indexed (contract 2.2; absent when it has none, or from an older
+    /// plugin), so a host can show it without an exact read of the log.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub title: Option<String>,
 }
 
 /// A session or log left out of search (DESIGN.md deviation 2): unreadable, or its live and persisted
@@ -193,6 +197,9 @@ pub struct SessionSearchPage {
 #[serde(rename_all = "camelCase")]
 pub struct SessionEventSearchPage {
     pub session: HitHeader,
+    /// The session's title as indexed (contract 2.2; absent when it has none, or from an older plugin).
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub title: Option<String>,
     pub items: Vec<SessionEventSearchHit>,
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub next_cursor: Option<String>,
