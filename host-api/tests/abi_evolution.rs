@@ -6,31 +6,73 @@
 //! equal the frozen ones up to each prefix's last field; this test is what makes a retyped or reordered
 //! method fail CI instead of becoming undefined behaviour at run time.
 
-use abi_stable::{abi_stability::abi_checking::check_layout_compatibility, StableAbi};
+use abi_stable::{
+    abi_stability::abi_checking::{
+        check_layout_compatibility, check_layout_compatibility_with_globals, CheckingGlobals,
+    },
+    StableAbi,
+};
 use host_api::abi;
 use host_api::abi::frozen;
 
 /// `frozen` is the interface an older plugin was built against; today's type plays the library that
 /// must offer at least that prefix, field for field.
-fn assert_extends<Frozen: StableAbi, Today: StableAbi>(what: &str) {
-    if let Err(e) = check_layout_compatibility(Frozen::LAYOUT, Today::LAYOUT) {
+///
+/// Each minor is checked with globals of its own: abi_stable merges what it learns of a prefix type
+/// (keyed by the type) into its process-wide globals, and here today's types play the library for
+/// every minor, which no real load does (a host checks a frozen minor against the plugin's own types).
+fn assert_extends<Frozen: StableAbi, Today: StableAbi>(what: &str, globals: &CheckingGlobals) {
+    if let Err(e) = check_layout_compatibility_with_globals(Frozen::LAYOUT, Today::LAYOUT, globals)
+    {
         panic!("today's {what} no longer extends the frozen one: {e}");
     }
 }
 
+/// Every contract type a frozen minor `$m` (a module of `host_api::abi::frozen`) fixed, checked against
+/// today's.
+macro_rules! assert_minor_extends {
+    ($m:ident, $name:literal) => {{
+        use frozen::$m as old;
+        let globals = CheckingGlobals::new();
+        assert_extends::<old::PluginRoot_Ref, abi::PluginRoot_Ref>(
+            concat!("PluginRoot (", $name, ")"),
+            &globals,
+        );
+        assert_extends::<old::PluginInstanceBox, abi::PluginInstanceBox>(
+            concat!("PluginInstance (", $name, ")"),
+            &globals,
+        );
+        assert_extends::<old::HostContextBox, abi::HostContextBox>(
+            concat!("HostContext (", $name, ")"),
+            &globals,
+        );
+        assert_extends::<old::SessionQueryBox, abi::SessionQueryBox>(
+            concat!("SessionQuery (", $name, ")"),
+            &globals,
+        );
+        assert_extends::<old::SessionReferenceResolverBox, abi::SessionReferenceResolverBox>(
+            concat!("SessionReferenceResolver (", $name, ")"),
+            &globals,
+        );
+        assert_extends::<old::CallRef<'static>, abi::CallRef<'static>>(
+            concat!("CallContext (", $name, ")"),
+            &globals,
+        );
+        assert_extends::<old::PluginError, abi::PluginError>(
+            concat!("PluginError (", $name, ")"),
+            &globals,
+        );
+    }};
+}
+
 #[test]
 fn todays_contract_extends_frozen_2_0() {
-    assert_extends::<frozen::v2_0::PluginRoot_Ref, abi::PluginRoot_Ref>("PluginRoot (2.0)");
-    assert_extends::<frozen::v2_0::PluginInstanceBox, abi::PluginInstanceBox>(
-        "PluginInstance (2.0)",
-    );
-    assert_extends::<frozen::v2_0::HostContextBox, abi::HostContextBox>("HostContext (2.0)");
-    assert_extends::<frozen::v2_0::SessionQueryBox, abi::SessionQueryBox>("SessionQuery (2.0)");
-    assert_extends::<frozen::v2_0::SessionReferenceResolverBox, abi::SessionReferenceResolverBox>(
-        "SessionReferenceResolver (2.0)",
-    );
-    assert_extends::<frozen::v2_0::CallRef<'static>, abi::CallRef<'static>>("CallContext (2.0)");
-    assert_extends::<frozen::v2_0::PluginError, abi::PluginError>("PluginError (2.0)");
+    assert_minor_extends!(v2_0, "2.0");
+}
+
+#[test]
+fn todays_contract_extends_frozen_2_1() {
+    assert_minor_extends!(v2_1, "2.1");
 }
 
 /// A deliberately broken "frozen" copy: `CallContext` as if 2.0 had declared `is_cancelled` returning
