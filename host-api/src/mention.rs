@@ -6,7 +6,7 @@
 //! (`JSON.stringify(id)`, quotes included). Decoding accepts only the canonical form: re-encoding the
 //! decoded id must give back the URI byte for byte.
 //!
-//! Sessions read from other harnesses (`claude:<uuid>`, `codex:<uuid>`, see [`crate::source`]) also have a
+//! Sessions read from other harnesses (`claude:<uuid>`, `codex:<uuid>`, see [`dsh_codec::source`]) also have a
 //! readable URI, `dsh-session:claude:<uuid>`: the namespace, then base64url characters and `/`. DSH never
 //! names such a session, so no DSH URI changes; [`encode_uri`] writes the readable form for them and
 //! decoding accepts it as well as their base64url form.
@@ -16,7 +16,7 @@
 //! would accept it. No DSH id is such a string in practice (ids are UUIDs or paths).
 
 use crate::abi::{ErrorCode, PluginError};
-use crate::json::is_js_whitespace;
+use dsh_codec::json::is_js_whitespace;
 
 /// The URI scheme, colon included.
 pub const SCHEME: &str = "dsh-session:";
@@ -74,9 +74,9 @@ pub fn encode_uri(id: &str) -> String {
 
 /// The namespace of another harness's session id at the start of `payload`, if any.
 fn namespace_of(payload: &str) -> Option<&'static str> {
-    crate::source::SourceKind::ALL
+    dsh_codec::source::SourceKind::ALL
         .into_iter()
-        .filter_map(crate::source::SourceKind::namespace)
+        .filter_map(dsh_codec::source::SourceKind::namespace)
         .find(|ns| payload.starts_with(ns))
 }
 

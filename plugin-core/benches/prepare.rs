@@ -15,10 +15,10 @@ use std::path::Path;
 use std::sync::Arc;
 use std::time::{Duration, Instant};
 
+use dsh_codec::log::layout::session_log_path;
+use dsh_codec::log::{Compression, Event, SessionHeader};
 use host_api::abi::host::DiskOnlyHost;
 use host_api::abi::wire::reference::PrepareRequest;
-use host_api::log::layout::session_log_path;
-use host_api::log::{Compression, Event, SessionHeader};
 use plugin_core::cancel::Cancel;
 use plugin_core::corpus::Corpus;
 use plugin_core::reads::Reads;

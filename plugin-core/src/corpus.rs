@@ -31,12 +31,12 @@ use std::path::{Path, PathBuf};
 use std::sync::{Arc, Mutex, MutexGuard, OnceLock};
 
 use abi_stable::std_types::{RStr, RString};
+use dsh_codec::log::append::AppendValidator;
+use dsh_codec::log::layout::{KnownSessions, ListedSession, Revision, SessionsRoot};
+use dsh_codec::log::read::{read_log, ReadOptions};
+use dsh_codec::log::{ErrorClass, Event, LogError, LogErrorCode, SessionHeader};
+use dsh_codec::surface::{FoldError, SurfaceFold};
 use host_api::abi::{CorpusProblem, ErrorCode, HostContextBox, LiveSession, LogLevel, PluginError};
-use host_api::log::append::AppendValidator;
-use host_api::log::layout::{KnownSessions, ListedSession, Revision, SessionsRoot};
-use host_api::log::read::{read_log, ReadOptions};
-use host_api::log::{ErrorClass, Event, LogError, LogErrorCode, SessionHeader};
-use host_api::surface::{FoldError, SurfaceFold};
 
 use crate::cancel::Cancel;
 use crate::sources::{SourceKind, SourceRoots, Sources};
@@ -698,7 +698,7 @@ fn parse_live_events(
                 Err(e) => return Err(bad(log_error_text(&e))),
             }
         }
-        let value = host_api::json::parse_lossy(text.as_bytes())
+        let value = dsh_codec::json::parse_lossy(text.as_bytes())
             .map_err(|e| bad(format!("not JSON: {e}")))?;
         more.push(Arc::new(
             Event::from_value(value).map_err(|e| bad(log_error_text(&e)))?,

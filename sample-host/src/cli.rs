@@ -64,7 +64,7 @@ pub enum Command {
         #[command(flatten)]
         model: ModelArgs,
     },
-    /// Read and fold one session log file with host-api (no plugin).
+    /// Read and fold one session log file with the codec (no plugin).
     Inspect {
         /// A session log file (`session.jsonl` or `session.jsonl.zstd`).
         path: PathBuf,

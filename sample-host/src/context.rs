@@ -165,7 +165,7 @@ impl GenerationContext {
 }
 
 fn live_record(
-    (header, event_count, epoch): (host_api::log::SessionHeader, u64, u64),
+    (header, event_count, epoch): (dsh_codec::log::SessionHeader, u64, u64),
 ) -> LiveSession {
     LiveSession {
         header: (&header).into(),

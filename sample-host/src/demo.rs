@@ -9,8 +9,8 @@
 use std::io::{self, Write};
 use std::path::{Path, PathBuf};
 
-use host_api::log::write::{LogWriter, WriteOptions};
-use host_api::log::{Compression, Event, LogError, SessionHeader};
+use dsh_codec::log::write::{LogWriter, WriteOptions};
+use dsh_codec::log::{Compression, Event, LogError, SessionHeader};
 use serde_json::{json, Value};
 
 use crate::chat::mention;
@@ -607,7 +607,7 @@ Had the snapshot gone before the earlier history, only {} would have been shared
         }
         Err(e) => writeln!(out, "could not continue {CI_SESSION}: error {}", e.code())?,
     }
-    if let Ok(Some(docs)) = host_api::log::layout::SessionsRoot::new(root).find(DOCS_SESSION) {
+    if let Ok(Some(docs)) = dsh_codec::log::layout::SessionsRoot::new(root).find(DOCS_SESSION) {
         std::fs::remove_file(&docs.path)?;
         writeln!(out, "{DOCS_SESSION} was deleted ({}).", docs.path.display())?;
     }

@@ -1,4 +1,4 @@
-//! `sample-host inspect PATH`: one session log read and folded with `host-api` alone, no plugin.
+//! `sample-host inspect PATH`: one session log read and folded with the codec (`dsh-codec`) alone, no plugin.
 //!
 //! Two passes over the file keep memory bounded by the largest event: the first folds (labels are only
 //! final once the whole log is folded, since a later replacement can shadow an earlier event), the second
@@ -7,10 +7,10 @@
 use std::io::Write;
 use std::path::Path;
 
-use host_api::log::read::{LogReader, ReadOptions};
-use host_api::log::LogError;
-use host_api::surface::SurfaceFold;
-use host_api::text::event_text;
+use dsh_codec::log::read::{LogReader, ReadOptions};
+use dsh_codec::log::LogError;
+use dsh_codec::surface::SurfaceFold;
+use dsh_codec::text::event_text;
 use serde_json::json;
 
 use crate::render::{clip, table};
@@ -82,8 +82,8 @@ pub fn run(
             h.created_at,
             h.cwd.as_deref().unwrap_or("-"),
             match reader.compression() {
-                host_api::log::Compression::None => "raw JSONL",
-                host_api::log::Compression::Zstd => "zstd",
+                dsh_codec::log::Compression::None => "raw JSONL",
+                dsh_codec::log::Compression::Zstd => "zstd",
             },
             fold.folded()
         )?;

@@ -2,7 +2,7 @@
 //!
 //! It loads every plugin library in a folder ([`loader`] checks each one; [`manager`] keeps one serving
 //! generation and swaps in new builds; [`watch`] notices them), owns live sessions ([`live`], folded with
-//! `host_api::surface` and persisted with `host_api::log::write`) and lends them to the plugin through the
+//! `dsh_codec::surface` and persisted with `dsh_codec::log::write`) and lends them to the plugin through the
 //! `HostContext` in [`context`]. The command line is here too ([`cli`] parses it, [`commands`] runs it,
 //! [`logging`] is its log through `tracing`); `main.rs` only wires them up. The integration tests drive
 //! the library directly.

@@ -1,6 +1,6 @@
 //! The host's live sessions: in memory, folded as they grow, persisted with the log writer.
 //!
-//! An append is checked by the log's one append validator (`host_api::log::append`: envelope, message
+//! An append is checked by the log's one append validator (`dsh_codec::log::append`: envelope, message
 //! shapes, known types, seq and time, the surface fold) before it is written, so the host can never log
 //! something a reader, its own model view or the plugin's labels would reject. Write first, then publish
 //! in memory: a batch that fails to reach the disk is not visible to anyone, and a reader never waits
@@ -11,10 +11,10 @@ use std::path::{Path, PathBuf};
 use std::sync::atomic::{AtomicU64, Ordering};
 use std::sync::{Arc, Mutex, RwLock};
 
-use host_api::log::append::AppendValidator;
-use host_api::log::write::{LogWriter, WriteOptions};
-use host_api::log::{Event, SessionHeader};
-use host_api::surface::{model_messages, SurfaceFold};
+use dsh_codec::log::append::AppendValidator;
+use dsh_codec::log::write::{LogWriter, WriteOptions};
+use dsh_codec::log::{Event, SessionHeader};
+use dsh_codec::surface::{model_messages, SurfaceFold};
 use serde_json::Value;
 
 /// Why a live-session operation failed.
@@ -28,7 +28,7 @@ pub enum LiveError {
     #[error("live session {id:?}: {source}")]
     Log {
         id: String,
-        source: host_api::log::LogError,
+        source: dsh_codec::log::LogError,
     },
 }
 
@@ -58,7 +58,7 @@ enum Sink {
 }
 
 impl Sink {
-    fn append(&mut self, batch: &[Event]) -> Result<SurfaceFold, host_api::log::LogError> {
+    fn append(&mut self, batch: &[Event]) -> Result<SurfaceFold, dsh_codec::log::LogError> {
         match self {
             Sink::Log(writer) => {
                 writer.append(batch)?;
@@ -217,7 +217,7 @@ impl LiveSessions {
     /// read whole and folded, and later batches are appended to the same file. Refuses a log the writer
     /// will not extend (torn tail, lenient header, changed while read) and one the fold rejects.
     pub fn adopt(&self, path: &Path, options: WriteOptions) -> Result<SessionHeader, LiveError> {
-        use host_api::log::read::{read_log, ReadOptions};
+        use dsh_codec::log::read::{read_log, ReadOptions};
         let writer = LogWriter::open_append(path, options).map_err(|source| LiveError::Log {
             id: path.display().to_string(),
             source,
@@ -240,8 +240,8 @@ impl LiveSessions {
             // writer's look and ours: nothing was written, and the caller may try again.
             return Err(LiveError::Log {
                 id,
-                source: host_api::log::LogError::new(
-                    host_api::log::LogErrorCode::ConcurrentWrite,
+                source: dsh_codec::log::LogError::new(
+                    dsh_codec::log::LogErrorCode::ConcurrentWrite,
                     format!(
                         "another writer appended to this log while it was opened (it holds {stored} events, this writer saw {}); nothing was written",
                         writer.next_seq()

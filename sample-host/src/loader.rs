@@ -16,9 +16,9 @@ use std::path::{Path, PathBuf};
 use abi_stable::library::{
     AbiHeaderRef, LibraryError, RootModule, ROOT_MODULE_LOADER_NAME_WITH_NUL,
 };
+use dsh_codec::FOLD_VERSION;
 use host_api::abi::version::CONTRACT_SYMBOL;
 use host_api::abi::{ContractStamp, ContractVersion, PluginRoot_Ref, CONTRACT};
-use host_api::FOLD_VERSION;
 
 /// Why a library was refused.
 #[derive(Debug, thiserror::Error)]

@@ -43,7 +43,7 @@ pub fn record(r: &SessionRecord) -> Value {
 
 /// Where a session comes from (`dsh`, `claude`, `codex`): its id's namespace.
 pub fn source(h: &Header) -> &'static str {
-    host_api::source::SourceKind::of_id(h.id.as_str()).as_str()
+    dsh_codec::source::SourceKind::of_id(h.id.as_str()).as_str()
 }
 
 pub fn event_record(e: &EventRecord) -> Value {

@@ -7,10 +7,10 @@
 
 use std::path::{Path, PathBuf};
 
-use host_api::log::layout::SessionsRoot;
-use host_api::log::read::{read_log, ReadOptions, SessionLog};
-use host_api::log::LogError;
-use host_api::surface::{model_messages, FoldError, SurfaceFold};
+use dsh_codec::log::layout::SessionsRoot;
+use dsh_codec::log::read::{read_log, ReadOptions, SessionLog};
+use dsh_codec::log::LogError;
+use dsh_codec::surface::{model_messages, FoldError, SurfaceFold};
 
 use crate::request::ModelRequest;
 
@@ -111,8 +111,8 @@ pub fn rebuild_session_request(
 #[cfg(test)]
 mod tests {
     use super::*;
-    use host_api::log::write::{LogWriter, WriteOptions};
-    use host_api::log::{Compression, Event, SessionHeader};
+    use dsh_codec::log::write::{LogWriter, WriteOptions};
+    use dsh_codec::log::{Compression, Event, SessionHeader};
     use serde_json::json;
 
     fn user(seq: u64, text: &str) -> Event {

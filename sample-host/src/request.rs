@@ -1,7 +1,7 @@
 //! Canonical model-request bytes, and how many of them a provider's prompt cache could reuse.
 //!
 //! The host sends the model a system prompt and the messages of the current surface
-//! (`host_api::surface::model_messages`). Providers cache by exact byte prefix, so the request is
+//! (`dsh_codec::surface::model_messages`). Providers cache by exact byte prefix, so the request is
 //! serialised deterministically: a first line holding the system prompt, then one line per message, each
 //! compact JSON with object keys in byte order (the key order a producer happened to write never leaks
 //! into the bytes). Every line ends in `\n` and nothing closes the list, so appending messages to the

@@ -5,10 +5,10 @@
 use std::path::{Path, PathBuf};
 use std::sync::Arc;
 
+use dsh_codec::log::read::{read_log, ReadOptions};
+use dsh_codec::log::Event;
+use dsh_codec::surface::{Label, SurfaceFold};
 use host_api::abi::{ErrorCode, PluginError};
-use host_api::log::read::{read_log, ReadOptions};
-use host_api::log::Event;
-use host_api::surface::{Label, SurfaceFold};
 use sample_host::chat::fake::FakeServices;
 use sample_host::chat::mention;
 use sample_host::chat::{ChatEnv, ChatSession, Services};
@@ -272,7 +272,7 @@ fn replay_is_byte_identical_after_the_source_is_appended_to_and_compacted() {
 fn replay_is_byte_identical_after_the_source_is_deleted() {
     let f = fixture();
     let (sent, target_log) = cite(&f, demo::DOCS_SESSION, "JSON5 plan");
-    let docs = host_api::log::layout::SessionsRoot::new(&f.root)
+    let docs = dsh_codec::log::layout::SessionsRoot::new(&f.root)
         .find(demo::DOCS_SESSION)
         .unwrap()
         .unwrap();
@@ -292,7 +292,7 @@ fn replay_is_byte_identical_after_the_source_is_deleted() {
 #[test]
 fn an_existing_session_on_disk_is_continued_not_recreated() {
     let f = fixture();
-    let docs = host_api::log::layout::SessionsRoot::new(&f.root)
+    let docs = dsh_codec::log::layout::SessionsRoot::new(&f.root)
         .find(demo::DOCS_SESSION)
         .unwrap()
         .unwrap();

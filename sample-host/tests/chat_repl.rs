@@ -5,8 +5,8 @@
 use std::path::PathBuf;
 use std::sync::Arc;
 
-use host_api::log::read::{read_log, ReadOptions};
-use host_api::surface::{Label, SurfaceFold};
+use dsh_codec::log::read::{read_log, ReadOptions};
+use dsh_codec::surface::{Label, SurfaceFold};
 use sample_host::chat::commands::{self, CiteOptions};
 use sample_host::chat::fake::FakeServices;
 use sample_host::chat::mention;
@@ -274,7 +274,7 @@ fn cite_command_refusals_print_the_code_and_append_nothing() {
     assert!(out.contains("SESSION_REFERENCE_SELF_REFERENCE"), "{out}");
     // Nothing was appended to the target by any of them.
     assert!(f.shared.live.get("missing-target").is_none());
-    let docs = host_api::log::layout::SessionsRoot::new(f.shared.sessions_root.as_ref().unwrap())
+    let docs = dsh_codec::log::layout::SessionsRoot::new(f.shared.sessions_root.as_ref().unwrap())
         .find(demo::DOCS_SESSION)
         .unwrap()
         .unwrap();

@@ -5,8 +5,8 @@
 
 use std::path::PathBuf;
 
-use host_api::log::read::{read_log, ReadOptions};
-use host_api::surface::{model_messages, SurfaceFold};
+use dsh_codec::log::read::{read_log, ReadOptions};
+use dsh_codec::surface::{model_messages, SurfaceFold};
 use sample_host::replay::{rebuild_latest, rebuild_request};
 use sample_host::request::{shared_prefix, ModelRequest, SYSTEM_PROMPT};
 
@@ -47,7 +47,7 @@ fn appends_keep_the_prefix_and_replay_matches_on_every_real_log() {
         let mut previous = ModelRequest::build(SYSTEM_PROMPT, &[], None);
         for (i, event) in log.events.iter().enumerate() {
             fold.apply(event).unwrap();
-            if !host_api::log::event::is_surface_type(&event.kind) {
+            if !dsh_codec::log::event::is_surface_type(&event.kind) {
                 continue;
             }
             let events = &log.events[..=i];

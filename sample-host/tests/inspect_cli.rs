@@ -3,11 +3,11 @@
 use std::path::{Path, PathBuf};
 use std::process::{Command, Output};
 
-use host_api::log::read::{read_log, ReadOptions};
-use host_api::log::write::{LogWriter, WriteOptions};
-use host_api::log::{Compression, Event, SessionHeader};
-use host_api::surface::SurfaceFold;
-use host_api::text::event_text;
+use dsh_codec::log::read::{read_log, ReadOptions};
+use dsh_codec::log::write::{LogWriter, WriteOptions};
+use dsh_codec::log::{Compression, Event, SessionHeader};
+use dsh_codec::surface::SurfaceFold;
+use dsh_codec::text::event_text;
 use serde_json::{json, Value};
 
 fn inspect(path: &Path, as_json: bool) -> Output {

@@ -176,9 +176,9 @@ fn a_streamed_reply_arrives_in_pieces_and_is_appended_whole_with_the_engines_fig
     assert_eq!(second.chat[turn.chat.len()].content, "Hello.");
     assert_eq!(second.chat[turn.chat.len()].role, "assistant");
 
-    let stored = host_api::log::read::read_log(
+    let stored = dsh_codec::log::read::read_log(
         &log_of(&f, "streamed"),
-        &host_api::log::read::ReadOptions::default(),
+        &dsh_codec::log::read::ReadOptions::default(),
     )
     .unwrap();
     let log: String = stored

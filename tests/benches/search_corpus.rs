@@ -4,7 +4,7 @@
 //! - Corpus: [`tests::corpus_gen`] (default 1 GB of JSONL in 10,000 sessions), generated once into a
 //!   folder and reused while its marker matches. One extra scratch session is written for the append
 //!   measurement and removed afterwards, so the corpus itself is never changed.
-//! - Baseline "naive": one plain FTS5 `unicode61` table filled with the extracted text (`host_api::text`)
+//! - Baseline "naive": one plain FTS5 `unicode61` table filled with the extracted text (`dsh_codec::text`)
 //!   of every event of every log, one row per document (session, seq, time UNINDEXED), in one
 //!   transaction; queried with the spec §4.4 ranking computed from `highlight()` span counts.
 //! - Baseline "scan": read every log, extract, case-insensitive substring match, as `rg -z` would.
@@ -27,11 +27,11 @@ use std::path::{Path, PathBuf};
 use std::process::Command;
 use std::time::{Duration, Instant};
 
-use host_api::log::layout::{Revision, SessionsRoot};
-use host_api::log::read::{read_log, ReadOptions};
-use host_api::log::write::{LogWriter, WriteOptions};
-use host_api::log::Event;
-use host_api::text::{event_text, sanitize_for_index};
+use dsh_codec::log::layout::{Revision, SessionsRoot};
+use dsh_codec::log::read::{read_log, ReadOptions};
+use dsh_codec::log::write::{LogWriter, WriteOptions};
+use dsh_codec::log::Event;
+use dsh_codec::text::{event_text, sanitize_for_index};
 use rusqlite::{params, Connection};
 use serde_json::json;
 use tests::corpus_gen::{
@@ -1106,16 +1106,16 @@ fn measure(
     let biggest_path = root.join(&biggest.path);
     let verify = or_note(
         "prefix verification",
-        host_api::log::read::read_log_with_checkpoint(&biggest_path, &ReadOptions::default())
+        dsh_codec::log::read::read_log_with_checkpoint(&biggest_path, &ReadOptions::default())
             .map_err(|e| e.to_string())
             .and_then(|(_, checkpoint)| {
                 repeat_plain(10, || {
-                    match host_api::log::read::LogReader::resume(
+                    match dsh_codec::log::read::LogReader::resume(
                         &biggest_path,
                         &checkpoint,
                         &ReadOptions::default(),
                     ) {
-                        Ok(host_api::log::checkpoint::Resumed::Continue(_)) => Ok(()),
+                        Ok(dsh_codec::log::checkpoint::Resumed::Continue(_)) => Ok(()),
                         Ok(other) => Err(format!("the unchanged log was not resumable: {other:?}")),
                         Err(e) => Err(e.to_string()),
                     }

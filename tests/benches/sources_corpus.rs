@@ -23,10 +23,10 @@ use std::path::{Path, PathBuf};
 use std::sync::Arc;
 use std::time::{Duration, Instant};
 
+use dsh_codec::log::read::{read_log, ReadOptions};
+use dsh_codec::log::Event;
 use host_api::abi::host::DiskOnlyHost;
 use host_api::abi::wire::search::SessionSearchRequest;
-use host_api::log::read::{read_log, ReadOptions};
-use host_api::log::Event;
 use plugin_core::config::Config;
 use plugin_core::corpus::Corpus;
 use plugin_core::search::Search;

@@ -22,9 +22,9 @@ use std::io;
 use std::os::unix::fs::OpenOptionsExt;
 use std::path::{Path, PathBuf};
 
-use host_api::log::packed::pack;
-use host_api::log::write::{LogFile, LogWriter, WriteOptions};
-use host_api::log::{Compression, Event, LogError, SessionHeader};
+use dsh_codec::log::packed::pack;
+use dsh_codec::log::write::{LogFile, LogWriter, WriteOptions};
+use dsh_codec::log::{Compression, Event, LogError, SessionHeader};
 use serde::{Deserialize, Serialize};
 use serde_json::{json, Value};
 
@@ -1490,9 +1490,9 @@ impl SessionGen {
 #[cfg(test)]
 mod tests {
     use super::*;
-    use host_api::log::read::{read_log, ReadOptions};
-    use host_api::surface::{Label, SurfaceFold};
-    use host_api::text::event_text;
+    use dsh_codec::log::read::{read_log, ReadOptions};
+    use dsh_codec::surface::{Label, SurfaceFold};
+    use dsh_codec::text::event_text;
 
     fn tiny() -> CorpusParams {
         CorpusParams {

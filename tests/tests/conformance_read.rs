@@ -5,9 +5,9 @@
 use std::collections::BTreeSet;
 use std::path::Path;
 
-use host_api::log::read::{read_log, LogReader, ReadOptions};
-use host_api::log::zstd_frames::compress_frame;
-use host_api::log::{Compression, Event, LogErrorCode};
+use dsh_codec::log::read::{read_log, LogReader, ReadOptions};
+use dsh_codec::log::zstd_frames::compress_frame;
+use dsh_codec::log::{Compression, Event, LogErrorCode};
 use tests::{fixtures_dir, manifest};
 
 const SEQ_GAP_BEFORE_TURN_END: &str =
@@ -132,7 +132,7 @@ fn every_fixture_header_reads_alone() {
     let Some(dir) = fixtures_dir() else { return };
     for row in manifest(&dir) {
         let (header, _, _) =
-            host_api::log::read::read_header(&dir.join(&row.file), &ReadOptions::default())
+            dsh_codec::log::read::read_header(&dir.join(&row.file), &ReadOptions::default())
                 .unwrap_or_else(|e| panic!("{}: {e}", row.file));
         assert!(!header.id.is_empty(), "{}", row.file);
     }

@@ -3,9 +3,9 @@
 
 use std::path::Path;
 
-use host_api::log::read::{read_log, ReadOptions, SessionLog};
-use host_api::log::write::{LogWriter, WriteOptions};
-use host_api::log::{Compression, SessionHeader};
+use dsh_codec::log::read::{read_log, ReadOptions, SessionLog};
+use dsh_codec::log::write::{LogWriter, WriteOptions};
+use dsh_codec::log::{Compression, SessionHeader};
 
 /// Batch size of the many-batch variant: small and odd, so batch boundaries cut through packed runs.
 const SMALL_BATCH: usize = 7;

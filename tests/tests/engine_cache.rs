@@ -58,7 +58,7 @@ fn turns(out: &Output) -> Vec<Value> {
 
 /// The session's log file (zstd or raw, as the host wrote it).
 fn log_file(root: &Path, id: &str) -> PathBuf {
-    host_api::log::layout::SessionsRoot::new(root)
+    dsh_codec::log::layout::SessionsRoot::new(root)
         .find(id)
         .ok()
         .flatten()
@@ -68,7 +68,7 @@ fn log_file(root: &Path, id: &str) -> PathBuf {
 
 /// Every event of the log as one JSON text, to look for what was (or was not) written.
 fn log_text(path: &Path) -> String {
-    host_api::log::read::read_log(path, &host_api::log::read::ReadOptions::default())
+    dsh_codec::log::read::read_log(path, &dsh_codec::log::read::ReadOptions::default())
         .unwrap()
         .events
         .iter()

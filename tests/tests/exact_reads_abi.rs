@@ -4,15 +4,15 @@
 use std::path::{Path, PathBuf};
 use std::sync::Arc;
 
+use dsh_codec::log::layout::{encode_segment, project_dir_name};
+use dsh_codec::log::read::{read_log, ReadOptions};
+use dsh_codec::log::{Event, SessionHeader};
+use dsh_codec::surface::{current_surface, SurfaceFold};
+use dsh_codec::text::event_text;
 use host_api::abi::{
     Call, EmptyRequest, ErrorCode, EventFilter, FilterEventsRequest, ReadEventRequest, Surface,
     TraceEventRequest,
 };
-use host_api::log::layout::{encode_segment, project_dir_name};
-use host_api::log::read::{read_log, ReadOptions};
-use host_api::log::{Event, SessionHeader};
-use host_api::surface::{current_surface, SurfaceFold};
-use host_api::text::event_text;
 use sample_host::PluginHost;
 use serde_json::Value;
 use tests::libs::{install, libs};
@@ -91,7 +91,7 @@ fn every_exact_read_through_the_abi_equals_host_api_over_the_real_fixtures() {
     for p in &placed {
         let direct = read_log(&p.path, &options(&p.id)).and_then(|log| {
             let fold =
-                SurfaceFold::fold(log.events.iter()).map_err(host_api::log::LogError::from)?;
+                SurfaceFold::fold(log.events.iter()).map_err(dsh_codec::log::LogError::from)?;
             Ok((log, fold))
         });
         let (log, fold) = match direct {
@@ -102,7 +102,7 @@ fn every_exact_read_through_the_abi_equals_host_api_over_the_real_fixtures() {
                     .query(|q| q.list_events(&Call::new(), &sreq(&p.id)))
                     .unwrap_err();
                 let expected = match e.class() {
-                    host_api::log::ErrorClass::Corrupt => ErrorCode::SessionQueryCorruptSession,
+                    dsh_codec::log::ErrorClass::Corrupt => ErrorCode::SessionQueryCorruptSession,
                     _ => ErrorCode::SessionQueryPersistenceFailed,
                 };
                 assert_eq!(err.code, expected, "{}: {err}", p.file);

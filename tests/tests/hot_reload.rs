@@ -9,9 +9,9 @@ use std::sync::atomic::{AtomicBool, Ordering};
 use std::sync::Arc;
 use std::time::{Duration, Instant};
 
+use dsh_codec::log::write::{LogWriter, WriteOptions};
+use dsh_codec::log::SessionHeader;
 use host_api::abi::{Call, EmptyRequest, ErrorCode, SessionRequest};
-use host_api::log::write::{LogWriter, WriteOptions};
-use host_api::log::SessionHeader;
 use sample_host::demo::Script;
 use tests::host;
 use tests::libs::{install, libs};

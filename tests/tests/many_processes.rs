@@ -160,9 +160,9 @@ fn two_processes_citing_into_one_log_never_take_the_same_seq() {
         .to_string();
     let target = log_file(&env.sessions, "demo-ci-fix-child");
     let stored = |path: &Path| {
-        host_api::log::read::read_log(
+        dsh_codec::log::read::read_log(
             path,
-            &host_api::log::read::ReadOptions {
+            &dsh_codec::log::read::ReadOptions {
                 crash_closers: false,
                 ..Default::default()
             },
@@ -170,7 +170,7 @@ fn two_processes_citing_into_one_log_never_take_the_same_seq() {
         .unwrap_or_else(|e| panic!("the log no longer reads: {e}"))
         .events
     };
-    let citations = |events: &[host_api::log::Event]| {
+    let citations = |events: &[dsh_codec::log::Event]| {
         events
             .iter()
             .filter(|e| e.kind == "user/message" && e.data["source"]["kind"] == "session-reference")

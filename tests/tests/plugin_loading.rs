@@ -191,7 +191,7 @@ fn a_plugin_built_against_the_previous_minor_loads_and_serves() {
     );
 
     // Served through the old vtable, with the plugin calling back into today's HostContext.
-    let header = host_api::log::SessionHeader::new("live-one", 5, Some("/w".to_string()));
+    let header = dsh_codec::log::SessionHeader::new("live-one", 5, Some("/w".to_string()));
     host.shared().live.create(header, None).unwrap();
     let listed = host
         .query(|q| {
@@ -228,7 +228,7 @@ fn a_plugin_built_against_contract_2_1_loads_and_serves() {
         .serving()
         .unwrap_or_else(|| panic!("the 2.1 plugin should serve: {:?}", host.status()));
     assert_eq!((generation, version.as_str()), (1, "0.1.0-frozen-2.1"));
-    let header = host_api::log::SessionHeader::new("live-one", 5, Some("/w".to_string()));
+    let header = dsh_codec::log::SessionHeader::new("live-one", 5, Some("/w".to_string()));
     host.shared().live.create(header, None).unwrap();
     let listed = host
         .query(|q| {

@@ -158,12 +158,12 @@ fn search_through_the_plugin_labels_pages_and_reports_broken_sessions() {
     // A session that grows on disk is searchable on the next call, CJK runs inside a sentence too.
     let docs = log_file(&env.sessions, "demo-docs");
     let mut writer =
-        host_api::log::write::LogWriter::open_append(&docs, Default::default()).unwrap();
+        dsh_codec::log::write::LogWriter::open_append(&docs, Default::default()).unwrap();
     let seq = writer.next_seq();
     let line = |seq: u64, kind: &str, data: Value| {
-        host_api::log::Event::new(kind, seq, 1_785_200_000_000 + seq as i64, data)
+        dsh_codec::log::Event::new(kind, seq, 1_785_200_000_000 + seq as i64, data)
     };
-    let user = host_api::log::Event::appended(
+    let user = dsh_codec::log::Event::appended(
         "user/message",
         seq + 1,
         1_785_200_000_000 + seq as i64 + 1,

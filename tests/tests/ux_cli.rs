@@ -392,13 +392,14 @@ fn cwd_takes_dot_and_relative_paths_and_under_matches_a_folder_and_below() {
     script.begin_turn();
     script.user("the kumquat appears only here");
     script.end_turn();
-    let header = host_api::log::SessionHeader::new(
+    let header = dsh_codec::log::SessionHeader::new(
         "cwd-session",
         1_785_000_000_000,
         Some(sub.display().to_string()),
     );
     let mut writer =
-        host_api::log::write::LogWriter::create(&env.sessions, header, Default::default()).unwrap();
+        dsh_codec::log::write::LogWriter::create(&env.sessions, header, Default::default())
+            .unwrap();
     writer.append(&script.events).unwrap();
 
     let found = |cwd: &Path, args: &[&str]| -> Vec<String> {

@@ -49,7 +49,7 @@ pub type PluginInstanceBox = PluginInstance_TO<RBox<()>>;
 pub struct PluginRoot {
     /// The contract the plugin was built against (also in its [`super::version::ContractStamp`]).
     pub contract: ContractVersion,
-    /// [`crate::FOLD_VERSION`] as the plugin was built.
+    /// [`dsh_codec::FOLD_VERSION`] as the plugin was built.
     pub fold_version: u32,
     /// The plugin's name, e.g. `dsh-session-search`.
     pub name: RStr<'static>,

@@ -13,8 +13,8 @@
 use abi_stable::std_types::{ROption, RString, RVec};
 use serde::{Deserialize, Serialize};
 
-use crate::log::SessionHeader;
-use crate::surface::Label;
+use dsh_codec::log::SessionHeader;
+use dsh_codec::surface::Label;
 
 /// A session header (spec §1.3 `SessionHeader`).
 #[derive(Serialize, Deserialize, Debug, Clone, PartialEq, Eq)]
@@ -77,7 +77,7 @@ impl From<&Header> for SessionHeader {
     }
 }
 
-/// The three-state label of an event (spec §2.2), decided only by `crate::surface`.
+/// The three-state label of an event (spec §2.2), decided only by `dsh_codec::surface`.
 #[derive(Serialize, Deserialize, Debug, Clone, Copy, PartialEq, Eq, Hash)]
 #[serde(rename_all = "kebab-case")]
 pub enum Surface {

@@ -85,7 +85,7 @@ pub struct ContractStamp {
     pub magic: u32,
     pub major: u16,
     pub minor: u16,
-    /// [`crate::FOLD_VERSION`] as the plugin was built.
+    /// [`dsh_codec::FOLD_VERSION`] as the plugin was built.
     pub fold_version: u32,
 }
 
@@ -96,7 +96,7 @@ impl ContractStamp {
             magic: CONTRACT_MAGIC,
             major: CONTRACT.major,
             minor: CONTRACT.minor,
-            fold_version: crate::FOLD_VERSION,
+            fold_version: dsh_codec::FOLD_VERSION,
         }
     }
 

@@ -13,8 +13,8 @@
 use std::path::PathBuf;
 use std::sync::Arc;
 
-use host_api::log::layout::Revision;
-use host_api::log::SessionHeader;
+use dsh_codec::log::layout::Revision;
+use dsh_codec::log::SessionHeader;
 
 use super::SessionData;
 
@@ -137,7 +137,7 @@ impl LogCache {
 #[cfg(test)]
 mod tests {
     use super::*;
-    use host_api::log::Event;
+    use dsh_codec::log::Event;
     use serde_json::json;
 
     fn data(n: u64) -> Arc<SessionData> {

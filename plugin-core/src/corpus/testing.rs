@@ -6,10 +6,10 @@ use std::sync::{Arc, Mutex};
 
 use abi_stable::sabi_trait::TD_Opaque;
 use abi_stable::std_types::{ROption, RStr, RString, RVec};
+use dsh_codec::log::layout::session_log_path;
+use dsh_codec::log::{Compression, Event, SessionHeader};
 use host_api::abi::host::HostContext_TO;
 use host_api::abi::{Header, HostContext, HostContextBox, LiveSession, LogLevel};
-use host_api::log::layout::session_log_path;
-use host_api::log::{Compression, Event, SessionHeader};
 use serde_json::{json, Value};
 
 use super::Corpus;

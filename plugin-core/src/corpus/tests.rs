@@ -144,7 +144,7 @@ fn a_live_session_replaced_under_the_same_id_is_read_again() {
     let loaded = corpus.load("s", Cancel::NEVER).unwrap();
     assert_eq!(loaded.header().created_at, 2);
     assert_eq!(
-        host_api::text::event_text(&loaded.data.events()[1]),
+        dsh_codec::text::event_text(&loaded.data.events()[1]),
         "three"
     );
 }
@@ -227,7 +227,7 @@ fn live_wins_over_the_persisted_log_with_the_same_id() {
     let loaded = corpus.load("both", Cancel::NEVER).unwrap();
     assert!(loaded.live);
     assert_eq!(
-        host_api::text::event_text(&loaded.data.events()[1]),
+        dsh_codec::text::event_text(&loaded.data.events()[1]),
         "newer in memory"
     );
 
@@ -236,7 +236,7 @@ fn live_wins_over_the_persisted_log_with_the_same_id() {
     let loaded = corpus.load("both", Cancel::NEVER).unwrap();
     assert!(!loaded.live);
     assert_eq!(
-        host_api::text::event_text(&loaded.data.events()[1]),
+        dsh_codec::text::event_text(&loaded.data.events()[1]),
         "old on disk"
     );
 }

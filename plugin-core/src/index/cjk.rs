@@ -50,7 +50,7 @@ pub fn is_cjk(c: char) -> bool {
 
 /// The index's sanitising (spec §3) plus U+FDD2 → U+FFFD.
 pub fn sanitize(text: &str) -> Cow<'_, str> {
-    let base = host_api::text::sanitize_for_index(text);
+    let base = dsh_codec::text::sanitize_for_index(text);
     if !base.contains(SEP) {
         return base;
     }

@@ -12,8 +12,8 @@ use std::borrow::Cow;
 use std::os::unix::ffi::{OsStrExt, OsStringExt};
 use std::path::PathBuf;
 
+use dsh_codec::surface::Label;
 use host_api::abi::wire::search::HitHeader;
-use host_api::surface::Label;
 use rusqlite::{params, Connection, OptionalExtension, Transaction, TransactionBehavior};
 
 use super::{cjk, hot};
@@ -296,7 +296,7 @@ pub fn header_from_row(r: &rusqlite::Row<'_>, first: usize) -> rusqlite::Result<
     // Column order: id, path (skipped), version, created_at, cwd, parent, seed, depth, preset.
     let id: String = r.get(first)?;
     Ok(HitHeader {
-        source: host_api::source::SourceKind::of_id(&id)
+        source: dsh_codec::source::SourceKind::of_id(&id)
             .as_str()
             .to_string(),
         id,
@@ -345,7 +345,7 @@ impl Doc<'_> {
             kind: self.kind.to_string(),
             time: self.time,
             label: self.label,
-            len: host_api::text::codepoint_len(&clean) as i64,
+            len: dsh_codec::text::codepoint_len(&clean) as i64,
             stored: pack_text(&clean),
             split: cjk::split(&clean).into_owned(),
         }

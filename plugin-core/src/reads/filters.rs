@@ -11,11 +11,11 @@
 //! engine: the needle's words must appear in order, separated in the text by runs of JavaScript
 //! whitespace, with characters compared after [`fold_case`].
 
+use dsh_codec::json::{is_js_whitespace, trim_js};
+use dsh_codec::log::Event;
 use host_api::abi::{
     Availability, ErrorCode, EventFilter, PluginError, Range, SessionFilter, SessionRecord, Surface,
 };
-use host_api::json::{is_js_whitespace, trim_js};
-use host_api::log::Event;
 
 use crate::corpus::LoadedSession;
 

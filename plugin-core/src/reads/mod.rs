@@ -2,7 +2,7 @@
 //! lists, the current surface, event windows, traces, filters and titles.
 //!
 //! Every read loads the session through the corpus (live wins; a persisted log as inspected, closers
-//! included) and labels events only through `host_api::surface`. Error codes follow spec §4.11: an
+//! included) and labels events only through `dsh_codec::surface`. Error codes follow spec §4.11: an
 //! unknown id is `SESSION_NOT_FOUND`, a fold failure `INVALID_SURFACE` (message prefix
 //! "invalid session surface: "), a tripped cancellation token `SESSION_QUERY_ABORTED` (DSH rejects with the
 //! signal's reason, which has no code across this ABI). Messages name the session id, and the log's path
@@ -26,10 +26,10 @@ mod tests;
 use std::cmp::Ordering;
 
 use abi_stable::std_types::RString;
+use dsh_codec::json::safe_uint;
+use dsh_codec::log::Event;
+use dsh_codec::surface::{Label, SurfaceFold};
 use host_api::abi::*;
-use host_api::json::safe_uint;
-use host_api::log::Event;
-use host_api::surface::{Label, SurfaceFold};
 use serde_json::Value;
 
 use crate::cancel::Cancel;
@@ -108,7 +108,7 @@ impl Reads {
         let sid = RString::from(session.header().id.as_str());
         let mut out = Vec::new();
         for event in session.data.events() {
-            let text = host_api::text::event_text(event);
+            let text = dsh_codec::text::event_text(event);
             if text.is_empty() {
                 continue;
             }

@@ -3,8 +3,8 @@
 use std::path::Path;
 
 use abi_stable::std_types::{ROption, RString, RVec};
+use dsh_codec::log::{Event, SessionHeader};
 use host_api::abi::*;
-use host_api::log::{Event, SessionHeader};
 use serde_json::json;
 
 use super::Reads;
@@ -597,10 +597,10 @@ fn problems_are_the_corpus_problems() {
 /// gives what `host_api` computes directly: the lenient read with closers, the fold, the text extraction.
 #[test]
 fn real_fixtures_read_as_host_api_computes_them() {
-    use host_api::log::layout::session_log_path;
-    use host_api::log::read::{read_header, read_log, ReadOptions};
-    use host_api::log::{Compression, ErrorClass};
-    use host_api::surface::SurfaceFold;
+    use dsh_codec::log::layout::session_log_path;
+    use dsh_codec::log::read::{read_header, read_log, ReadOptions};
+    use dsh_codec::log::{Compression, ErrorClass};
+    use dsh_codec::surface::SurfaceFold;
 
     let Some(fixtures) = dsh_fixtures::real_fixtures_dir() else {
         return;
@@ -641,7 +641,7 @@ fn real_fixtures_read_as_host_api_computes_them() {
             .map_err(|e| e.at_path(&dest))
             .and_then(|log| {
                 let fold =
-                    SurfaceFold::fold(log.events.iter()).map_err(host_api::log::LogError::from)?;
+                    SurfaceFold::fold(log.events.iter()).map_err(dsh_codec::log::LogError::from)?;
                 Ok((log, fold))
             });
         let (log, fold) = match direct {
@@ -708,7 +708,7 @@ fn real_fixtures_read_as_host_api_computes_them() {
         let want: Vec<(u64, String)> = log
             .events
             .iter()
-            .map(|e| (e.seq, host_api::text::event_text(e)))
+            .map(|e| (e.seq, dsh_codec::text::event_text(e)))
             .filter(|(_, t)| !t.is_empty())
             .collect();
         assert_eq!(

@@ -14,8 +14,8 @@
 use std::collections::HashSet;
 
 use abi_stable::std_types::{ROption, RString};
+use dsh_codec::json::safe_uint;
 use host_api::abi::{ErrorCode, Header, PluginError, Title, TitleSnapshot};
-use host_api::json::safe_uint;
 use serde_json::Value;
 
 use crate::cancel::Cancel;

@@ -11,9 +11,9 @@
 //! deviation 5); the two agree outside locale-specific rules (Turkish dotted i, Lithuanian).
 
 use abi_stable::std_types::RString;
+use dsh_codec::json::safe_uint;
 use host_api::abi::wire::reference::{Candidate, CandidatesRequest};
 use host_api::abi::PluginError;
-use host_api::json::safe_uint;
 use host_api::mention::format_mention;
 
 use super::errors::{cancelled, invalid_reference};

@@ -2,8 +2,8 @@
 //! 50) and `maxReferenceBytes` (default 65,536), each a positive safe integer, else
 //! `SESSION_REFERENCE_INVALID_CONFIG`. The keys live in the plugin's config object (`crate::config`).
 
+use dsh_codec::json::safe_uint;
 use host_api::abi::PluginError;
-use host_api::json::safe_uint;
 use serde_json::Value;
 
 use super::errors::invalid_config;

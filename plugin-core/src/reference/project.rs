@@ -8,7 +8,7 @@
 
 use std::borrow::Cow;
 
-use host_api::log::Event;
+use dsh_codec::log::Event;
 use serde_json::Value;
 
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]

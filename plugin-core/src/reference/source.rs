@@ -6,8 +6,8 @@
 //! the loaded session instead of being re-serialised to JSON text and parsed back, which for a large
 //! source would cost more than the whole citation.
 
+use dsh_codec::log::Event;
 use host_api::abi::{ErrorCode, PluginError};
-use host_api::log::Event;
 
 use crate::cancel::Cancel;
 use crate::corpus::{Corpus, LoadedSession};

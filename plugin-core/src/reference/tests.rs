@@ -3,9 +3,9 @@
 
 use std::cell::Cell;
 
+use dsh_codec::log::SessionHeader;
 use host_api::abi::wire::reference::{CandidatesRequest, PrepareRequest, Prepared};
 use host_api::abi::ErrorCode;
-use host_api::log::SessionHeader;
 use host_api::mention::format_mention;
 use serde_json::{json, Value};
 
@@ -427,7 +427,7 @@ fn an_earlier_citation_is_not_cited_again() {
     let mut agent = conversation("hi", "hello");
     agent.turn_start(2);
     let context = prepared.additional_context.unwrap();
-    agent.events.push(host_api::log::Event::appended(
+    agent.events.push(dsh_codec::log::Event::appended(
         "user/message",
         agent.events.len() as u64,
         5000,
@@ -684,8 +684,8 @@ fn expected_conversation(messages: &[Value]) -> Vec<Value> {
 /// untruncated snapshot is exactly the projection of the model's messages.
 #[test]
 fn every_real_fixture_can_be_cited() {
-    use host_api::log::read::{read_log, ReadOptions};
-    use host_api::surface::{model_messages, SurfaceFold};
+    use dsh_codec::log::read::{read_log, ReadOptions};
+    use dsh_codec::surface::{model_messages, SurfaceFold};
 
     let Some(fixtures) = dsh_fixtures::real_fixtures_dir() else {
         return;

@@ -100,7 +100,7 @@ impl Cursors {
                 "it continues a different query, filters, limit or session",
             ));
         }
-        if payload.off > host_api::json::MAX_SAFE_INTEGER as u64 {
+        if payload.off > dsh_codec::json::MAX_SAFE_INTEGER as u64 {
             return Err(invalid("its offset is out of range"));
         }
         if payload.gen != generation {

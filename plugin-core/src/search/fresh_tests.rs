@@ -9,10 +9,10 @@ use std::path::{Path, PathBuf};
 use std::sync::Arc;
 use std::time::Duration;
 
+use dsh_codec::log::layout::session_log_path;
+use dsh_codec::log::zstd_frames::compress_frame;
+use dsh_codec::log::{Compression, SessionHeader};
 use host_api::abi::wire::search::{SessionEventSearchRequest, SessionSearchRequest, Skipped};
-use host_api::log::layout::session_log_path;
-use host_api::log::zstd_frames::compress_frame;
-use host_api::log::{Compression, SessionHeader};
 use serde_json::json;
 
 use super::Search;

@@ -242,7 +242,7 @@ impl Search {
     /// The logs the open index holds, each with the revision and header it was indexed at, for a
     /// listing that must not open unchanged logs ([`Corpus::seed_known`]). Empty when the index is
     /// not open yet.
-    pub fn known_listing(&self) -> Vec<host_api::log::layout::ListedSession> {
+    pub fn known_listing(&self) -> Vec<dsh_codec::log::layout::ListedSession> {
         match &*self.lock() {
             State::Open(engine) => engine.known_listing(),
             _ => Vec::new(),

@@ -31,15 +31,15 @@ use std::path::{Path, PathBuf};
 use std::sync::Arc;
 use std::time::{Duration, Instant};
 
-use host_api::abi::wire::search::{HitHeader, Skipped};
-use host_api::abi::{ErrorCode, LiveSession, PluginError};
-use host_api::log::checkpoint::{ReadCheckpoint, Resumed};
-use host_api::log::layout::{ListedSession, Revision, SessionsRoot};
-use host_api::log::read::{
+use dsh_codec::log::checkpoint::{ReadCheckpoint, Resumed};
+use dsh_codec::log::layout::{ListedSession, Revision, SessionsRoot};
+use dsh_codec::log::read::{
     read_header, read_log_with_checkpoint, LogReader, ReadOptions, SessionLog,
 };
-use host_api::log::{Compression, Event, LogError, LogErrorCode, SessionHeader};
-use host_api::surface::{Label, SurfaceFold};
+use dsh_codec::log::{Compression, Event, LogError, LogErrorCode, SessionHeader};
+use dsh_codec::surface::{Label, SurfaceFold};
+use host_api::abi::wire::search::{HitHeader, Skipped};
+use host_api::abi::{ErrorCode, LiveSession, PluginError};
 use serde::{Deserialize, Serialize};
 
 use crate::corpus::{Corpus, LoadedSession, SessionData};
@@ -252,7 +252,7 @@ pub(super) fn hit_header(h: &SessionHeader) -> HitHeader {
         seed_length: h.seed_length,
         delegation_depth: h.delegation_depth,
         agent_preset: h.agent_preset.clone(),
-        source: host_api::source::SourceKind::of_id(&h.id)
+        source: dsh_codec::source::SourceKind::of_id(&h.id)
             .as_str()
             .to_string(),
     }
@@ -264,7 +264,7 @@ fn docs<'a>(
     fold: &'a SurfaceFold,
 ) -> impl Iterator<Item = PackedDoc> + 'a {
     events.iter().filter_map(move |e| {
-        let text = host_api::text::event_text(e);
+        let text = dsh_codec::text::event_text(e);
         (!text.is_empty()).then(|| {
             Doc {
                 seq: e.seq,
@@ -991,8 +991,9 @@ impl Engine {
         listed: &ListedSession,
         generation: u64,
     ) -> Result<(), Failure> {
-        let fold_error =
-            |e: host_api::surface::FoldError| Failure::Log(LogError::from(e).at_path(&listed.path));
+        let fold_error = |e: dsh_codec::surface::FoldError| {
+            Failure::Log(LogError::from(e).at_path(&listed.path))
+        };
         let pre_closers = fold_to_checkpoint(&mut fold, &log, &checkpoint, true)
             .map_err(fold_error)?
             .unwrap_or_else(|| fold.clone());
@@ -1432,7 +1433,7 @@ fn read_ready(sources: &Sources, listed: &ListedSession, opts: &ReadOptions) -> 
         )
         .at_path(path));
     }
-    let fold_error = |e: host_api::surface::FoldError| LogError::from(e).at_path(path);
+    let fold_error = |e: dsh_codec::surface::FoldError| LogError::from(e).at_path(path);
     let mut fold = SurfaceFold::new();
     let pre_closers =
         fold_to_checkpoint(&mut fold, &log, &checkpoint, false).map_err(fold_error)?;
@@ -1493,7 +1494,7 @@ fn fold_to_checkpoint(
     log: &SessionLog,
     checkpoint: &ReadCheckpoint,
     always: bool,
-) -> Result<Option<SurfaceFold>, host_api::surface::FoldError> {
+) -> Result<Option<SurfaceFold>, dsh_codec::surface::FoldError> {
     let covered = checkpoint.next_seq();
     let mut at_checkpoint = None;
     for (k, event) in log.events.iter().enumerate() {

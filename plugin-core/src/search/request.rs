@@ -1,9 +1,9 @@
 //! Request normalisation (spec §4.2): filters, query, limit, the predicate and binding budgets, and the
 //! fingerprint a cursor is bound to. Every failure is the spec's code with a message naming the field.
 
+use dsh_codec::json::{is_js_whitespace, safe_int, trim_js};
 use host_api::abi::wire::search::{Range, SessionEventMetadataFilter, SessionResultFilter};
 use host_api::abi::{ErrorCode, PluginError};
-use host_api::json::{is_js_whitespace, safe_int, trim_js};
 use serde_json::{json, Map, Value};
 
 use crate::index::cjk;

@@ -5,7 +5,7 @@
 //! (`index::tokens`, tested against `highlight()`), on the text CJK-split as in the index, with the
 //! separators stripped afterwards.
 
-use host_api::json::is_js_whitespace;
+use dsh_codec::json::is_js_whitespace;
 
 /// Highlight start and end markers (spec §4.4).
 pub const OPEN: char = '\u{FDD0}';

@@ -5,8 +5,8 @@
 //! (`IN (SELECT value FROM json_each(?))`), so the statement's own bindings stay few whatever the lists
 //! hold (the spec's binding budget is still checked, in `request`). An empty list compiles to `0`.
 
+use dsh_codec::surface::Label;
 use host_api::abi::wire::search::{Range, SessionEventMetadataFilter};
-use host_api::surface::Label;
 use rusqlite::types::Value as SqlValue;
 
 use super::request::Order;

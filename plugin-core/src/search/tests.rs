@@ -1352,8 +1352,8 @@ fn a_process_killed_while_indexing_leaves_an_index_that_answers_like_a_fresh_bui
 /// their root stays searchable.
 #[test]
 fn real_fixtures_are_searchable_and_the_broken_ones_reported() {
-    use host_api::log::layout::session_log_path;
-    use host_api::log::read::{read_header, read_log, ReadOptions};
+    use dsh_codec::log::layout::session_log_path;
+    use dsh_codec::log::read::{read_header, read_log, ReadOptions};
 
     let fixtures = Path::new(env!("CARGO_MANIFEST_DIR")).join("../../shared/fixtures/dsh-real");
     let Ok(entries) = std::fs::read_dir(&fixtures) else {
@@ -1409,9 +1409,9 @@ fn real_fixtures_are_searchable_and_the_broken_ones_reported() {
                 ..ReadOptions::default()
             };
             let direct = read_log(dest, &opts).and_then(|log| {
-                host_api::surface::SurfaceFold::fold(log.events.iter())
+                dsh_codec::surface::SurfaceFold::fold(log.events.iter())
                     .map(|_| log)
-                    .map_err(host_api::log::LogError::from)
+                    .map_err(dsh_codec::log::LogError::from)
             });
             match direct {
                 Err(err) => {
@@ -1430,7 +1430,7 @@ fn real_fixtures_are_searchable_and_the_broken_ones_reported() {
                 Ok(log) => {
                     // A word of the session's own text finds it.
                     let word = log.events.iter().find_map(|ev| {
-                        let text = host_api::text::event_text(ev);
+                        let text = dsh_codec::text::event_text(ev);
                         text.split(|c: char| !c.is_alphanumeric())
                             .find(|w| w.chars().count() >= 3)
                             .map(String::from)

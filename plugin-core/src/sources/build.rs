@@ -2,8 +2,8 @@
 //! record the harness's model still sees is a surface node, what a compaction or rewind took away is
 //! shadowed by a `replace` whose provenance names it, and structure is a log-only event.
 
-use host_api::log::Event;
-use host_api::source::{SourceKind, IMPORTED_RECORD};
+use dsh_codec::log::Event;
+use dsh_codec::source::{SourceKind, IMPORTED_RECORD};
 use serde_json::{json, Value};
 
 /// Longest text kept for one log-only record.

@@ -10,8 +10,8 @@
 use std::collections::{HashMap, HashSet};
 use std::path::Path;
 
-use host_api::log::SessionHeader;
-use host_api::source::SourceKind;
+use dsh_codec::log::SessionHeader;
+use dsh_codec::source::SourceKind;
 use serde_json::{json, Value};
 
 use super::build::{image_placeholder, text_block, Builder, MAX_RECORD_TEXT};

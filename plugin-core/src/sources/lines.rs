@@ -5,8 +5,8 @@
 use std::io::{BufRead, BufReader, Read};
 use std::path::Path;
 
-use host_api::log::bounds::open_regular;
-use host_api::log::{LogError, LogErrorCode, MAX_LINE_BYTES};
+use dsh_codec::log::bounds::open_regular;
+use dsh_codec::log::{LogError, LogErrorCode, MAX_LINE_BYTES};
 use serde_json::Value;
 
 /// One parsed record and its 1-based line number.
@@ -56,7 +56,7 @@ fn read_bounded(path: &Path, max: usize) -> Result<Vec<Record>, LogError> {
         if body.is_empty() {
             continue;
         }
-        match host_api::json::parse_lossy(body) {
+        match dsh_codec::json::parse_lossy(body) {
             Ok(value @ Value::Object(_)) => out.push(Record { line, value }),
             // The harness is still writing its last line: it is read once it is whole.
             _ if !complete => break,

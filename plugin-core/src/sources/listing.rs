@@ -6,9 +6,9 @@ use std::collections::{HashMap, HashSet};
 use std::path::{Path, PathBuf};
 use std::sync::Mutex;
 
-use host_api::log::layout::{ListedSession, Revision};
-use host_api::log::{Compression, LogError, LogErrorCode, SessionHeader};
-use host_api::source::SourceKind;
+use dsh_codec::log::layout::{ListedSession, Revision};
+use dsh_codec::log::{Compression, LogError, LogErrorCode, SessionHeader};
+use dsh_codec::source::SourceKind;
 
 use super::lines::{read_prefix, read_records, Record};
 use super::{claude, codex, Imported, SourceRoots};

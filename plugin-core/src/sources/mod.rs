@@ -2,7 +2,7 @@
 //!
 //! One importer per format ([`claude`], [`codex`]) maps each record onto DSH-shaped events
 //! (`user/message`, `assistant/message`, `tool/result`, `session/title`, and [`IMPORTED_RECORD`] for
-//! structure), giving compactions and rewinds as spec §2 replacements, so that `host_api::surface`'s one
+//! structure), giving compactions and rewinds as spec §2 replacements, so that `dsh_codec::surface`'s one
 //! fold labels them like any DSH log. Everything downstream (corpus, index, search, exact reads,
 //! titles, candidates, citations) then sees ordinary sessions under namespaced ids (`claude:<uuid>`,
 //! `codex:<uuid>`). The rules per record type are written down in ARCHITECTURE.md.
@@ -19,8 +19,8 @@ mod listing;
 
 use std::path::{Path, PathBuf};
 
-use host_api::log::{Event, SessionHeader};
-pub use host_api::source::{SourceKind, IMPORTED_RECORD};
+use dsh_codec::log::{Event, SessionHeader};
+pub use dsh_codec::source::{SourceKind, IMPORTED_RECORD};
 
 pub use listing::{SourceListing, Sources};
 

@@ -3,9 +3,9 @@
 
 use std::path::{Path, PathBuf};
 
-use host_api::log::Event;
-use host_api::surface::{Label, SurfaceFold};
-use host_api::text::event_text;
+use dsh_codec::log::Event;
+use dsh_codec::surface::{Label, SurfaceFold};
+use dsh_codec::text::event_text;
 
 use super::*;
 
@@ -310,7 +310,7 @@ fn a_transcript_that_is_not_jsonl_is_a_problem_of_its_path_and_the_rest_still_li
     assert_eq!(listing.sessions.len(), 1);
     assert_eq!(listing.problems.len(), 1);
     let e = &listing.problems[0];
-    assert_eq!(e.code, host_api::log::LogErrorCode::UnparsableLine);
+    assert_eq!(e.code, dsh_codec::log::LogErrorCode::UnparsableLine);
     assert_eq!(e.line, Some(2));
     assert!(e.path.as_deref().unwrap().ends_with("aaa.jsonl"));
     // A bad line past the start the listing reads is found by the whole read.
@@ -330,7 +330,7 @@ fn a_transcript_that_is_not_jsonl_is_a_problem_of_its_path_and_the_rest_still_li
     let e = sources.read(late).unwrap_err();
     assert_eq!(
         (e.code, e.line),
-        (host_api::log::LogErrorCode::UnparsableLine, Some(41))
+        (dsh_codec::log::LogErrorCode::UnparsableLine, Some(41))
     );
     let fine = listing
         .sessions

@@ -8,7 +8,7 @@
 
 use std::io::{self, Write};
 
-use host_api::log::Event;
+use dsh_codec::log::Event;
 use serde_json::{json, Value};
 
 use super::mention;
@@ -206,7 +206,7 @@ pub fn candidates_page(
         Err(e) => return error_out(&e.code_name(), &e.message, as_json, out, err),
     };
     for c in &mut list {
-        let source = host_api::source::SourceKind::of_id(c["sessionId"].as_str().unwrap_or(""));
+        let source = dsh_codec::source::SourceKind::of_id(c["sessionId"].as_str().unwrap_or(""));
         c["source"] = Value::from(source.as_str());
     }
     super::labels::make_unique(&mut list);

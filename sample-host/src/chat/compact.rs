@@ -6,9 +6,9 @@
 //! the start marker, the summary and every replaced node; the replaced events become `shadowed`. The
 //! summary is built deterministically from the replaced messages' text, so no model is involved.
 
-use host_api::log::Event;
-use host_api::surface::{derive_event_message, SurfaceFold};
-use host_api::text::content_text;
+use dsh_codec::log::Event;
+use dsh_codec::surface::{derive_event_message, SurfaceFold};
+use dsh_codec::text::content_text;
 use serde_json::{json, Value};
 
 /// Why a compaction was not made.
@@ -111,7 +111,7 @@ fn summarise(events: &[Event], replaced: &[u64]) -> String {
 #[cfg(test)]
 mod tests {
     use super::*;
-    use host_api::surface::Label;
+    use dsh_codec::surface::Label;
 
     fn user(seq: u64, text: &str) -> Event {
         Event::appended(

@@ -1,7 +1,7 @@
 //! A deterministic, in-process [`Services`] for tests and examples: no plugin library, no index.
 //!
 //! It reads the same sessions the plugin would (the host's live sessions and the logs under the
-//! sessions root, live winning), labels with `host_api::surface`, and answers with the spec's shapes.
+//! sessions root, live winning), labels with `dsh_codec::surface`, and answers with the spec's shapes.
 //! Search is a plain case-insensitive substring scan; `prepare` projects each source's current surface
 //! (spec §6.6: user and assistant text and compaction checkpoints), frames it with the spec's warning
 //! and escaping (§6.8) and builds the context message's data (§6.9) — without the byte budget, which is
@@ -10,12 +10,12 @@
 use std::cell::{Cell, RefCell};
 use std::sync::Arc;
 
+use dsh_codec::log::layout::SessionsRoot;
+use dsh_codec::log::read::{read_log, ReadOptions};
+use dsh_codec::log::{Event, SessionHeader};
+use dsh_codec::surface::{current_surface, SurfaceFold};
+use dsh_codec::text::event_text;
 use host_api::abi::{ErrorCode, PluginError};
-use host_api::log::layout::SessionsRoot;
-use host_api::log::read::{read_log, ReadOptions};
-use host_api::log::{Event, SessionHeader};
-use host_api::surface::{current_surface, SurfaceFold};
-use host_api::text::event_text;
 use serde_json::{json, Value};
 
 use super::mention;

@@ -430,7 +430,7 @@ fn show_error(e: &ChatError, out: &mut dyn Write) -> io::Result<()> {
 fn where_it_lives(session: &ChatSession<'_>) -> String {
     let id = session.id();
     let log = session.env().sessions_root.map(|root| {
-        host_api::log::layout::SessionsRoot::new(root)
+        dsh_codec::log::layout::SessionsRoot::new(root)
             .find(id)
             .ok()
             .flatten()

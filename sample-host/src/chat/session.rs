@@ -16,11 +16,11 @@
 use std::path::Path;
 use std::time::{SystemTime, UNIX_EPOCH};
 
+use dsh_codec::log::layout::SessionsRoot;
+use dsh_codec::log::write::WriteOptions;
+use dsh_codec::log::{Event, SessionHeader};
+use dsh_codec::surface::SurfaceFold;
 use host_api::abi::PluginError;
-use host_api::log::layout::SessionsRoot;
-use host_api::log::write::WriteOptions;
-use host_api::log::{Event, SessionHeader};
-use host_api::surface::SurfaceFold;
 use serde_json::{json, Value};
 
 use super::compact::{compaction_batch, CompactError};
@@ -305,7 +305,7 @@ impl<'a> ChatSession<'a> {
             .live
             .snapshot(&self.id)
             .ok_or_else(|| self.gone("it is no longer live"))?;
-        let messages = host_api::surface::model_messages(&fold, &events);
+        let messages = dsh_codec::surface::model_messages(&fold, &events);
         let through = (events.len() as u64).checked_sub(1);
         Ok(ModelRequest::build(SYSTEM_PROMPT, &messages, through))
     }
@@ -377,7 +377,7 @@ impl<'a> ChatSession<'a> {
         // log is not touched before the model has answered.
         events.extend(user_batch.iter().cloned());
         let fold = SurfaceFold::fold(&events).map_err(|e| self.gone(&e.to_string()))?;
-        let messages = host_api::surface::model_messages(&fold, &events);
+        let messages = dsh_codec::surface::model_messages(&fold, &events);
         let through = (events.len() as u64).checked_sub(1);
         let request = ModelRequest::build(SYSTEM_PROMPT, &messages, through);
         let contrast = cited

@@ -367,9 +367,9 @@ fn events_table(events: &RVec<RString>, mark: Option<u64>) -> String {
 
 /// A one-line summary of an event envelope for tables: its text if it has any, else its data.
 fn summary(event: &Value) -> String {
-    match host_api::log::Event::from_value(event.clone()) {
+    match dsh_codec::log::Event::from_value(event.clone()) {
         Ok(e) => {
-            let text = host_api::text::event_text(&e);
+            let text = dsh_codec::text::event_text(&e);
             if text.is_empty() {
                 e.data.to_string()
             } else {

@@ -8,9 +8,9 @@ use std::time::{Duration, Instant};
 
 use std::collections::HashMap;
 
+use dsh_codec::source::SourceKind;
 use host_api::abi::client::QueryMethod;
 use host_api::abi::{Call, EmptyRequest};
-use host_api::source::SourceKind;
 use indicatif::{ProgressBar, ProgressDrawTarget, ProgressStyle};
 use serde_json::{json, Map, Value};
 
@@ -478,7 +478,7 @@ fn request(args: &SearchArgs) -> Result<(QueryMethod, Value), CommandError> {
     }
     if !args.types.is_empty() {
         for kind in &args.types {
-            if !host_api::log::event::is_known_type(kind) {
+            if !dsh_codec::log::event::is_known_type(kind) {
                 return Err(CommandError::Usage(unknown_type(kind)));
             }
         }
@@ -712,7 +712,7 @@ fn session_line(hit: &Value, style: &Style) -> String {
 
 /// A usage error for an unknown event type: the nearest known one, and every known one.
 fn unknown_type(kind: &str) -> String {
-    let known = host_api::log::event::KNOWN_EVENT_TYPES;
+    let known = dsh_codec::log::event::KNOWN_EVENT_TYPES;
     let near = known
         .iter()
         .map(|k| (strsim::damerau_levenshtein(kind, k), *k))

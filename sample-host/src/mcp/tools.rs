@@ -329,8 +329,8 @@ impl Tools {
                 let texts: std::collections::HashMap<u64, String> = events
                     .events
                     .iter()
-                    .filter_map(|e| host_api::log::Event::from_value(render::envelope(e)).ok())
-                    .map(|e| (e.seq, host_api::text::event_text(&e)))
+                    .filter_map(|e| dsh_codec::log::Event::from_value(render::envelope(e)).ok())
+                    .map(|e| (e.seq, dsh_codec::text::event_text(&e)))
                     .collect();
                 let items: Vec<Value> = records
                     .iter()

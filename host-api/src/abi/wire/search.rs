@@ -130,14 +130,14 @@ pub struct HitHeader {
     pub delegation_depth: Option<u64>,
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub agent_preset: Option<String>,
-    /// Where the session comes from: `dsh`, `claude` or `codex` (`crate::source::SourceKind`, from the
+    /// Where the session comes from: `dsh`, `claude` or `codex` (`dsh_codec::source::SourceKind`, from the
     /// id's namespace).
     #[serde(default = "dsh_source")]
     pub source: String,
 }
 
 fn dsh_source() -> String {
-    crate::source::SourceKind::Dsh.as_str().to_string()
+    dsh_codec::source::SourceKind::Dsh.as_str().to_string()
 }
 
 /// `SessionEventSearchHit` (spec §4.6): one matching event with its provenance and snippet.

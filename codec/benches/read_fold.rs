@@ -20,12 +20,12 @@ use std::time::{Duration, Instant};
 use criterion::{
     criterion_group, criterion_main, BenchmarkId, Criterion, SamplingMode, Throughput,
 };
-use host_api::log::packed::pack;
-use host_api::log::read::{LogReader, ReadOptions};
-use host_api::log::zstd_frames::compress_frame;
-use host_api::log::{Event, SessionHeader};
-use host_api::surface::SurfaceFold;
-use host_api::text::event_text;
+use dsh_codec::log::packed::pack;
+use dsh_codec::log::read::{LogReader, ReadOptions};
+use dsh_codec::log::zstd_frames::compress_frame;
+use dsh_codec::log::{Event, SessionHeader};
+use dsh_codec::surface::SurfaceFold;
+use dsh_codec::text::event_text;
 use serde_json::{json, Value};
 
 /// Roughly how much raw JSONL to generate.

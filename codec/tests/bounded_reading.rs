@@ -7,11 +7,11 @@ mod support;
 use std::fs;
 use std::path::Path;
 
-use host_api::log::layout::SessionsRoot;
-use host_api::log::read::{read_header, read_log, LogReader, ReadOptions};
-use host_api::log::write::{LogWriter, WriteOptions};
-use host_api::log::zstd_frames::{compress_frame, DECODE_STEP};
-use host_api::log::{Compression, Event, LogErrorCode, SessionHeader, MAX_LINE_BYTES};
+use dsh_codec::log::layout::SessionsRoot;
+use dsh_codec::log::read::{read_header, read_log, LogReader, ReadOptions};
+use dsh_codec::log::write::{LogWriter, WriteOptions};
+use dsh_codec::log::zstd_frames::{compress_frame, DECODE_STEP};
+use dsh_codec::log::{Compression, Event, LogErrorCode, SessionHeader, MAX_LINE_BYTES};
 use serde_json::json;
 use support::bombs::{rle_frame, ONE_GIB, SIX_GIB};
 

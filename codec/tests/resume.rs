@@ -9,12 +9,12 @@ use std::fs::{self, OpenOptions};
 use std::io::Write;
 use std::path::{Path, PathBuf};
 
-use host_api::log::checkpoint::{ReReadReason, ReadCheckpoint, Resumed, GUARD_BYTES};
-use host_api::log::read::{read_log, read_log_with_checkpoint, LogReader, ReadOptions};
-use host_api::log::write::{LogWriter, WriteOptions};
-use host_api::log::zstd_frames::compress_frame;
-use host_api::log::{Compression, Event, SessionHeader};
-use host_api::surface::SurfaceFold;
+use dsh_codec::log::checkpoint::{ReReadReason, ReadCheckpoint, Resumed, GUARD_BYTES};
+use dsh_codec::log::read::{read_log, read_log_with_checkpoint, LogReader, ReadOptions};
+use dsh_codec::log::write::{LogWriter, WriteOptions};
+use dsh_codec::log::zstd_frames::compress_frame;
+use dsh_codec::log::{Compression, Event, SessionHeader};
+use dsh_codec::surface::SurfaceFold;
 use serde_json::{json, Value};
 
 // ---------------------------------------------------------------------------------------------------

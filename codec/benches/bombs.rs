@@ -20,9 +20,9 @@ use std::time::{Duration, Instant};
 
 use bombs::{rle_frame, ONE_GIB, SIX_GIB};
 use criterion::{criterion_group, criterion_main, BenchmarkId, Criterion, SamplingMode};
-use host_api::log::read::{read_header, read_log, ReadOptions};
-use host_api::log::zstd_frames::compress_frame;
-use host_api::log::{LogErrorCode, MAX_LINE_BYTES};
+use dsh_codec::log::read::{read_header, read_log, ReadOptions};
+use dsh_codec::log::zstd_frames::compress_frame;
+use dsh_codec::log::{LogErrorCode, MAX_LINE_BYTES};
 
 const HEADER: &str = r#"{"type":"session","version":0,"id":"s","createdAt":1,"delegationDepth":0}"#;
 

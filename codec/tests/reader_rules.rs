@@ -4,9 +4,9 @@
 
 use std::path::Path;
 
-use host_api::log::read::{read_header, read_log, LogReader, ReadOptions, SessionLog, TornTail};
-use host_api::log::repair::{NOT_STARTED_TEXT, OUTCOME_UNKNOWN_TEXT};
-use host_api::log::{Compression, Event, HeaderDiagnostic, LogError, LogErrorCode};
+use dsh_codec::log::read::{read_header, read_log, LogReader, ReadOptions, SessionLog, TornTail};
+use dsh_codec::log::repair::{NOT_STARTED_TEXT, OUTCOME_UNKNOWN_TEXT};
+use dsh_codec::log::{Compression, Event, HeaderDiagnostic, LogError, LogErrorCode};
 use serde_json::{json, Value};
 
 const HEADER: &str =
@@ -156,7 +156,7 @@ fn header_version_refusals_come_before_shape_checks() {
         (e.code, e.class()),
         (
             LogErrorCode::NewerFormat,
-            host_api::log::ErrorClass::Unsupported
+            dsh_codec::log::ErrorClass::Unsupported
         )
     );
     assert!(e.message.contains("newer"));
@@ -236,7 +236,7 @@ fn header_id_must_match_the_expected_id() {
     };
     let e = read_with(raw(&[]), &opts).unwrap_err();
     assert_error_at(&e, LogErrorCode::IdMismatch, 1);
-    assert_eq!(e.class(), host_api::log::ErrorClass::Corrupt);
+    assert_eq!(e.class(), dsh_codec::log::ErrorClass::Corrupt);
     let opts = ReadOptions {
         expected_id: Some("s1".into()),
         ..ReadOptions::default()
@@ -269,7 +269,7 @@ fn envelope_rejects_unknown_keys_and_bad_fields() {
         let e = err(raw(&[line(v.clone())]));
         assert_error_at(&e, LogErrorCode::InvalidEnvelope, 2);
         assert_eq!(e.seq, Some(0), "{v}");
-        assert_eq!(e.class(), host_api::log::ErrorClass::Corrupt);
+        assert_eq!(e.class(), dsh_codec::log::ErrorClass::Corrupt);
     }
 }
 
@@ -316,7 +316,7 @@ fn obsolete_vocabulary_is_corruption() {
         assert_error_at(&e, LogErrorCode::ObsoleteVocabulary, 3);
         assert_eq!(
             (e.seq, e.class()),
-            (Some(1), host_api::log::ErrorClass::Corrupt)
+            (Some(1), dsh_codec::log::ErrorClass::Corrupt)
         );
     }
 }
@@ -325,7 +325,7 @@ fn obsolete_vocabulary_is_corruption() {
 fn unknown_type_is_a_refusal_unless_ignorable() {
     let e = err(raw(&[title(0), event("future/thing", 1, json!({}))]));
     assert_error_at(&e, LogErrorCode::UnknownEventType, 3);
-    assert_eq!(e.class(), host_api::log::ErrorClass::Unsupported);
+    assert_eq!(e.class(), dsh_codec::log::ErrorClass::Unsupported);
     assert!(e.message.contains("not marked ignorable"));
     let ignorable =
         line(json!({"type":"future/thing","seq":1,"time":1,"data":{},"ignorable":true}));
@@ -546,7 +546,7 @@ fn packed_rows_written_by_pack_read_back_as_the_same_events() {
     let events: Vec<Event> = std::iter::once(Event::new("turn/start", 0, 10, json!({"turn":1})))
         .chain((1..6).map(|s| chunk(s, &format!("t{s}"))))
         .collect();
-    let lines: Vec<String> = host_api::log::packed::pack(&events)
+    let lines: Vec<String> = dsh_codec::log::packed::pack(&events)
         .iter()
         .map(Value::to_string)
         .collect();
@@ -596,7 +596,7 @@ fn unparsable_line_before_a_later_turn_end_is_an_error() {
         turn_end(2),
     ]));
     assert_error_at(&e, LogErrorCode::UnparsableLine, 3);
-    assert_eq!(e.class(), host_api::log::ErrorClass::Physical);
+    assert_eq!(e.class(), dsh_codec::log::ErrorClass::Physical);
     assert!(
         e.message.contains("line 3") && e.message.contains("line 5"),
         "{e}"
@@ -1067,7 +1067,7 @@ fn malformed_turn_end_is_corruption() {
         assert_error_at(&e, LogErrorCode::MalformedLegacy, 3);
         assert_eq!(
             (e.seq, e.class()),
-            (Some(1), host_api::log::ErrorClass::Corrupt),
+            (Some(1), dsh_codec::log::ErrorClass::Corrupt),
             "{data}"
         );
     }

@@ -9,11 +9,11 @@
 use std::collections::{BTreeMap, BTreeSet};
 use std::path::Path;
 
-use host_api::log::read::{read_log, LogReader, ReadOptions};
-use host_api::log::zstd_frames::compress_frame;
-use host_api::log::{Event, SessionHeader};
-use host_api::surface::{model_messages, Label, SurfaceFold};
-use host_api::text::event_text;
+use dsh_codec::log::read::{read_log, LogReader, ReadOptions};
+use dsh_codec::log::zstd_frames::compress_frame;
+use dsh_codec::log::{Event, SessionHeader};
+use dsh_codec::surface::{model_messages, Label, SurfaceFold};
+use dsh_codec::text::event_text;
 use proptest::prelude::*;
 use proptest::strategy::ValueTree;
 use proptest::test_runner::TestRunner;

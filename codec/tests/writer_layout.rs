@@ -7,13 +7,13 @@ use std::io;
 use std::os::unix::fs::PermissionsExt;
 use std::path::{Path, PathBuf};
 
-use host_api::log::layout::{
+use dsh_codec::log::layout::{
     encode_segment, project_dir_name, project_key, session_log_path, Revision, SessionsRoot,
 };
-use host_api::log::read::{read_log, ReadOptions};
-use host_api::log::write::{LogFile, LogWriter, WriteOptions};
-use host_api::log::zstd_frames::compress_frame;
-use host_api::log::{Compression, Event, HeaderDiagnostic, LogError, LogErrorCode, SessionHeader};
+use dsh_codec::log::read::{read_log, ReadOptions};
+use dsh_codec::log::write::{LogFile, LogWriter, WriteOptions};
+use dsh_codec::log::zstd_frames::compress_frame;
+use dsh_codec::log::{Compression, Event, HeaderDiagnostic, LogError, LogErrorCode, SessionHeader};
 use serde_json::json;
 
 const RAW: WriteOptions = WriteOptions {
@@ -972,7 +972,7 @@ fn an_append_waits_for_a_writer_holding_the_log_then_refuses_cleanly() {
     let before = fs::read(&path).unwrap();
     let started = std::time::Instant::now();
     let err = writer.append(&events[3..5]).unwrap_err();
-    assert!(started.elapsed() >= host_api::log::write::LOCK_WAIT);
+    assert!(started.elapsed() >= dsh_codec::log::write::LOCK_WAIT);
     assert_eq!(err.code, LogErrorCode::ConcurrentWrite, "{err}");
     assert!(err.message.contains("held this log"), "{err}");
     assert_eq!(fs::read(&path).unwrap(), before);

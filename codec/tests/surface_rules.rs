@@ -1,8 +1,8 @@
 //! One test (or more) per rule and per failure of the surface fold (spec §2), with the exact error
 //! wording, plus labels, replacement chains and the derived views.
 
-use host_api::log::{Event, LogError, LogErrorCode};
-use host_api::surface::{
+use dsh_codec::log::{Event, LogError, LogErrorCode};
+use dsh_codec::surface::{
     current_surface, human_transcript, model_messages, Applied, FoldError, Label, Replacement,
     SurfaceFold,
 };
@@ -965,7 +965,7 @@ fn a_fold_continues_after_a_rejected_event() {
 
 #[test]
 fn real_compaction_logs_fold_as_dsh_labels_them() {
-    use host_api::log::read::{read_log, ReadOptions};
+    use dsh_codec::log::read::{read_log, ReadOptions};
     let Some(dir) = dsh_fixtures::real_fixtures_dir() else {
         return;
     };
@@ -1020,7 +1020,7 @@ fn real_compaction_logs_fold_as_dsh_labels_them() {
 
 #[test]
 fn every_real_log_that_reads_folds() {
-    use host_api::log::read::{read_log, ReadOptions};
+    use dsh_codec::log::read::{read_log, ReadOptions};
     let Some(dir) = dsh_fixtures::real_fixtures_dir() else {
         return;
     };
