@@ -2,6 +2,7 @@
 //! or reordered field is a visible diff. Set `UPDATE_WIRE_SNAPSHOT=1` to rewrite the snapshot.
 
 use host_api::abi::wire::search::*;
+use host_api::abi::{Availability, EventFilter, Range, SessionFilter, Surface};
 use serde_json::{json, Value};
 
 fn hit() -> SessionEventSearchHit {
@@ -56,36 +57,26 @@ fn examples() -> Value {
         ..Default::default()
     };
     let session_filters = vec![
-        SessionResultFilter::Id {
-            values: vec!["a".into()],
-        },
-        SessionResultFilter::Cwd {
-            values: vec![None, Some("/w".into())],
-        },
-        SessionResultFilter::CreatedAt(Range {
+        SessionFilter::Id(vec!["a".into()]),
+        SessionFilter::Cwd(vec![None, Some("/w".into())]),
+        SessionFilter::CreatedAt(Range {
             from: Some(1.0),
             to: None,
         }),
-        SessionResultFilter::Parent { values: vec![None] },
-        SessionResultFilter::Availability {
-            values: vec!["live".into()],
-        },
+        SessionFilter::Parent(vec![None]),
+        SessionFilter::Availability(vec![Availability::Live]),
     ];
     let event_filters = vec![
-        SessionEventMetadataFilter::Seq(Range {
+        EventFilter::Seq(Range {
             from: Some(0.0),
             to: Some(9.5),
         }),
-        SessionEventMetadataFilter::Time(Range {
+        EventFilter::Time(Range {
             from: None,
             to: Some(5.0),
         }),
-        SessionEventMetadataFilter::Type {
-            values: vec!["user/message".into()],
-        },
-        SessionEventMetadataFilter::Surface {
-            values: vec!["log-only".into()],
-        },
+        EventFilter::Type(vec!["user/message".into()]),
+        EventFilter::Surface(vec![Surface::LogOnly]),
     ];
     let sessions_page = SessionSearchPage {
         items: vec![SessionSearchHit {
@@ -157,7 +148,7 @@ fn every_example_reads_back_and_unknown_fields_are_ignored() {
     events.as_object_mut().unwrap().remove("skipped");
     let events: SessionEventSearchPage = serde_json::from_value(events).unwrap();
     assert!(events.skipped.is_empty());
-    let filters: Vec<SessionResultFilter> =
+    let filters: Vec<SessionFilter> =
         serde_json::from_value(all["sessionResultFilters"].clone()).unwrap();
     assert_eq!(filters.len(), 5);
     // A wrongly-typed query still reads: the plugin, not serde, turns it into INVALID_QUERY.

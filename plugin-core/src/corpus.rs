@@ -773,10 +773,10 @@ fn log_error_text(e: &LogError) -> String {
 fn problem(root: &Path, id: Option<&str>, e: &LogError) -> CorpusProblem {
     let path = e.path.as_deref().unwrap_or(root);
     CorpusProblem {
-        path: path.display().to_string().into(),
-        session_id: id.map(RString::from).into(),
+        path: path.display().to_string(),
+        session_id: id.map(String::from),
         code: e.code.as_str().into(),
-        message: log_error_text(e).into(),
+        message: log_error_text(e),
     }
 }
 

@@ -373,10 +373,7 @@ impl SessionQuery for QueryService {
             call,
             request,
             BAD,
-            |r, q: TitleSnapshotsRequest, c| {
-                let ids: Vec<RString> = q.session_ids.iter().map(|s| s.as_str().into()).collect();
-                r.read_title_snapshots(&ids, c)
-            },
+            |r, q: TitleSnapshotsRequest, c| r.read_title_snapshots(&q.session_ids, c),
         )
     }
 

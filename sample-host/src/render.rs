@@ -2,12 +2,11 @@
 //!
 //! JSON keys are the spec's camelCase names, so scripts see the shapes of spec §4-§6.
 
-use abi_stable::std_types::{ROption, RString};
 use host_api::abi::*;
 use serde_json::{json, Map, Value};
 
-fn opt_str(v: &ROption<RString>) -> Option<&str> {
-    v.as_ref().map(|s| s.as_str()).into_option()
+fn opt_str(v: &Option<String>) -> Option<&str> {
+    v.as_deref()
 }
 
 /// A header as DSH writes it: optional keys omitted.
@@ -22,13 +21,13 @@ pub fn header(h: &Header) -> Value {
     if let Some(p) = opt_str(&h.parent_session) {
         m.insert("parentSession".into(), p.into());
     }
-    if let ROption::RSome(n) = h.seed_length {
+    if let Some(n) = h.seed_length {
         m.insert("seedLength".into(), n.into());
     }
     if let Some(o) = opt_str(&h.origin) {
         m.insert("origin".into(), o.into());
     }
-    if let ROption::RSome(n) = h.delegation_depth {
+    if let Some(n) = h.delegation_depth {
         m.insert("delegationDepth".into(), n.into());
     }
     if let Some(a) = opt_str(&h.agent_preset) {
@@ -51,16 +50,16 @@ pub fn event_record(e: &EventRecord) -> Value {
 }
 
 /// A JSON envelope that crossed the boundary as text; kept as text if it does not parse.
-pub fn envelope(text: &RString) -> Value {
-    serde_json::from_str(text.as_str()).unwrap_or_else(|_| Value::String(text.to_string()))
+pub fn envelope(text: &str) -> Value {
+    serde_json::from_str(text).unwrap_or_else(|_| Value::String(text.to_string()))
 }
 
 pub fn surface(s: &SurfaceSnapshot) -> Value {
     json!({
         "session": header(&s.session),
         "source": source(&s.session),
-        "capturedThroughSeq": s.captured_through_seq.into_option(),
-        "events": s.events.iter().map(envelope).collect::<Vec<_>>(),
+        "capturedThroughSeq": s.captured_through_seq,
+        "events": s.events.iter().map(|e| envelope(e)).collect::<Vec<_>>(),
     })
 }
 
@@ -69,7 +68,7 @@ pub fn window(w: &EventWindow) -> Value {
         "session": header(&w.session),
         "source": source(&w.session),
         "target": envelope(&w.target),
-        "events": w.events.iter().map(envelope).collect::<Vec<_>>(),
+        "events": w.events.iter().map(|e| envelope(e)).collect::<Vec<_>>(),
         "startSeq": w.start_seq,
         "endSeq": w.end_seq,
     })
@@ -82,7 +81,7 @@ pub fn lineage(l: &SessionLineage) -> Value {
         "descendants": l.descendants.iter().map(|d| json!({"session": record(&d.session), "parentId": d.parent_id.as_str(), "depth": d.depth})).collect::<Vec<_>>(),
         "complete": l.complete,
     });
-    if let ROption::RSome(root) = &l.root {
+    if let Some(root) = &l.root {
         v["root"] = record(root);
     }
     if let Some(p) = opt_str(&l.unresolved_parent_id) {
@@ -101,7 +100,7 @@ pub fn event_trace(t: &EventTrace) -> Value {
         "sourceEventSeqs": t.source_event_seqs.to_vec(),
         "derivedEventSeqs": t.derived_event_seqs.to_vec(),
     });
-    if let ROption::RSome(by) = t.replaced_by {
+    if let Some(by) = t.replaced_by {
         v["replacedBy"] = by.into();
     }
     v

@@ -10,7 +10,7 @@ use dsh_codec::log::{Event, SessionHeader};
 use dsh_codec::surface::{current_surface, SurfaceFold};
 use dsh_codec::text::event_text;
 use host_api::abi::{
-    Call, EmptyRequest, ErrorCode, EventFilter, FilterEventsRequest, ReadEventRequest, Surface,
+    Call, EmptyRequest, ErrorCode, EventScanFilter, FilterEventsRequest, ReadEventRequest, Surface,
     TraceEventRequest,
 };
 use sample_host::PluginHost;
@@ -73,8 +73,8 @@ fn setup() -> Option<(tempfile::TempDir, Arc<PluginHost>, Vec<Placed>)> {
     Some((dir, host, placed))
 }
 
-fn json(text: &abi_stable::std_types::RString) -> Value {
-    serde_json::from_str(text.as_str()).unwrap()
+fn json(text: &str) -> Value {
+    serde_json::from_str(text).unwrap()
 }
 
 #[test]
@@ -158,7 +158,7 @@ fn every_exact_read_through_the_abi_equals_host_api_over_the_real_fixtures() {
         let got: Vec<String> = surface.events.iter().map(|s| s.to_string()).collect();
         assert_eq!(got, expected, "{}: read_surface", p.file);
         assert_eq!(
-            surface.captured_through_seq.into_option(),
+            surface.captured_through_seq,
             log.events.last().map(|e| e.seq),
             "{}",
             p.file
@@ -222,7 +222,7 @@ fn every_exact_read_through_the_abi_equals_host_api_over_the_real_fixtures() {
                     })
                     .unwrap();
                 assert_eq!(
-                    trace.replaced_by.into_option(),
+                    trace.replaced_by,
                     fold.replaced_by(seq),
                     "{} seq {seq}",
                     p.file
@@ -353,12 +353,9 @@ fn a_corrupt_log_is_reported_and_every_other_session_is_still_read() {
     let problems = host
         .query(|q| q.problems(&Call::new(), &EmptyRequest {}))
         .unwrap();
-    let problem = problems.iter().find(|p| {
-        p.session_id
-            .as_ref()
-            .into_option()
-            .is_some_and(|s| s.as_str() == victim.id)
-    });
+    let problem = problems
+        .iter()
+        .find(|p| p.session_id.as_deref() == Some(victim.id.as_str()));
     let problem =
         problem.unwrap_or_else(|| panic!("the corrupt log is not reported: {problems:?}"));
     assert_eq!(problem.code.as_str(), "LOG_UNPARSABLE_LINE");
@@ -391,7 +388,7 @@ fn a_corrupt_log_is_reported_and_every_other_session_is_still_read() {
                 &Call::new(),
                 &FilterEventsRequest {
                     session_id: neighbour.id.clone(),
-                    filters: vec![EventFilter::Text("  ".into())],
+                    filters: vec![EventScanFilter::Text("  ".into())],
                 },
             )
         })

@@ -4,13 +4,14 @@
 //! Records never cross as `#[repr(C)]` structs: a struct's layout cannot grow without breaking every
 //! plugin built before, so each call carries a JSON document in the spec's own shape (camelCase keys).
 //! A later minor may append fields; a reader ignores fields it does not know and gives a missing field
-//! its documented default (`#[serde(default)]`). The abi_stable string and vector types are kept inside
-//! so the plugin's builders stay as they are; they serialise like `String` and `Vec`.
+//! its documented default (`#[serde(default)]`). Since they only ever cross as JSON text, they hold plain
+//! `String`/`Vec`/`Option`: abi_stable's types are for what crosses as a struct (the vtables, errors).
 //!
 //! Field names follow the spec's camelCase names in snake_case. Event envelopes and message contents are
-//! arbitrary JSON and cross as JSON text ([`RString`]); everything with a fixed shape is typed.
+//! arbitrary JSON and cross as JSON text (a `String` embedded as it is); everything with a fixed shape is
+//! typed. The filter unions and [`Range`] are shared with search ([`super::wire::search`]): exact reads
+//! and search validate the same clauses into the same types.
 
-use abi_stable::std_types::{ROption, RString, RVec};
 use serde::{Deserialize, Serialize};
 
 use dsh_codec::log::SessionHeader;
@@ -21,58 +22,72 @@ use dsh_codec::surface::Label;
 #[serde(rename_all = "camelCase")]
 pub struct Header {
     pub version: i64,
-    pub id: RString,
+    pub id: String,
     pub created_at: i64,
-    #[serde(default, skip_serializing_if = "ROption::is_none")]
-    pub cwd: ROption<RString>,
-    #[serde(default, skip_serializing_if = "ROption::is_none")]
-    pub parent_session: ROption<RString>,
-    #[serde(default, skip_serializing_if = "ROption::is_none")]
-    pub seed_length: ROption<u64>,
-    #[serde(default, skip_serializing_if = "ROption::is_none")]
-    pub origin: ROption<RString>,
-    #[serde(default, skip_serializing_if = "ROption::is_none")]
-    pub delegation_depth: ROption<u64>,
-    #[serde(default, skip_serializing_if = "ROption::is_none")]
-    pub agent_preset: ROption<RString>,
-}
-
-fn ropt(s: &Option<String>) -> ROption<RString> {
-    s.as_deref().map(RString::from).into()
-}
-
-fn opt(s: &ROption<RString>) -> Option<String> {
-    s.as_ref().map(|s| s.to_string()).into_option()
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub cwd: Option<String>,
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub parent_session: Option<String>,
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub seed_length: Option<u64>,
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub origin: Option<String>,
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub delegation_depth: Option<u64>,
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub agent_preset: Option<String>,
 }
 
 impl From<&SessionHeader> for Header {
     fn from(h: &SessionHeader) -> Self {
+        let SessionHeader {
+            version,
+            id,
+            created_at,
+            cwd,
+            parent_session,
+            seed_length,
+            origin,
+            delegation_depth,
+            agent_preset,
+        } = h.clone();
         Self {
-            version: h.version,
-            id: h.id.as_str().into(),
-            created_at: h.created_at,
-            cwd: ropt(&h.cwd),
-            parent_session: ropt(&h.parent_session),
-            seed_length: h.seed_length.into(),
-            origin: ropt(&h.origin),
-            delegation_depth: h.delegation_depth.into(),
-            agent_preset: ropt(&h.agent_preset),
+            version,
+            id,
+            created_at,
+            cwd,
+            parent_session,
+            seed_length,
+            origin,
+            delegation_depth,
+            agent_preset,
         }
     }
 }
 
 impl From<&Header> for SessionHeader {
     fn from(h: &Header) -> Self {
+        let Header {
+            version,
+            id,
+            created_at,
+            cwd,
+            parent_session,
+            seed_length,
+            origin,
+            delegation_depth,
+            agent_preset,
+        } = h.clone();
         Self {
-            version: h.version,
-            id: h.id.to_string(),
-            created_at: h.created_at,
-            cwd: opt(&h.cwd),
-            parent_session: opt(&h.parent_session),
-            seed_length: h.seed_length.into_option(),
-            origin: opt(&h.origin),
-            delegation_depth: h.delegation_depth.into_option(),
-            agent_preset: opt(&h.agent_preset),
+            version,
+            id,
+            created_at,
+            cwd,
+            parent_session,
+            seed_length,
+            origin,
+            delegation_depth,
+            agent_preset,
         }
     }
 }
@@ -133,10 +148,10 @@ pub struct SessionRecord {
 #[derive(Serialize, Deserialize, Debug, Clone, PartialEq, Eq)]
 #[serde(rename_all = "camelCase")]
 pub struct EventRecord {
-    pub session_id: RString,
+    pub session_id: String,
     pub seq: u64,
     #[serde(rename = "type")]
-    pub kind: RString,
+    pub kind: String,
     pub time: i64,
     pub surface: Surface,
 }
@@ -145,50 +160,72 @@ pub struct EventRecord {
 #[derive(Serialize, Deserialize, Debug, Clone, PartialEq, Eq)]
 #[serde(rename_all = "camelCase")]
 pub struct EventDocument {
-    pub session_id: RString,
+    pub session_id: String,
     pub seq: u64,
     #[serde(rename = "type")]
-    pub kind: RString,
+    pub kind: String,
     pub time: i64,
     pub surface: Surface,
-    pub text: RString,
+    pub text: String,
 }
 
 /// An inclusive numeric range; either end may be open. Bounds are numbers as in the spec (fractional
-/// bounds are allowed and compared after truncation); NaN and infinities are `INVALID_FILTER`.
-#[derive(Serialize, Deserialize, Debug, Clone, Copy, PartialEq)]
+/// bounds are allowed: `seq >= 1.5` holds from 2); NaN and infinities are `INVALID_FILTER`.
+#[derive(Serialize, Deserialize, Debug, Clone, Copy, Default, PartialEq)]
 #[serde(rename_all = "camelCase")]
 pub struct Range {
-    #[serde(default, skip_serializing_if = "ROption::is_none")]
-    pub from: ROption<f64>,
-    #[serde(default, skip_serializing_if = "ROption::is_none")]
-    pub to: ROption<f64>,
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub from: Option<f64>,
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub to: Option<f64>,
+}
+
+impl Range {
+    /// Whether `value` lies within the bounds, compared as numbers (as SQLite and JavaScript do).
+    pub fn contains(&self, value: f64) -> bool {
+        self.from.is_none_or(|f| value >= f) && self.to.is_none_or(|t| value <= t)
+    }
 }
 
 /// `SessionResultFilter` (spec §4.1), on the wire `{"kind":"id","values":[…]}`,
-/// `{"kind":"created-at","from":…,"to":…}`, ….
+/// `{"kind":"created-at","from":…,"to":…}`, …: what `filterSessions` and search both hold once a
+/// request is read.
 #[derive(Serialize, Deserialize, Debug, Clone, PartialEq)]
 #[serde(into = "RawFilter", try_from = "RawFilter")]
 pub enum SessionFilter {
-    Id(RVec<RString>),
+    Id(Vec<String>),
     /// `None` matches a session without cwd.
-    Cwd(RVec<ROption<RString>>),
+    Cwd(Vec<Option<String>>),
     CreatedAt(Range),
     /// `None` matches a root session.
-    Parent(RVec<ROption<RString>>),
-    Availability(RVec<Availability>),
+    Parent(Vec<Option<String>>),
+    Availability(Vec<Availability>),
 }
 
-/// `SessionEventMetadataFilter`, plus the scan-only `text` clause of `filter_events` (spec §4.1, §5).
+/// `SessionEventMetadataFilter` (spec §4.1): the event clauses of search and of `filterEvents`.
 #[derive(Serialize, Deserialize, Debug, Clone, PartialEq)]
 #[serde(into = "RawFilter", try_from = "RawFilter")]
 pub enum EventFilter {
     Seq(Range),
     Time(Range),
-    Type(RVec<RString>),
-    Surface(RVec<Surface>),
-    /// Literal, case-insensitive, whitespace-flexible substring; only `filter_events` accepts it.
-    Text(RString),
+    Type(Vec<String>),
+    Surface(Vec<Surface>),
+}
+
+/// A clause of `filterEvents` (spec §5): a metadata clause, or the scan-only `text` clause that search
+/// does not have (kept out of [`EventFilter`] so that search cannot be handed one).
+#[derive(Serialize, Deserialize, Debug, Clone, PartialEq)]
+#[serde(into = "RawFilter", try_from = "RawFilter")]
+pub enum EventScanFilter {
+    Metadata(EventFilter),
+    /// Literal, case-insensitive, whitespace-flexible substring.
+    Text(String),
+}
+
+impl From<EventFilter> for EventScanFilter {
+    fn from(f: EventFilter) -> Self {
+        Self::Metadata(f)
+    }
 }
 
 /// `readSession`: the header and every event (for a persisted session: as inspected, closers included).
@@ -198,7 +235,7 @@ pub struct SessionEvents {
     pub session: Header,
     /// Event envelopes as JSON text, in seq order (objects on the wire).
     #[serde(with = "json_text::vec")]
-    pub events: RVec<RString>,
+    pub events: Vec<String>,
 }
 
 /// `readSurface`: the current surface in model order.
@@ -207,18 +244,18 @@ pub struct SessionEvents {
 pub struct SurfaceSnapshot {
     pub session: Header,
     /// Seq of the last raw event observed; `None` for an empty log.
-    #[serde(default, skip_serializing_if = "ROption::is_none")]
-    pub captured_through_seq: ROption<u64>,
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub captured_through_seq: Option<u64>,
     /// Event envelopes of the current surface nodes, JSON text, in surface order (objects on the wire).
     #[serde(with = "json_text::vec")]
-    pub events: RVec<RString>,
+    pub events: Vec<String>,
 }
 
 /// `readEvent` request.
 #[derive(Serialize, Deserialize, Debug, Clone, PartialEq)]
 #[serde(rename_all = "camelCase")]
 pub struct ReadEventRequest {
-    pub session_id: RString,
+    pub session_id: String,
     /// Signed so that a negative seq reaches the plugin and gets `EVENT_NOT_FOUND`.
     pub seq: i64,
     pub before: i64,
@@ -231,9 +268,9 @@ pub struct ReadEventRequest {
 pub struct EventWindow {
     pub session: Header,
     #[serde(with = "json_text::one")]
-    pub target: RString,
+    pub target: String,
     #[serde(with = "json_text::vec")]
-    pub events: RVec<RString>,
+    pub events: Vec<String>,
     pub start_seq: u64,
     pub end_seq: u64,
 }
@@ -244,7 +281,7 @@ pub struct EventWindow {
 #[serde(rename_all = "camelCase")]
 pub struct Descendant {
     pub session: SessionRecord,
-    pub parent_id: RString,
+    pub parent_id: String,
     pub depth: u32,
 }
 
@@ -254,15 +291,15 @@ pub struct Descendant {
 pub struct SessionLineage {
     pub target: SessionRecord,
     /// Immediate parent first.
-    pub ancestors: RVec<SessionRecord>,
-    pub descendants: RVec<Descendant>,
+    pub ancestors: Vec<SessionRecord>,
+    pub descendants: Vec<Descendant>,
     pub complete: bool,
     /// Present when `complete`.
-    #[serde(default, skip_serializing_if = "ROption::is_none")]
-    pub root: ROption<SessionRecord>,
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub root: Option<SessionRecord>,
     /// Present when not `complete`: the first parent id missing from the corpus.
-    #[serde(default, skip_serializing_if = "ROption::is_none")]
-    pub unresolved_parent_id: ROption<RString>,
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub unresolved_parent_id: Option<String>,
 }
 
 /// `traceEvent`.
@@ -271,23 +308,23 @@ pub struct SessionLineage {
 pub struct EventTrace {
     pub session: Header,
     pub target: EventRecord,
-    #[serde(default, skip_serializing_if = "ROption::is_none")]
-    pub replaced_by: ROption<u64>,
-    pub replacement_chain: RVec<u64>,
-    pub replaced_event_seqs: RVec<u64>,
-    pub source_event_seqs: RVec<u64>,
-    pub derived_event_seqs: RVec<u64>,
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub replaced_by: Option<u64>,
+    pub replacement_chain: Vec<u64>,
+    pub replaced_event_seqs: Vec<u64>,
+    pub source_event_seqs: Vec<u64>,
+    pub derived_event_seqs: Vec<u64>,
 }
 
 /// A folded `session/title` (spec §7.1).
 #[derive(Serialize, Deserialize, Debug, Clone, PartialEq, Eq)]
 #[serde(rename_all = "camelCase")]
 pub struct Title {
-    pub title: RString,
-    pub message_seqs: RVec<u64>,
+    pub title: String,
+    pub message_seqs: Vec<u64>,
     /// The title's `source` object as JSON text (an object on the wire).
     #[serde(with = "json_text::one")]
-    pub source: RString,
+    pub source: String,
     pub event_seq: u64,
     pub updated_at: i64,
 }
@@ -296,14 +333,14 @@ pub struct Title {
 #[derive(Serialize, Deserialize, Debug, Clone, PartialEq, Eq)]
 #[serde(rename_all = "camelCase")]
 pub struct TitleSnapshot {
-    pub session_id: RString,
-    #[serde(default, skip_serializing_if = "ROption::is_none")]
-    pub session: ROption<Header>,
-    #[serde(default, skip_serializing_if = "ROption::is_none")]
-    pub title: ROption<Title>,
+    pub session_id: String,
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub session: Option<Header>,
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub title: Option<Title>,
     /// Present when this id was rejected (not found, corrupt, conflict, fold error).
-    #[serde(default, skip_serializing_if = "ROption::is_none")]
-    pub error: ROption<super::PluginError>,
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub error: Option<super::PluginError>,
 }
 
 /// A session or log the corpus could not read; it is left out and everything else keeps working
@@ -311,12 +348,12 @@ pub struct TitleSnapshot {
 #[derive(Serialize, Deserialize, Debug, Clone, PartialEq, Eq)]
 #[serde(rename_all = "camelCase")]
 pub struct CorpusProblem {
-    pub path: RString,
-    #[serde(default, skip_serializing_if = "ROption::is_none")]
-    pub session_id: ROption<RString>,
+    pub path: String,
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub session_id: Option<String>,
     /// The log codec's code, e.g. `LOG_SEQ_GAP`.
-    pub code: RString,
-    pub message: RString,
+    pub code: String,
+    pub message: String,
 }
 
 /// The wire form of both filter unions: one object with a `kind` and that kind's fields.
@@ -345,12 +382,16 @@ impl RawFilter {
         }
     }
 
+    fn strings<'a>(kind: &str, values: impl IntoIterator<Item = &'a str>) -> Self {
+        Self::list(kind, values.into_iter().map(|v| Some(v.to_string())))
+    }
+
     fn range(kind: &str, r: Range) -> Self {
         Self {
             kind: kind.into(),
             values: None,
-            from: r.from.into_option(),
-            to: r.to.into_option(),
+            from: r.from,
+            to: r.to,
             text: None,
         }
     }
@@ -360,69 +401,72 @@ impl RawFilter {
             return Err(format!("a {:?} filter takes only from/to", self.kind));
         }
         Ok(Range {
-            from: self.from.into(),
-            to: self.to.into(),
+            from: self.from,
+            to: self.to,
         })
     }
 
     /// The values of a list clause; `nullable` says whether `null` entries are allowed.
-    fn values_of(&self, nullable: bool) -> Result<Vec<Option<String>>, String> {
+    fn nullable(&self) -> Result<Vec<Option<String>>, String> {
         if self.from.is_some() || self.to.is_some() || self.text.is_some() {
             return Err(format!("a {:?} filter takes only values", self.kind));
         }
-        let values = self
-            .values
+        self.values
             .clone()
-            .ok_or_else(|| format!("a {:?} filter needs a values list", self.kind))?;
-        if !nullable && values.iter().any(Option::is_none) {
-            return Err(format!("{:?} filter values must be strings", self.kind));
+            .ok_or_else(|| format!("a {:?} filter needs a values list", self.kind))
+    }
+
+    fn strings_of(&self) -> Result<Vec<String>, String> {
+        self.nullable()?
+            .into_iter()
+            .map(|v| v.ok_or_else(|| format!("{:?} filter values must be strings", self.kind)))
+            .collect()
+    }
+
+    /// A list clause whose values are names `parse` knows.
+    fn names_of<T>(&self, parse: impl Fn(&str) -> Option<T>, what: &str) -> Result<Vec<T>, String> {
+        self.strings_of()?
+            .iter()
+            .map(|v| parse(v).ok_or_else(|| format!("unknown {what} {v:?}")))
+            .collect()
+    }
+}
+
+impl Availability {
+    pub fn as_str(self) -> &'static str {
+        match self {
+            Self::Live => "live",
+            Self::Persisted => "persisted",
         }
-        Ok(values)
     }
 
-    fn strings(&self) -> Result<RVec<RString>, String> {
-        Ok(self
-            .values_of(false)?
-            .into_iter()
-            .map(|v| RString::from(v.unwrap_or_default()))
-            .collect())
-    }
-
-    fn nullable(&self) -> Result<RVec<ROption<RString>>, String> {
-        Ok(self
-            .values_of(true)?
-            .into_iter()
-            .map(|v| v.map(RString::from).into())
-            .collect())
+    /// Exact spellings only, as on the wire.
+    pub fn parse(name: &str) -> Option<Self> {
+        match name {
+            "live" => Some(Self::Live),
+            "persisted" => Some(Self::Persisted),
+            _ => None,
+        }
     }
 }
 
-fn strs(values: &RVec<RString>) -> impl Iterator<Item = Option<String>> + '_ {
-    values.iter().map(|v| Some(v.to_string()))
-}
-
-fn nullable_strs(values: &RVec<ROption<RString>>) -> impl Iterator<Item = Option<String>> + '_ {
-    values
-        .iter()
-        .map(|v| v.as_ref().map(|s| s.to_string()).into_option())
+impl Surface {
+    /// Exact spellings only, as on the wire.
+    pub fn parse(name: &str) -> Option<Self> {
+        name.parse::<Label>().ok().map(Self::from)
+    }
 }
 
 impl From<SessionFilter> for RawFilter {
     fn from(f: SessionFilter) -> Self {
-        match &f {
-            SessionFilter::Id(v) => RawFilter::list("id", strs(v)),
-            SessionFilter::Cwd(v) => RawFilter::list("cwd", nullable_strs(v)),
-            SessionFilter::CreatedAt(r) => RawFilter::range("created-at", *r),
-            SessionFilter::Parent(v) => RawFilter::list("parent", nullable_strs(v)),
-            SessionFilter::Availability(v) => RawFilter::list(
-                "availability",
-                v.iter().map(|a| {
-                    Some(match a {
-                        Availability::Live => "live".to_string(),
-                        Availability::Persisted => "persisted".to_string(),
-                    })
-                }),
-            ),
+        match f {
+            SessionFilter::Id(v) => RawFilter::list("id", v.into_iter().map(Some)),
+            SessionFilter::Cwd(v) => RawFilter::list("cwd", v),
+            SessionFilter::CreatedAt(r) => RawFilter::range("created-at", r),
+            SessionFilter::Parent(v) => RawFilter::list("parent", v),
+            SessionFilter::Availability(v) => {
+                RawFilter::strings("availability", v.iter().map(|a| a.as_str()))
+            }
         }
     }
 }
@@ -432,20 +476,13 @@ impl TryFrom<RawFilter> for SessionFilter {
 
     fn try_from(raw: RawFilter) -> Result<Self, String> {
         Ok(match raw.kind.as_str() {
-            "id" => SessionFilter::Id(raw.strings()?),
+            "id" => SessionFilter::Id(raw.strings_of()?),
             "cwd" => SessionFilter::Cwd(raw.nullable()?),
             "created-at" => SessionFilter::CreatedAt(raw.range_of()?),
             "parent" => SessionFilter::Parent(raw.nullable()?),
-            "availability" => SessionFilter::Availability(
-                raw.strings()?
-                    .iter()
-                    .map(|v| match v.as_str() {
-                        "live" => Ok(Availability::Live),
-                        "persisted" => Ok(Availability::Persisted),
-                        other => Err(format!("unknown availability {other:?}")),
-                    })
-                    .collect::<Result<_, _>>()?,
-            ),
+            "availability" => {
+                SessionFilter::Availability(raw.names_of(Availability::parse, "availability")?)
+            }
             other => return Err(format!("unknown session filter kind {other:?}")),
         })
     }
@@ -453,20 +490,11 @@ impl TryFrom<RawFilter> for SessionFilter {
 
 impl From<EventFilter> for RawFilter {
     fn from(f: EventFilter) -> Self {
-        match &f {
-            EventFilter::Seq(r) => RawFilter::range("seq", *r),
-            EventFilter::Time(r) => RawFilter::range("time", *r),
-            EventFilter::Type(v) => RawFilter::list("type", strs(v)),
-            EventFilter::Surface(v) => {
-                RawFilter::list("surface", v.iter().map(|s| Some(s.as_str().to_string())))
-            }
-            EventFilter::Text(t) => RawFilter {
-                kind: "text".into(),
-                values: None,
-                from: None,
-                to: None,
-                text: Some(t.to_string()),
-            },
+        match f {
+            EventFilter::Seq(r) => RawFilter::range("seq", r),
+            EventFilter::Time(r) => RawFilter::range("time", r),
+            EventFilter::Type(v) => RawFilter::list("type", v.into_iter().map(Some)),
+            EventFilter::Surface(v) => RawFilter::strings("surface", v.iter().map(|s| s.as_str())),
         }
     }
 }
@@ -478,25 +506,38 @@ impl TryFrom<RawFilter> for EventFilter {
         Ok(match raw.kind.as_str() {
             "seq" => EventFilter::Seq(raw.range_of()?),
             "time" => EventFilter::Time(raw.range_of()?),
-            "type" => EventFilter::Type(raw.strings()?),
-            "surface" => EventFilter::Surface(
-                raw.strings()?
-                    .iter()
-                    .map(|v| match v.as_str() {
-                        "current" => Ok(Surface::Current),
-                        "shadowed" => Ok(Surface::Shadowed),
-                        "log-only" => Ok(Surface::LogOnly),
-                        other => Err(format!("unknown surface label {other:?}")),
-                    })
-                    .collect::<Result<_, _>>()?,
-            ),
-            "text" => EventFilter::Text(
-                raw.text
-                    .ok_or("a \"text\" filter needs a text string")?
-                    .into(),
-            ),
+            "type" => EventFilter::Type(raw.strings_of()?),
+            "surface" => EventFilter::Surface(raw.names_of(Surface::parse, "surface label")?),
             other => return Err(format!("unknown event filter kind {other:?}")),
         })
+    }
+}
+
+impl From<EventScanFilter> for RawFilter {
+    fn from(f: EventScanFilter) -> Self {
+        match f {
+            EventScanFilter::Metadata(f) => f.into(),
+            EventScanFilter::Text(t) => RawFilter {
+                kind: "text".into(),
+                values: None,
+                from: None,
+                to: None,
+                text: Some(t),
+            },
+        }
+    }
+}
+
+impl TryFrom<RawFilter> for EventScanFilter {
+    type Error = String;
+
+    fn try_from(raw: RawFilter) -> Result<Self, String> {
+        if raw.kind != "text" {
+            return EventFilter::try_from(raw).map(Self::Metadata);
+        }
+        raw.text
+            .map(Self::Text)
+            .ok_or_else(|| "a \"text\" filter needs a text string".into())
     }
 }
 
@@ -507,39 +548,36 @@ mod json_text {
 
     pub mod one {
         use super::*;
-        use abi_stable::std_types::RString;
         use serde::{Deserialize, Deserializer, Serialize, Serializer};
 
-        pub fn serialize<S: Serializer>(text: &RString, s: S) -> Result<S::Ok, S::Error> {
+        pub fn serialize<S: Serializer>(text: &str, s: S) -> Result<S::Ok, S::Error> {
             let raw = RawValue::from_string(text.to_string()).map_err(serde::ser::Error::custom)?;
             raw.serialize(s)
         }
 
-        pub fn deserialize<'de, D: Deserializer<'de>>(d: D) -> Result<RString, D::Error> {
+        pub fn deserialize<'de, D: Deserializer<'de>>(d: D) -> Result<String, D::Error> {
             let raw = Box::<RawValue>::deserialize(d)?;
-            Ok(RString::from(raw.get()))
+            Ok(raw.get().to_string())
         }
     }
 
     pub mod vec {
         use super::*;
-        use abi_stable::std_types::{RString, RVec};
         use serde::ser::SerializeSeq;
         use serde::{Deserialize, Deserializer, Serializer};
 
-        pub fn serialize<S: Serializer>(texts: &RVec<RString>, s: S) -> Result<S::Ok, S::Error> {
+        pub fn serialize<S: Serializer>(texts: &[String], s: S) -> Result<S::Ok, S::Error> {
             let mut seq = s.serialize_seq(Some(texts.len()))?;
-            for text in texts.iter() {
-                let raw =
-                    RawValue::from_string(text.to_string()).map_err(serde::ser::Error::custom)?;
+            for text in texts {
+                let raw = RawValue::from_string(text.clone()).map_err(serde::ser::Error::custom)?;
                 seq.serialize_element(&raw)?;
             }
             seq.end()
         }
 
-        pub fn deserialize<'de, D: Deserializer<'de>>(d: D) -> Result<RVec<RString>, D::Error> {
+        pub fn deserialize<'de, D: Deserializer<'de>>(d: D) -> Result<Vec<String>, D::Error> {
             let raws = Vec::<Box<RawValue>>::deserialize(d)?;
-            Ok(raws.iter().map(|r| RString::from(r.get())).collect())
+            Ok(raws.iter().map(|r| r.get().to_string()).collect())
         }
     }
 }
@@ -581,7 +619,7 @@ pub struct FilterSessionsRequest {
 #[serde(rename_all = "camelCase")]
 pub struct FilterEventsRequest {
     pub session_id: String,
-    pub filters: Vec<EventFilter>,
+    pub filters: Vec<EventScanFilter>,
 }
 
 /// `traceEvent` request. `seq` is signed so that a negative seq reaches the plugin and gets
@@ -598,4 +636,62 @@ pub struct TraceEventRequest {
 #[serde(rename_all = "camelCase")]
 pub struct TitleSnapshotsRequest {
     pub session_ids: Vec<String>,
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use serde_json::json;
+
+    #[test]
+    fn one_filter_union_reads_and_writes_the_spec_shapes() {
+        let wire = json!([
+            {"kind": "id", "values": ["a"]},
+            {"kind": "cwd", "values": [null, "/w"]},
+            {"kind": "created-at", "from": 1.5},
+            {"kind": "availability", "values": ["live", "persisted"]},
+        ]);
+        let filters: Vec<SessionFilter> = serde_json::from_value(wire.clone()).unwrap();
+        assert_eq!(
+            filters[3],
+            SessionFilter::Availability(vec![Availability::Live, Availability::Persisted])
+        );
+        assert_eq!(serde_json::to_value(&filters).unwrap(), wire);
+        let wire = json!([
+            {"kind": "seq", "to": 9.0},
+            {"kind": "surface", "values": ["log-only"]},
+            {"kind": "text", "text": "stack trace"},
+        ]);
+        let scan: Vec<EventScanFilter> = serde_json::from_value(wire.clone()).unwrap();
+        assert_eq!(scan[2], EventScanFilter::Text("stack trace".into()));
+        assert_eq!(serde_json::to_value(&scan).unwrap(), wire);
+    }
+
+    #[test]
+    fn a_text_clause_is_not_an_event_metadata_filter() {
+        let err = serde_json::from_value::<EventFilter>(json!({"kind": "text", "text": "x"}))
+            .unwrap_err()
+            .to_string();
+        assert!(err.contains("unknown event filter kind \"text\""), "{err}");
+        for bad in [
+            json!({"kind": "surface", "values": ["hidden"]}),
+            json!({"kind": "type", "values": [null]}),
+            json!({"kind": "seq", "values": []}),
+        ] {
+            assert!(
+                serde_json::from_value::<EventScanFilter>(bad.clone()).is_err(),
+                "{bad}"
+            );
+        }
+    }
+
+    #[test]
+    fn range_bounds_are_inclusive_and_compared_as_numbers() {
+        let r = Range {
+            from: Some(1.5),
+            to: Some(3.0),
+        };
+        assert!(!r.contains(1.0) && r.contains(2.0) && r.contains(3.0) && !r.contains(4.0));
+        assert!(Range::default().contains(f64::MIN));
+    }
 }

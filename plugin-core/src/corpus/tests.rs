@@ -351,10 +351,7 @@ fn a_broken_log_is_reported_and_everything_else_still_reads() {
             .find(|p| p.path.as_str() == path.display().to_string())
     };
     let p = find(&corrupt_path).expect("corrupt log reported");
-    assert_eq!(
-        p.session_id.as_ref().map(|s| s.as_str()),
-        abi_stable::std_types::ROption::RSome("corrupt")
-    );
+    assert_eq!(p.session_id.as_deref(), Some("corrupt"));
     assert_eq!(p.code.as_str(), "LOG_INVALID_MESSAGE");
     assert_eq!(
         find(&gap_path).unwrap().code.as_str(),

@@ -14,7 +14,8 @@
 use dsh_codec::json::{is_js_whitespace, trim_js};
 use dsh_codec::log::Event;
 use host_api::abi::{
-    Availability, ErrorCode, EventFilter, PluginError, Range, SessionFilter, SessionRecord, Surface,
+    Availability, ErrorCode, EventFilter, EventScanFilter, PluginError, Range, SessionFilter,
+    SessionRecord, Surface,
 };
 
 use crate::corpus::LoadedSession;
@@ -25,8 +26,7 @@ fn invalid(message: String) -> PluginError {
 
 /// A range is valid when every present bound is finite and `from ≤ to`.
 fn check_range(kind: &str, range: &Range) -> Result<(), PluginError> {
-    let from = range.from.into_option();
-    let to = range.to.into_option();
+    let (from, to) = (range.from, range.to);
     for (name, bound) in [("from", from), ("to", to)] {
         if let Some(v) = bound {
             if !v.is_finite() {
@@ -46,11 +46,6 @@ fn check_range(kind: &str, range: &Range) -> Result<(), PluginError> {
     Ok(())
 }
 
-fn in_range(value: f64, range: &Range) -> bool {
-    range.from.into_option().is_none_or(|f| value >= f)
-        && range.to.into_option().is_none_or(|t| value <= t)
-}
-
 /// Checks session filters before any I/O.
 pub(super) fn check_session_filters(filters: &[SessionFilter]) -> Result<(), PluginError> {
     for filter in filters {
@@ -67,7 +62,7 @@ pub(super) fn session_matches(filters: &[SessionFilter], record: &SessionRecord)
     filters.iter().all(|filter| match filter {
         SessionFilter::Id(values) => values.iter().any(|v| v == &h.id),
         SessionFilter::Cwd(values) => values.iter().any(|v| v == &h.cwd),
-        SessionFilter::CreatedAt(range) => in_range(h.created_at as f64, range),
+        SessionFilter::CreatedAt(range) => range.contains(h.created_at as f64),
         SessionFilter::Parent(values) => values.iter().any(|v| v == &h.parent_session),
         SessionFilter::Availability(values) => values.iter().any(|a| match a {
             Availability::Live => record.live,
@@ -77,12 +72,13 @@ pub(super) fn session_matches(filters: &[SessionFilter], record: &SessionRecord)
 }
 
 /// Checks the range clauses of event filters (before the session is loaded).
-pub(super) fn check_event_ranges(filters: &[EventFilter]) -> Result<(), PluginError> {
+pub(super) fn check_event_ranges(filters: &[EventScanFilter]) -> Result<(), PluginError> {
     for filter in filters {
         match filter {
-            EventFilter::Seq(range) => check_range("seq", range)?,
-            EventFilter::Time(range) => check_range("time", range)?,
-            EventFilter::Type(_) | EventFilter::Surface(_) | EventFilter::Text(_) => {}
+            EventScanFilter::Metadata(EventFilter::Seq(range)) => check_range("seq", range)?,
+            EventScanFilter::Metadata(EventFilter::Time(range)) => check_range("time", range)?,
+            EventScanFilter::Metadata(EventFilter::Type(_) | EventFilter::Surface(_))
+            | EventScanFilter::Text(_) => {}
         }
     }
     Ok(())
@@ -90,19 +86,19 @@ pub(super) fn check_event_ranges(filters: &[EventFilter]) -> Result<(), PluginEr
 
 /// Event filters ready to test documents, text clauses compiled.
 pub(super) struct EventMatcher<'a> {
-    filters: &'a [EventFilter],
+    filters: &'a [EventScanFilter],
     needles: Vec<TextNeedle>,
 }
 
 impl<'a> EventMatcher<'a> {
     /// Compiles the text clauses; a blank one is `INVALID_FILTER`.
     pub(super) fn new(
-        filters: &'a [EventFilter],
+        filters: &'a [EventScanFilter],
         session: &LoadedSession,
     ) -> Result<Self, PluginError> {
         let mut needles = Vec::new();
         for filter in filters {
-            if let EventFilter::Text(text) = filter {
+            if let EventScanFilter::Text(text) = filter {
                 let needle = TextNeedle::new(text).ok_or_else(|| {
                     invalid(format!(
                         "filterEvents on {}: the text filter is blank",
@@ -118,11 +114,15 @@ impl<'a> EventMatcher<'a> {
     /// Whether a document (an event with its label and non-empty text) passes every clause.
     pub(super) fn matches(&self, event: &Event, surface: Surface, text: &str) -> bool {
         let metadata = self.filters.iter().all(|filter| match filter {
-            EventFilter::Seq(range) => in_range(event.seq as f64, range),
-            EventFilter::Time(range) => in_range(event.time as f64, range),
-            EventFilter::Type(values) => values.iter().any(|v| v.as_str() == event.kind),
-            EventFilter::Surface(values) => values.contains(&surface),
-            EventFilter::Text(_) => true,
+            EventScanFilter::Metadata(EventFilter::Seq(range)) => range.contains(event.seq as f64),
+            EventScanFilter::Metadata(EventFilter::Time(range)) => {
+                range.contains(event.time as f64)
+            }
+            EventScanFilter::Metadata(EventFilter::Type(values)) => {
+                values.iter().any(|v| v.as_str() == event.kind)
+            }
+            EventScanFilter::Metadata(EventFilter::Surface(values)) => values.contains(&surface),
+            EventScanFilter::Text(_) => true,
         });
         if !metadata || self.needles.is_empty() {
             return metadata;
@@ -201,7 +201,6 @@ fn single(mut it: impl Iterator<Item = char>) -> Option<char> {
 #[cfg(test)]
 mod tests {
     use super::*;
-    use abi_stable::std_types::{ROption, RString, RVec};
     use host_api::abi::Header;
 
     fn needle(text: &str) -> TextNeedle {
@@ -258,10 +257,7 @@ mod tests {
     }
 
     fn range(from: Option<f64>, to: Option<f64>) -> Range {
-        Range {
-            from: from.into(),
-            to: to.into(),
-        }
+        Range { from, to }
     }
 
     #[test]
@@ -278,8 +274,8 @@ mod tests {
                 ErrorCode::SessionQueryInvalidFilter
             );
         }
-        assert!(in_range(2.0, &range(Some(1.5), Some(2.0))));
-        assert!(!in_range(1.0, &range(Some(1.5), None)));
+        assert!(range(Some(1.5), Some(2.0)).contains(2.0));
+        assert!(!range(Some(1.5), None).contains(1.0));
     }
 
     fn rec(
@@ -295,12 +291,12 @@ mod tests {
                 version: 0,
                 id: id.into(),
                 created_at,
-                cwd: cwd.map(RString::from).into(),
-                parent_session: parent.map(RString::from).into(),
-                seed_length: ROption::RNone,
-                origin: ROption::RNone,
-                delegation_depth: ROption::RSome(0),
-                agent_preset: ROption::RNone,
+                cwd: cwd.map(String::from),
+                parent_session: parent.map(String::from),
+                seed_length: None,
+                origin: None,
+                delegation_depth: Some(0),
+                agent_preset: None,
             },
             live,
             persisted,
@@ -314,49 +310,33 @@ mod tests {
         let m = |filters: Vec<SessionFilter>, r: &SessionRecord| session_matches(&filters, r);
         assert!(m(vec![], &a));
         assert!(
-            !m(vec![SessionFilter::Id(RVec::new())], &a),
+            !m(vec![SessionFilter::Id(Vec::new())], &a),
             "an empty list matches nothing"
         );
+        assert!(m(vec![SessionFilter::Id(vec!["x".into(), "a".into()])], &a));
+        assert!(m(vec![SessionFilter::Cwd(vec![None])], &b));
+        assert!(!m(vec![SessionFilter::Cwd(vec![None])], &a));
+        assert!(m(vec![SessionFilter::Parent(vec![Some("a".into())])], &b));
+        assert!(m(vec![SessionFilter::Parent(vec![None])], &a));
         assert!(m(
-            vec![SessionFilter::Id(vec!["x".into(), "a".into()].into())],
-            &a
-        ));
-        assert!(m(vec![SessionFilter::Cwd(vec![ROption::RNone].into())], &b));
-        assert!(!m(
-            vec![SessionFilter::Cwd(vec![ROption::RNone].into())],
-            &a
-        ));
-        assert!(m(
-            vec![SessionFilter::Parent(
-                vec![ROption::RSome("a".into())].into()
-            )],
-            &b
-        ));
-        assert!(m(
-            vec![SessionFilter::Parent(vec![ROption::RNone].into())],
-            &a
-        ));
-        assert!(m(
-            vec![SessionFilter::Availability(vec![Availability::Live].into())],
+            vec![SessionFilter::Availability(vec![Availability::Live])],
             &a
         ));
         assert!(!m(
-            vec![SessionFilter::Availability(vec![Availability::Live].into())],
+            vec![SessionFilter::Availability(vec![Availability::Live])],
             &b
         ));
         assert!(m(
-            vec![SessionFilter::Availability(
-                vec![Availability::Live, Availability::Persisted].into()
-            )],
+            vec![SessionFilter::Availability(vec![
+                Availability::Live,
+                Availability::Persisted
+            ])],
             &b
         ));
         let created = SessionFilter::CreatedAt(range(Some(15.0), None));
         assert!(!m(vec![created.clone()], &a) && m(vec![created.clone()], &b));
         assert!(
-            !m(
-                vec![created, SessionFilter::Id(vec!["a".into()].into())],
-                &b
-            ),
+            !m(vec![created, SessionFilter::Id(vec!["a".into()])], &b),
             "clauses are AND-ed"
         );
     }

@@ -9,7 +9,6 @@
 
 use std::collections::{HashMap, HashSet};
 
-use abi_stable::std_types::{ROption, RString};
 use host_api::abi::{Descendant, ErrorCode, Header, PluginError, SessionLineage, SessionRecord};
 
 use crate::corpus::CorpusSession;
@@ -73,12 +72,10 @@ pub(super) fn trace(id: &str, sessions: Vec<CorpusSession>) -> Result<SessionLin
     Ok(SessionLineage {
         target: record(target),
         ancestors: ancestors.into_iter().map(record).collect(),
-        descendants: descendants.into(),
+        descendants,
         complete,
-        root: root.into(),
-        unresolved_parent_id: unresolved
-            .map(RString::from)
-            .map_or(ROption::RNone, ROption::RSome),
+        root,
+        unresolved_parent_id: unresolved.map(String::from),
     })
 }
 

@@ -25,7 +25,6 @@ mod tests;
 
 use std::cmp::Ordering;
 
-use abi_stable::std_types::RString;
 use dsh_codec::json::safe_uint;
 use dsh_codec::log::Event;
 use dsh_codec::surface::{Label, SurfaceFold};
@@ -73,7 +72,7 @@ impl Reads {
                 .data
                 .events()
                 .iter()
-                .map(|e| RString::from(e.to_json_line()))
+                .map(|e| e.to_json_line())
                 .collect(),
         })
     }
@@ -99,13 +98,13 @@ impl Reads {
     pub fn filter_events(
         &self,
         id: &str,
-        filters: &[EventFilter],
+        filters: &[EventScanFilter],
     ) -> Result<Vec<EventDocument>, PluginError> {
         filters::check_event_ranges(filters)?;
         let session = self.corpus.load(id, Cancel::NEVER)?;
         let fold = fold_of(&session)?;
         let matcher = filters::EventMatcher::new(filters, &session)?;
-        let sid = RString::from(session.header().id.as_str());
+        let sid = session.header().id.clone();
         let mut out = Vec::new();
         for event in session.data.events() {
             let text = dsh_codec::text::event_text(event);
@@ -117,10 +116,10 @@ impl Reads {
                 out.push(EventDocument {
                     session_id: sid.clone(),
                     seq: event.seq,
-                    kind: event.kind.as_str().into(),
+                    kind: event.kind.to_string(),
                     time: event.time,
                     surface,
-                    text: text.into(),
+                    text,
                 });
             }
         }
@@ -131,7 +130,7 @@ impl Reads {
     pub fn list_events(&self, id: &str) -> Result<Vec<EventRecord>, PluginError> {
         let session = self.corpus.load(id, Cancel::NEVER)?;
         let fold = fold_of(&session)?;
-        let sid = RString::from(session.header().id.as_str());
+        let sid = session.header().id.clone();
         Ok(session
             .data
             .events()
@@ -149,11 +148,11 @@ impl Reads {
             .nodes()
             .iter()
             .filter_map(|&seq| session.data.event(seq))
-            .map(|e| RString::from(e.to_json_line()))
+            .map(|e| e.to_json_line())
             .collect();
         Ok(SurfaceSnapshot {
             session: Header::from(session.header()),
-            captured_through_seq: session.data.events().last().map(|e| e.seq).into(),
+            captured_through_seq: session.data.events().last().map(|e| e.seq),
             events,
         })
     }
@@ -176,11 +175,11 @@ impl Reads {
         let end_seq = seq.saturating_add(after).min(last);
         let events = (start_seq..=end_seq)
             .filter_map(|s| session.data.event(s))
-            .map(|e| RString::from(e.to_json_line()))
+            .map(|e| e.to_json_line())
             .collect();
         Ok(EventWindow {
             session: Header::from(session.header()),
-            target: target.to_json_line().into(),
+            target: target.to_json_line(),
             events,
             start_seq,
             end_seq,
@@ -223,7 +222,7 @@ impl Reads {
         let target = event_at(&session, seq)?;
         let seq = target.seq;
         let fold = fold_of(&session)?;
-        let sid = RString::from(session.header().id.as_str());
+        let sid = session.header().id.clone();
         let derived = session
             .data
             .events()
@@ -235,14 +234,13 @@ impl Reads {
         Ok(EventTrace {
             session: Header::from(session.header()),
             target: event_record(&sid, fold, target),
-            replaced_by: fold.replaced_by(seq).into(),
-            replacement_chain: fold.replacement_chain(seq).into(),
+            replaced_by: fold.replaced_by(seq),
+            replacement_chain: fold.replacement_chain(seq),
             replaced_event_seqs: fold
                 .replacement(seq)
                 .map(|r| r.shadowed.clone())
-                .unwrap_or_default()
-                .into(),
-            source_event_seqs: source_seqs(target).into(),
+                .unwrap_or_default(),
+            source_event_seqs: source_seqs(target),
             derived_event_seqs: derived,
         })
     }
@@ -250,7 +248,7 @@ impl Reads {
     /// `readTitleSnapshots` (see the `titles` module).
     pub fn read_title_snapshots(
         &self,
-        ids: &[RString],
+        ids: &[String],
         cancel: Cancel<'_>,
     ) -> Result<Vec<TitleSnapshot>, PluginError> {
         titles::read_title_snapshots(&self.corpus, ids, cancel)
@@ -293,9 +291,9 @@ fn label_of(fold: &SurfaceFold, event: &Event) -> Surface {
     Surface::from(fold.label(event.seq).unwrap_or(Label::LogOnly))
 }
 
-fn event_record(session_id: &RString, fold: &SurfaceFold, event: &Event) -> EventRecord {
+fn event_record(session_id: &str, fold: &SurfaceFold, event: &Event) -> EventRecord {
     EventRecord {
-        session_id: session_id.clone(),
+        session_id: session_id.to_string(),
         seq: event.seq,
         kind: event.kind.as_str().into(),
         time: event.time,

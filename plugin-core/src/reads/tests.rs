@@ -2,7 +2,6 @@
 
 use std::path::Path;
 
-use abi_stable::std_types::{ROption, RString, RVec};
 use dsh_codec::log::{Event, SessionHeader};
 use host_api::abi::*;
 use serde_json::json;
@@ -118,22 +117,22 @@ fn filter_sessions_checks_filters_before_io_and_keeps_list_order() {
     );
     host.set_live(&SessionHeader::new("nocwd", 30, None), &[]);
 
-    let parent_root = SessionFilter::Parent(vec![ROption::RNone].into());
+    let parent_root = SessionFilter::Parent(vec![None]);
     assert_eq!(
         ids(&reads
             .filter_sessions(&[parent_root], Cancel::NEVER)
             .unwrap()),
         ["nocwd", "root"]
     );
-    let cwd_none = SessionFilter::Cwd(vec![ROption::RNone].into());
+    let cwd_none = SessionFilter::Cwd(vec![None]);
     assert_eq!(
         ids(&reads.filter_sessions(&[cwd_none], Cancel::NEVER).unwrap()),
         ["nocwd"]
     );
-    let persisted = SessionFilter::Availability(vec![Availability::Persisted].into());
+    let persisted = SessionFilter::Availability(vec![Availability::Persisted]);
     let created = SessionFilter::CreatedAt(Range {
-        from: ROption::RSome(10.5),
-        to: ROption::RNone,
+        from: Some(10.5),
+        to: None,
     });
     assert_eq!(
         ids(&reads
@@ -142,7 +141,7 @@ fn filter_sessions_checks_filters_before_io_and_keeps_list_order() {
         ["child"]
     );
     assert!(reads
-        .filter_sessions(&[SessionFilter::Id(RVec::new())], Cancel::NEVER)
+        .filter_sessions(&[SessionFilter::Id(Vec::new())], Cancel::NEVER)
         .unwrap()
         .is_empty());
     assert_eq!(reads.filter_sessions(&[], Cancel::NEVER).unwrap().len(), 3);
@@ -152,16 +151,16 @@ fn filter_sessions_checks_filters_before_io_and_keeps_list_order() {
     std::fs::write(&file, "x").unwrap();
     let (_h, broken) = super::tests::reads(Some(&file));
     let bad = SessionFilter::CreatedAt(Range {
-        from: ROption::RSome(2.0),
-        to: ROption::RSome(1.0),
+        from: Some(2.0),
+        to: Some(1.0),
     });
     assert_eq!(
         code(broken.filter_sessions(&[bad], Cancel::NEVER)),
         ErrorCode::SessionQueryInvalidFilter
     );
     let nan = SessionFilter::CreatedAt(Range {
-        from: ROption::RSome(f64::NAN),
-        to: ROption::RNone,
+        from: Some(f64::NAN),
+        to: None,
     });
     assert_eq!(
         code(broken.filter_sessions(&[nan], Cancel::NEVER)),
@@ -187,31 +186,34 @@ fn filter_events_builds_documents_and_applies_clauses() {
     assert_eq!(all[0].surface, Surface::Shadowed);
     assert_eq!(all[3].surface, Surface::Current);
 
-    let text = |t: &str| EventFilter::Text(t.into());
+    let text = |t: &str| EventScanFilter::Text(t.into());
     let hits = reads
         .filter_events("s", &[text("ORIGINAL\n  answer")])
         .unwrap();
     assert_eq!(hits.iter().map(|d| d.seq).collect::<Vec<_>>(), [2]);
-    let shadowed = EventFilter::Surface(vec![Surface::Shadowed].into());
+    let shadowed = EventFilter::Surface(vec![Surface::Shadowed]);
     let hits = reads
-        .filter_events("s", &[text("summary"), shadowed])
+        .filter_events("s", &[text("summary"), shadowed.into()])
         .unwrap();
     assert_eq!(hits.iter().map(|d| d.seq).collect::<Vec<_>>(), [5]);
-    let kind = EventFilter::Type(vec![RString::from("assistant/message")].into());
+    let kind = EventFilter::Type(vec![String::from("assistant/message")]);
     let seq = EventFilter::Seq(Range {
-        from: ROption::RSome(2.0),
-        to: ROption::RSome(6.0),
+        from: Some(2.0),
+        to: Some(6.0),
     });
     let time = EventFilter::Time(Range {
-        from: ROption::RSome(1000.0),
-        to: ROption::RNone,
+        from: Some(1000.0),
+        to: None,
     });
     assert_eq!(
-        reads.filter_events("s", &[kind, seq, time]).unwrap().len(),
+        reads
+            .filter_events("s", &[kind.into(), seq.into(), time.into()])
+            .unwrap()
+            .len(),
         1
     );
     assert!(reads
-        .filter_events("s", &[EventFilter::Type(RVec::new())])
+        .filter_events("s", &[EventFilter::Type(Vec::new()).into()])
         .unwrap()
         .is_empty());
 
@@ -225,11 +227,11 @@ fn filter_events_builds_documents_and_applies_clauses() {
         ErrorCode::SessionQuerySessionNotFound
     );
     let bad = EventFilter::Seq(Range {
-        from: ROption::RSome(f64::INFINITY),
-        to: ROption::RNone,
+        from: Some(f64::INFINITY),
+        to: None,
     });
     assert_eq!(
-        code(reads.filter_events("missing", &[bad])),
+        code(reads.filter_events("missing", &[bad.into()])),
         ErrorCode::SessionQueryInvalidFilter
     );
 
@@ -278,7 +280,7 @@ fn read_surface_is_the_current_surface_in_model_order() {
     let log = compacted();
     host.set_live(&header("s", 1), &log.events);
     let surface = reads.read_surface("s").unwrap();
-    assert_eq!(surface.captured_through_seq, ROption::RSome(7));
+    assert_eq!(surface.captured_through_seq, Some(7));
     let seqs: Vec<u64> = surface
         .events
         .iter()
@@ -293,7 +295,7 @@ fn read_surface_is_the_current_surface_in_model_order() {
 
     host.set_live(&header("empty", 1), &[]);
     let empty = reads.read_surface("empty").unwrap();
-    assert_eq!(empty.captured_through_seq, ROption::RNone);
+    assert_eq!(empty.captured_through_seq, None);
     assert!(empty.events.is_empty());
     host.set_live(&header("bad", 1), &unfoldable());
     assert_eq!(
@@ -378,11 +380,8 @@ fn trace_session_walks_ancestors_and_flattens_descendants() {
     assert_eq!(t.target.header.id.as_str(), "mid");
     assert_eq!(ids(&t.ancestors), ["root"]);
     assert!(t.complete);
-    assert_eq!(
-        t.root.as_ref().map(|r| r.header.id.as_str()),
-        ROption::RSome("root")
-    );
-    assert_eq!(t.unresolved_parent_id, ROption::RNone);
+    assert_eq!(t.root.as_ref().map(|r| r.header.id.as_str()), Some("root"));
+    assert_eq!(t.unresolved_parent_id, None);
     let desc: Vec<(&str, &str, u32)> = t
         .descendants
         .iter()
@@ -398,10 +397,7 @@ fn trace_session_walks_ancestors_and_flattens_descendants() {
         ]
     );
     let t = reads.trace_session("root", Cancel::NEVER).unwrap();
-    assert_eq!(
-        t.root.as_ref().map(|r| r.header.id.as_str()),
-        ROption::RSome("root")
-    );
+    assert_eq!(t.root.as_ref().map(|r| r.header.id.as_str()), Some("root"));
     assert_eq!(t.descendants.len(), 6);
     assert_eq!(t.descendants[5].session.header.id.as_str(), "sibling");
 
@@ -410,11 +406,8 @@ fn trace_session_walks_ancestors_and_flattens_descendants() {
     let t = reads.trace_session("orphan-child", Cancel::NEVER).unwrap();
     assert!(!t.complete);
     assert_eq!(ids(&t.ancestors), ["orphan"]);
-    assert_eq!(
-        t.unresolved_parent_id,
-        ROption::RSome(RString::from("gone"))
-    );
-    assert_eq!(t.root, ROption::RNone);
+    assert_eq!(t.unresolved_parent_id, Some(String::from("gone")));
+    assert_eq!(t.root, None);
 
     host.set_live(&child_header("c1", 1, "c2"), &[]);
     host.set_live(&child_header("c2", 1, "c1"), &[]);
@@ -445,23 +438,20 @@ fn trace_event_follows_replacements_and_citations() {
 
     let t = reads.trace_event("s", 1, Cancel::NEVER).unwrap();
     assert_eq!(t.target.surface, Surface::Shadowed);
-    assert_eq!(t.replaced_by, ROption::RSome(5));
+    assert_eq!(t.replaced_by, Some(5));
     assert_eq!(t.replacement_chain.as_slice(), &[5, 6]);
     assert!(t.replaced_event_seqs.is_empty() && t.source_event_seqs.is_empty());
     assert_eq!(t.derived_event_seqs.as_slice(), &[5]);
 
     let t = reads.trace_event("s", 5, Cancel::NEVER).unwrap();
-    assert_eq!(t.replaced_by, ROption::RSome(6));
+    assert_eq!(t.replaced_by, Some(6));
     assert_eq!(t.replacement_chain.as_slice(), &[6]);
     assert_eq!(t.replaced_event_seqs.as_slice(), &[1, 2]);
     assert_eq!(t.source_event_seqs.as_slice(), &[4, 1, 2]);
     assert_eq!(t.derived_event_seqs.as_slice(), &[6]);
 
     let t = reads.trace_event("s", 6, Cancel::NEVER).unwrap();
-    assert_eq!(
-        (t.target.surface, t.replaced_by),
-        (Surface::Current, ROption::RNone)
-    );
+    assert_eq!((t.target.surface, t.replaced_by), (Surface::Current, None));
     assert!(t.replacement_chain.is_empty() && t.derived_event_seqs.is_empty());
     assert_eq!(t.replaced_event_seqs.as_slice(), &[5]);
     assert_eq!(
@@ -521,7 +511,7 @@ fn title_snapshots_isolate_failures_per_id() {
         json!({"content": [], "source": {"kind": "user"}, "role": "user", "id": ""});
     write_log(dir.path(), &header("corrupt", 5), &corrupt);
 
-    let ask: Vec<RString> = [
+    let ask: Vec<String> = [
         "titled",
         "untitled",
         "robot",
@@ -531,7 +521,7 @@ fn title_snapshots_isolate_failures_per_id() {
         "corrupt",
     ]
     .iter()
-    .map(|s| RString::from(*s))
+    .map(|s| String::from(*s))
     .collect();
     let snaps = reads.read_title_snapshots(&ask, Cancel::NEVER).unwrap();
     let got: Vec<&str> = snaps.iter().map(|s| s.session_id.as_str()).collect();
@@ -555,7 +545,7 @@ fn title_snapshots_isolate_failures_per_id() {
     assert_eq!(source["model"]["model"], "m");
     assert_eq!(
         snaps[0].session.as_ref().map(|h| h.id.as_str()),
-        ROption::RSome("titled")
+        Some("titled")
     );
     assert!(snaps[1].title.is_none() && snaps[1].error.is_none() && snaps[1].session.is_some());
     let err = snaps[2].error.as_ref().unwrap();
@@ -700,7 +690,7 @@ fn real_fixtures_read_as_host_api_computes_them() {
         );
         assert_eq!(
             surface.captured_through_seq,
-            log.events.last().map(|e| e.seq).into(),
+            log.events.last().map(|e| e.seq),
             "{name}"
         );
 
@@ -732,19 +722,19 @@ fn real_fixtures_read_as_host_api_computes_them() {
                         .trace_event(id, s as i64, Cancel::NEVER)
                         .unwrap()
                         .replaced_by,
-                    ROption::RSome(r.seq),
+                    Some(r.seq),
                     "{name}"
                 );
             }
         }
 
         let snaps = reads
-            .read_title_snapshots(&[RString::from(id)], Cancel::NEVER)
+            .read_title_snapshots(&[String::from(id)], Cancel::NEVER)
             .unwrap();
         let last_title = log.events.iter().rev().find(|e| e.kind == "session/title");
         match (last_title, &snaps[0].title) {
-            (None, ROption::RNone) => assert!(snaps[0].error.is_none(), "{name}"),
-            (Some(e), ROption::RSome(t)) => {
+            (None, None) => assert!(snaps[0].error.is_none(), "{name}"),
+            (Some(e), Some(t)) => {
                 assert_eq!(Some(t.title.as_str()), e.data["title"].as_str(), "{name}");
                 assert_eq!(t.event_seq, e.seq, "{name}");
             }

@@ -13,7 +13,6 @@
 
 use std::collections::HashSet;
 
-use abi_stable::std_types::{ROption, RString};
 use dsh_codec::json::safe_uint;
 use host_api::abi::{ErrorCode, Header, PluginError, Title, TitleSnapshot};
 use serde_json::Value;
@@ -26,7 +25,7 @@ const SOURCE_KINDS: [&str; 3] = ["fallback", "provider", "user"];
 
 pub(super) fn read_title_snapshots(
     corpus: &Corpus,
-    ids: &[RString],
+    ids: &[String],
     cancel: Cancel<'_>,
 ) -> Result<Vec<TitleSnapshot>, PluginError> {
     let mut seen = HashSet::new();
@@ -44,15 +43,15 @@ pub(super) fn read_title_snapshots(
         out.push(match result {
             Ok((session, title)) => TitleSnapshot {
                 session_id: id.clone(),
-                session: ROption::RSome(Header::from(session.header())),
-                title: title.into(),
-                error: ROption::RNone,
+                session: Some(Header::from(session.header())),
+                title,
+                error: None,
             },
             Err(error) => TitleSnapshot {
                 session_id: id.clone(),
-                session: ROption::RNone,
-                title: ROption::RNone,
-                error: ROption::RSome(error),
+                session: None,
+                title: None,
+                error: Some(error),
             },
         });
     }
@@ -106,9 +105,9 @@ pub(crate) fn title_of(session: &LoadedSession) -> Result<Option<Title>, PluginE
         None => return Err(bad("has a source without a kind".into())),
     }
     Ok(Some(Title {
-        title: title.into(),
-        message_seqs: message_seqs.into(),
-        source: source.to_string().into(),
+        title,
+        message_seqs,
+        source: source.to_string(),
         event_seq: event.seq,
         updated_at: event.time,
     }))

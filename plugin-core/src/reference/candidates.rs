@@ -10,7 +10,6 @@
 //! Lower-casing is Rust's Unicode `to_lowercase`, where DSH uses `toLocaleLowerCase` (DESIGN.md
 //! deviation 5); the two agree outside locale-specific rules (Turkish dotted i, Lithuanian).
 
-use abi_stable::std_types::RString;
 use dsh_codec::json::safe_uint;
 use host_api::abi::wire::reference::{Candidate, CandidatesRequest};
 use host_api::abi::PluginError;
@@ -50,12 +49,12 @@ impl TitleSource for ExactTitles<'_> {
                 }
                 let snapshots = self
                     .0
-                    .read_title_snapshots(&[RString::from(id)], Cancel::NEVER)?;
+                    .read_title_snapshots(&[id.to_string()], Cancel::NEVER)?;
                 Ok(snapshots
                     .into_iter()
                     .next()
-                    .and_then(|s| s.title.into_option())
-                    .map(|t| t.title.into_string()))
+                    .and_then(|s| s.title)
+                    .map(|t| t.title))
             })
             .collect()
     }

@@ -9,7 +9,7 @@
 use std::cmp::Ordering;
 use std::collections::{HashMap, HashSet};
 
-use host_api::abi::wire::search::{Range, SessionResultFilter};
+use host_api::abi::{Availability, SessionFilter};
 
 use crate::index::store::SessionRow;
 
@@ -32,29 +32,21 @@ fn within(a: &Match, b: &Match) -> Ordering {
         .then(b.seq.cmp(&a.seq))
 }
 
-fn in_range(value: i64, r: &Range) -> bool {
-    // `CAST(col AS INTEGER) >= ?` with a possibly fractional bound compares numerically.
-    let v = value as f64;
-    r.from.is_none_or(|f| v >= f) && r.to.is_none_or(|t| v <= t)
-}
-
 fn in_nullable(value: Option<&str>, values: &[Option<String>]) -> bool {
     values.iter().any(|v| v.as_deref() == value)
 }
 
 /// Whether a visible row passes every session clause (an AND; list values OR-ed).
-pub fn session_passes(row: &SessionRow, filters: &[SessionResultFilter]) -> bool {
+pub fn session_passes(row: &SessionRow, filters: &[SessionFilter]) -> bool {
     filters.iter().all(|f| match f {
-        SessionResultFilter::Id { values } => values.contains(&row.header.id),
-        SessionResultFilter::Cwd { values } => in_nullable(row.header.cwd.as_deref(), values),
-        SessionResultFilter::Parent { values } => {
-            in_nullable(row.header.parent_session.as_deref(), values)
-        }
-        SessionResultFilter::CreatedAt(r) => in_range(row.header.created_at, r),
-        SessionResultFilter::Availability { values } => values.iter().any(|v| match v.as_str() {
-            "live" => row.is_live,
-            "persisted" => row.is_persisted,
-            _ => false,
+        SessionFilter::Id(values) => values.contains(&row.header.id),
+        SessionFilter::Cwd(values) => in_nullable(row.header.cwd.as_deref(), values),
+        SessionFilter::Parent(values) => in_nullable(row.header.parent_session.as_deref(), values),
+        // `CAST(col AS INTEGER) >= ?` with a possibly fractional bound compares numerically.
+        SessionFilter::CreatedAt(r) => r.contains(row.header.created_at as f64),
+        SessionFilter::Availability(values) => values.iter().any(|v| match v {
+            Availability::Live => row.is_live,
+            Availability::Persisted => row.is_persisted,
         }),
     })
 }
@@ -239,7 +231,7 @@ mod tests {
         r.header.cwd = None;
         r.header.parent_session = Some("p".into());
         let pass = |f: serde_json::Value| {
-            let f: Vec<SessionResultFilter> = serde_json::from_value(f).unwrap();
+            let f: Vec<SessionFilter> = serde_json::from_value(f).unwrap();
             session_passes(&r, &f)
         };
         assert!(pass(serde_json::json!([{"kind": "cwd", "values": [null]}])));

@@ -303,7 +303,7 @@ fn title_json(session: &LoadedSession) -> Option<String> {
 
 fn skipped_of(p: &host_api::abi::CorpusProblem) -> Skipped {
     Skipped {
-        id: p.session_id.clone().into_option().map(|s| s.into_string()),
+        id: p.session_id.clone(),
         path: Some(p.path.to_string()),
         code: p.code.to_string(),
         reason: p.message.to_string(),

@@ -2,7 +2,7 @@
 //! fingerprint a cursor is bound to. Every failure is the spec's code with a message naming the field.
 
 use dsh_codec::json::{is_js_whitespace, safe_int, trim_js};
-use host_api::abi::wire::search::{Range, SessionEventMetadataFilter, SessionResultFilter};
+use host_api::abi::{Availability, EventFilter, Range, SessionFilter, Surface};
 use host_api::abi::{ErrorCode, PluginError};
 use serde_json::{json, Map, Value};
 
@@ -263,14 +263,21 @@ fn strings(values: Vec<Option<String>>) -> Vec<String> {
     values.into_iter().flatten().collect()
 }
 
-fn allowed(values: Vec<String>, allowed: &[&str], at: &str) -> Result<Vec<String>, PluginError> {
-    if let Some(bad) = values.iter().find(|v| !allowed.contains(&v.as_str())) {
-        return Err(filter_error(format!(
-            "{at}: {bad:?} is not one of {}",
-            allowed.join(", ")
-        )));
-    }
-    Ok(values)
+/// A list of names, each one `parse` knows (`names` spelled out for the message).
+fn named<T>(
+    values: Vec<String>,
+    parse: fn(&str) -> Option<T>,
+    names: &[&str],
+    at: &str,
+) -> Result<Vec<T>, PluginError> {
+    values
+        .iter()
+        .map(|v| {
+            parse(v).ok_or_else(|| {
+                filter_error(format!("{at}: {v:?} is not one of {}", names.join(", ")))
+            })
+        })
+        .collect()
 }
 
 fn range(clause: &Map<String, Value>, at: &str) -> Result<Range, PluginError> {
@@ -299,7 +306,7 @@ fn range(clause: &Map<String, Value>, at: &str) -> Result<Range, PluginError> {
 }
 
 /// `sessionFilters` (spec §4.2 step 1).
-pub fn session_filters(value: Option<&Value>) -> Result<Vec<SessionResultFilter>, PluginError> {
+pub fn session_filters(value: Option<&Value>) -> Result<Vec<SessionFilter>, PluginError> {
     let field = "sessionFilters";
     clauses(value, field)?
         .into_iter()
@@ -309,23 +316,16 @@ pub fn session_filters(value: Option<&Value>) -> Result<Vec<SessionResultFilter>
             let kind = kind_of(clause, &at)?;
             let at = format!("{at} (kind {kind:?})");
             Ok(match kind {
-                "id" => SessionResultFilter::Id {
-                    values: strings(string_values(clause, &at, false)?),
-                },
-                "cwd" => SessionResultFilter::Cwd {
-                    values: string_values(clause, &at, true)?,
-                },
-                "parent" => SessionResultFilter::Parent {
-                    values: string_values(clause, &at, true)?,
-                },
-                "created-at" => SessionResultFilter::CreatedAt(range(clause, &at)?),
-                "availability" => SessionResultFilter::Availability {
-                    values: allowed(
-                        strings(string_values(clause, &at, false)?),
-                        &["live", "persisted"],
-                        &at,
-                    )?,
-                },
+                "id" => SessionFilter::Id(strings(string_values(clause, &at, false)?)),
+                "cwd" => SessionFilter::Cwd(string_values(clause, &at, true)?),
+                "parent" => SessionFilter::Parent(string_values(clause, &at, true)?),
+                "created-at" => SessionFilter::CreatedAt(range(clause, &at)?),
+                "availability" => SessionFilter::Availability(named(
+                    strings(string_values(clause, &at, false)?),
+                    Availability::parse,
+                    &["live", "persisted"],
+                    &at,
+                )?),
                 other => {
                     return Err(filter_error(format!(
                         "{field}[{i}]: unknown filter kind {other:?}"
@@ -337,10 +337,7 @@ pub fn session_filters(value: Option<&Value>) -> Result<Vec<SessionResultFilter>
 }
 
 /// Event metadata filters (`eventFilters` or `filters`, spec §4.2 step 2).
-pub fn event_filters(
-    value: Option<&Value>,
-    field: &str,
-) -> Result<Vec<SessionEventMetadataFilter>, PluginError> {
+pub fn event_filters(value: Option<&Value>, field: &str) -> Result<Vec<EventFilter>, PluginError> {
     clauses(value, field)?
         .into_iter()
         .enumerate()
@@ -349,18 +346,15 @@ pub fn event_filters(
             let kind = kind_of(clause, &at)?;
             let at = format!("{at} (kind {kind:?})");
             Ok(match kind {
-                "seq" => SessionEventMetadataFilter::Seq(range(clause, &at)?),
-                "time" => SessionEventMetadataFilter::Time(range(clause, &at)?),
-                "type" => SessionEventMetadataFilter::Type {
-                    values: strings(string_values(clause, &at, false)?),
-                },
-                "surface" => SessionEventMetadataFilter::Surface {
-                    values: allowed(
-                        strings(string_values(clause, &at, false)?),
-                        &["current", "shadowed", "log-only"],
-                        &at,
-                    )?,
-                },
+                "seq" => EventFilter::Seq(range(clause, &at)?),
+                "time" => EventFilter::Time(range(clause, &at)?),
+                "type" => EventFilter::Type(strings(string_values(clause, &at, false)?)),
+                "surface" => EventFilter::Surface(named(
+                    strings(string_values(clause, &at, false)?),
+                    Surface::parse,
+                    &["current", "shadowed", "log-only"],
+                    &at,
+                )?),
                 "text" => {
                     return Err(filter_error(format!(
                         "{field}[{i}]: metadata filters do not accept text clauses"
@@ -381,36 +375,34 @@ fn range_count(r: &Range) -> usize {
 }
 
 /// Predicates and bound values of session clauses (spec §4.3).
-fn session_cost(filters: &[SessionResultFilter]) -> (usize, usize) {
+fn session_cost(filters: &[SessionFilter]) -> (usize, usize) {
     filters.iter().fold((0, 0), |(p, b), f| match f {
-        SessionResultFilter::Id { values } => (p + 1, b + values.len()),
-        SessionResultFilter::Cwd { values } | SessionResultFilter::Parent { values } => {
+        SessionFilter::Id(values) => (p + 1, b + values.len()),
+        SessionFilter::Cwd(values) | SessionFilter::Parent(values) => {
             (p + 1, b + values.iter().flatten().count())
         }
-        SessionResultFilter::CreatedAt(r) => (p + range_count(r), b + range_count(r)),
-        SessionResultFilter::Availability { values } => {
+        SessionFilter::CreatedAt(r) => (p + range_count(r), b + range_count(r)),
+        SessionFilter::Availability(values) => {
             let both =
-                values.iter().any(|v| v == "live") && values.iter().any(|v| v == "persisted");
+                values.contains(&Availability::Live) && values.contains(&Availability::Persisted);
             (p + usize::from(!both), b)
         }
     })
 }
 
 /// Predicates and bound values of event clauses (spec §4.3).
-fn event_cost(filters: &[SessionEventMetadataFilter]) -> (usize, usize) {
+fn event_cost(filters: &[EventFilter]) -> (usize, usize) {
     filters.iter().fold((0, 0), |(p, b), f| match f {
-        SessionEventMetadataFilter::Seq(r) | SessionEventMetadataFilter::Time(r) => {
-            (p + range_count(r), b + range_count(r))
-        }
-        SessionEventMetadataFilter::Type { values }
-        | SessionEventMetadataFilter::Surface { values } => (p + 1, b + values.len()),
+        EventFilter::Seq(r) | EventFilter::Time(r) => (p + range_count(r), b + range_count(r)),
+        EventFilter::Type(values) => (p + 1, b + values.len()),
+        EventFilter::Surface(values) => (p + 1, b + values.len()),
     })
 }
 
 /// The cross-session budgets (spec §4.3): session ≤ 14, event ≤ 14, sum ≤ 14; bindings ≤ 32 766.
 pub fn check_sessions_budget(
-    sessions: &[SessionResultFilter],
-    events: &[SessionEventMetadataFilter],
+    sessions: &[SessionFilter],
+    events: &[EventFilter],
 ) -> Result<(), PluginError> {
     let (sp, sb) = session_cost(sessions);
     let (ep, eb) = event_cost(events);
@@ -423,7 +415,7 @@ pub fn check_sessions_budget(
 }
 
 /// The within-session budgets (spec §4.3): 1 fixed + event predicates ≤ 14; bindings ≤ 32 766.
-pub fn check_events_budget(events: &[SessionEventMetadataFilter]) -> Result<(), PluginError> {
+pub fn check_events_budget(events: &[EventFilter]) -> Result<(), PluginError> {
     let (ep, eb) = event_cost(events);
     if 1 + ep > PREDICATE_BUDGET {
         return Err(filter_error(format!(
@@ -458,28 +450,36 @@ fn canonical_range(kind: &str, r: &Range) -> Value {
     json!({"kind": kind, "from": r.from, "to": r.to})
 }
 
-fn canonical_session(f: &SessionResultFilter) -> Value {
+fn canonical_session(f: &SessionFilter) -> Value {
     let list = |kind: &str, values: Vec<Option<String>>| json!({"kind": kind, "values": canonical_list(&values)});
     match f {
-        SessionResultFilter::Id { values } => {
-            list("id", values.iter().cloned().map(Some).collect())
-        }
-        SessionResultFilter::Cwd { values } => list("cwd", values.clone()),
-        SessionResultFilter::Parent { values } => list("parent", values.clone()),
-        SessionResultFilter::Availability { values } => {
-            list("availability", values.iter().cloned().map(Some).collect())
-        }
-        SessionResultFilter::CreatedAt(r) => canonical_range("created-at", r),
+        SessionFilter::Id(values) => list("id", values.iter().cloned().map(Some).collect()),
+        SessionFilter::Cwd(values) => list("cwd", values.clone()),
+        SessionFilter::Parent(values) => list("parent", values.clone()),
+        SessionFilter::Availability(values) => list(
+            "availability",
+            values
+                .iter()
+                .map(|a| Some(a.as_str().to_string()))
+                .collect(),
+        ),
+        SessionFilter::CreatedAt(r) => canonical_range("created-at", r),
     }
 }
 
-fn canonical_event(f: &SessionEventMetadataFilter) -> Value {
+fn canonical_event(f: &EventFilter) -> Value {
     let list = |kind: &str, values: &[String]| json!({"kind": kind, "values": canonical_list(&values.iter().cloned().map(Some).collect::<Vec<_>>())});
     match f {
-        SessionEventMetadataFilter::Seq(r) => canonical_range("seq", r),
-        SessionEventMetadataFilter::Time(r) => canonical_range("time", r),
-        SessionEventMetadataFilter::Type { values } => list("type", values),
-        SessionEventMetadataFilter::Surface { values } => list("surface", values),
+        EventFilter::Seq(r) => canonical_range("seq", r),
+        EventFilter::Time(r) => canonical_range("time", r),
+        EventFilter::Type(values) => list("type", values),
+        EventFilter::Surface(values) => list(
+            "surface",
+            &values
+                .iter()
+                .map(|s| s.as_str().to_string())
+                .collect::<Vec<_>>(),
+        ),
     }
 }
 
@@ -494,8 +494,8 @@ pub fn fingerprint(
     scope: &str,
     session_id: Option<&str>,
     query: &Query,
-    sessions: &[SessionResultFilter],
-    events: &[SessionEventMetadataFilter],
+    sessions: &[SessionFilter],
+    events: &[EventFilter],
     limit: u64,
 ) -> String {
     json!({
@@ -669,18 +669,13 @@ mod tests {
 
     #[test]
     fn budgets() {
-        let ids = |n: usize| -> Vec<SessionResultFilter> {
+        let ids = |n: usize| -> Vec<SessionFilter> {
             (0..n)
-                .map(|_| SessionResultFilter::Id {
-                    values: vec!["a".into()],
-                })
+                .map(|_| SessionFilter::Id(vec!["a".into()]))
                 .collect()
         };
-        let types = |n: usize| -> Vec<SessionEventMetadataFilter> {
-            (0..n)
-                .map(|_| SessionEventMetadataFilter::Type { values: vec![] })
-                .collect()
-        };
+        let types =
+            |n: usize| -> Vec<EventFilter> { (0..n).map(|_| EventFilter::Type(vec![])).collect() };
         check_sessions_budget(&ids(14), &[]).unwrap();
         check_sessions_budget(&ids(7), &types(7)).unwrap();
         assert_eq!(
@@ -692,28 +687,23 @@ mod tests {
             ErrorCode::SessionQueryInvalidFilter
         );
         // Both availability values cost nothing.
-        let both = vec![
-            SessionResultFilter::Availability {
-                values: vec!["live".into(), "persisted".into()]
-            };
-            20
-        ];
+        let both =
+            vec![
+                SessionFilter::Availability(vec![Availability::Live, Availability::Persisted]);
+                20
+            ];
         check_sessions_budget(&both, &[]).unwrap();
         check_events_budget(&types(13)).unwrap();
         assert_eq!(
             code(check_events_budget(&types(14))),
             ErrorCode::SessionQueryInvalidFilter
         );
-        let huge = vec![SessionResultFilter::Id {
-            values: vec!["x".into(); 32_755],
-        }];
+        let huge = vec![SessionFilter::Id(vec!["x".into(); 32_755])];
         assert_eq!(
             code(check_sessions_budget(&huge, &[])),
             ErrorCode::SessionQueryInvalidFilter
         );
-        let fits = vec![SessionResultFilter::Id {
-            values: vec!["x".into(); 32_754],
-        }];
+        let fits = vec![SessionFilter::Id(vec!["x".into(); 32_754])];
         check_sessions_budget(&fits, &[]).unwrap();
     }
 
@@ -721,20 +711,12 @@ mod tests {
     fn fingerprint_is_canonical_and_covers_limit() {
         let q = query(&json!("x")).unwrap();
         let a = vec![
-            SessionResultFilter::Cwd {
-                values: vec![Some("b".into()), None, Some("a".into())],
-            },
-            SessionResultFilter::Id {
-                values: vec!["z".into()],
-            },
+            SessionFilter::Cwd(vec![Some("b".into()), None, Some("a".into())]),
+            SessionFilter::Id(vec!["z".into()]),
         ];
         let b = vec![
-            SessionResultFilter::Id {
-                values: vec!["z".into()],
-            },
-            SessionResultFilter::Cwd {
-                values: vec![Some("a".into()), Some("b".into()), None],
-            },
+            SessionFilter::Id(vec!["z".into()]),
+            SessionFilter::Cwd(vec![Some("a".into()), Some("b".into()), None]),
         ];
         assert_eq!(
             fingerprint("sessions", None, &q, &a, &[], 5),

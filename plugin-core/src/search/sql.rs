@@ -6,7 +6,7 @@
 //! hold (the spec's binding budget is still checked, in `request`). An empty list compiles to `0`.
 
 use dsh_codec::surface::Label;
-use host_api::abi::wire::search::{Range, SessionEventMetadataFilter};
+use host_api::abi::{EventFilter, Range};
 use rusqlite::types::Value as SqlValue;
 
 use super::request::Order;
@@ -52,19 +52,16 @@ impl Sql {
         });
     }
 
-    fn event_predicates(&mut self, filters: &[SessionEventMetadataFilter], out: &mut Vec<String>) {
+    fn event_predicates(&mut self, filters: &[EventFilter], out: &mut Vec<String>) {
         for f in filters {
             match f {
-                SessionEventMetadataFilter::Seq(r) => self.range("d.seq", r, out),
-                SessionEventMetadataFilter::Time(r) => self.range("d.time", r, out),
-                SessionEventMetadataFilter::Type { values } => {
-                    self.list("d.type", values.clone(), out)
-                }
-                SessionEventMetadataFilter::Surface { values } => {
+                EventFilter::Seq(r) => self.range("d.seq", r, out),
+                EventFilter::Time(r) => self.range("d.time", r, out),
+                EventFilter::Type(values) => self.list("d.type", values.clone(), out),
+                EventFilter::Surface(values) => {
                     let codes: Vec<String> = values
                         .iter()
-                        .filter_map(|v| v.parse::<Label>().ok())
-                        .map(|l| label_code(l).to_string())
+                        .map(|&v| label_code(Label::from(v)).to_string())
                         .collect();
                     // json_each yields the codes as text; compare as text.
                     out.push(if codes.is_empty() {
@@ -82,7 +79,7 @@ impl Sql {
 /// (sid, seq, time, len, match spans). Session clauses and visibility are applied by `rank`, over the
 /// in-memory rows, and so is the ranking: a window function over every match costs several times the
 /// scan itself.
-pub fn matches_query(phrase: &str, events: &[SessionEventMetadataFilter]) -> Sql {
+pub fn matches_query(phrase: &str, events: &[EventFilter]) -> Sql {
     let mut sql = Sql::default();
     let m = sql.bind(SqlValue::Text(phrase.into()));
     let mut preds = Vec::new();
@@ -101,7 +98,7 @@ pub fn matches_query(phrase: &str, events: &[SessionEventMetadataFilter]) -> Sql
 pub fn events_query(
     phrase: &str,
     sid: i64,
-    events: &[SessionEventMetadataFilter],
+    events: &[EventFilter],
     limit_plus_one: u64,
     offset: u64,
 ) -> Sql {
@@ -112,7 +109,7 @@ pub fn events_query(
 pub fn events_query_in(
     phrase: &str,
     sid: i64,
-    events: &[SessionEventMetadataFilter],
+    events: &[EventFilter],
     limit_plus_one: u64,
     offset: u64,
     order: Order,

@@ -3,7 +3,6 @@
 
 use std::io::Write;
 
-use abi_stable::std_types::{RString, RVec};
 use host_api::abi::{
     Call, CorpusProblem, EmptyRequest, PluginError, ReadEventRequest, SessionRequest,
     TraceEventRequest,
@@ -226,8 +225,8 @@ fn answer(
                             }
                             s.push_str(&match (
                                 l.complete,
-                                l.root.as_ref().into_option(),
-                                l.unresolved_parent_id.as_ref().into_option(),
+                                l.root.as_ref(),
+                                l.unresolved_parent_id.as_ref(),
                             ) {
                                 (true, Some(root), _) => format!("  root: {}\n", root.header.id),
                                 (_, _, Some(missing)) => {
@@ -251,7 +250,7 @@ fn skipped_of(report: &Value) -> Vec<CorpusProblem> {
         .flatten()
         .map(|s| CorpusProblem {
             path: s["path"].as_str().unwrap_or("").into(),
-            session_id: s["id"].as_str().map(RString::from).into(),
+            session_id: s["id"].as_str().map(String::from),
             code: s["code"].as_str().unwrap_or("").into(),
             message: s["reason"].as_str().unwrap_or("").into(),
         })
@@ -345,10 +344,10 @@ fn left_out(n: usize) -> String {
 }
 
 /// Event envelopes as a SEQ / TYPE / CONTENT table; `mark` flags one seq with `>`.
-fn events_table(events: &RVec<RString>, mark: Option<u64>) -> String {
+fn events_table(events: &[String], mark: Option<u64>) -> String {
     let rows: Vec<Vec<String>> = events
         .iter()
-        .map(render::envelope)
+        .map(|e| render::envelope(e))
         .map(|e| {
             let flag = match mark {
                 Some(m) if e["seq"].as_u64() == Some(m) => ">",
@@ -383,12 +382,11 @@ fn summary(event: &Value) -> String {
 #[cfg(test)]
 mod tests {
     use super::*;
-    use abi_stable::std_types::ROption;
 
     fn problem(path: &str) -> CorpusProblem {
         CorpusProblem {
             path: path.into(),
-            session_id: ROption::RSome("broken".into()),
+            session_id: Some("broken".into()),
             code: "LOG_SEQ_GAP".into(),
             message: "expected seq 6, got 87".into(),
         }
@@ -396,16 +394,16 @@ mod tests {
 
     #[test]
     fn the_plain_listing_counts_skipped_sessions_and_says_how_to_see_them() {
-        let skipped: RVec<CorpusProblem> = vec![problem("/s/a.jsonl")].into();
+        let skipped: Vec<CorpusProblem> = vec![problem("/s/a.jsonl")];
         let style = Style::plain(100, 0);
-        let text = sessions(&RVec::new(), &skipped, false, false, &style);
+        let text = sessions(&Vec::new(), &skipped, false, false, &style);
         assert!(
             text.contains("1 session was left out because it could not be read")
                 && text.contains("sessions --problems"),
             "{text}"
         );
         assert!(!text.contains("/s/a.jsonl"), "{text}");
-        let text = sessions(&RVec::new(), &skipped, true, false, &style);
+        let text = sessions(&Vec::new(), &skipped, true, false, &style);
         assert!(
             text.contains("/s/a.jsonl") && text.contains("LOG_SEQ_GAP"),
             "{text}"
@@ -414,15 +412,15 @@ mod tests {
             !text.contains("ID "),
             "--problems prints only the problems: {text}"
         );
-        let text = sessions(&RVec::new(), &RVec::new(), false, false, &style);
+        let text = sessions(&Vec::new(), &Vec::new(), false, false, &style);
         assert!(!text.contains("left out"), "{text}");
     }
 
     #[test]
     fn the_json_listing_carries_the_skipped_sessions() {
-        let skipped: RVec<CorpusProblem> = vec![problem("/s/a.jsonl")].into();
+        let skipped: Vec<CorpusProblem> = vec![problem("/s/a.jsonl")];
         let value: Value = serde_json::from_str(&sessions(
-            &RVec::new(),
+            &Vec::new(),
             &skipped,
             false,
             true,

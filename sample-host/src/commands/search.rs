@@ -185,7 +185,7 @@ fn cwds_under(host: &PluginHost, under: &[String]) -> Result<Vec<String>, Comman
         .map_err(CommandError::Plugin)?;
     let mut cwds: Vec<String> = list
         .iter()
-        .filter_map(|r| r.header.cwd.as_ref().into_option().map(|c| c.to_string()))
+        .filter_map(|r| r.header.cwd.clone())
         .filter(|cwd| {
             let cwd = cwd.trim_end_matches('/');
             roots.iter().any(|root| {
@@ -268,7 +268,7 @@ pub(crate) fn titles(
             snaps
                 .into_iter()
                 .filter_map(|s| {
-                    let title = s.title.into_option()?.title.to_string();
+                    let title = s.title?.title;
                     Some((s.session_id.to_string(), title))
                 })
                 .collect()

@@ -263,7 +263,7 @@ impl Tools {
                     .host
                     .query(|q| q.read_surface(&call, &session))
                     .map_err(about)?;
-                let through = surface.captured_through_seq.into_option();
+                let through = surface.captured_through_seq;
                 let start = match at {
                     None => 0,
                     Some(Position::Surface { index, through: was }) if was == through => index,
@@ -287,7 +287,7 @@ impl Tools {
                     .events
                     .iter()
                     .skip(start)
-                    .map(render::envelope)
+                    .map(|e| render::envelope(e))
                     .collect();
                 let total = surface.events.len();
                 let cursor_at = |consumed: usize| {
@@ -372,7 +372,7 @@ impl Tools {
                 let items: Vec<Value> = window
                     .events
                     .iter()
-                    .map(render::envelope)
+                    .map(|e| render::envelope(e))
                     .filter(|e| e["seq"].as_u64().is_none_or(|s| s >= from))
                     .collect();
                 let mut frame = Map::new();

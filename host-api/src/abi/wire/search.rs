@@ -5,8 +5,9 @@
 //! the spec's own error (`SESSION_QUERY_INVALID_QUERY`, `…_INVALID_FILTER`, `…_INVALID_LIMIT`,
 //! `…_INVALID_CURSOR`) when the plugin normalises the request, never a generic parse error of the whole
 //! document. JSON has no `undefined`: an absent field and `null` both mean "omitted" for `limit`,
-//! `cursor` and the filter lists. The typed filter unions are what a validated request holds, and what a
-//! host may serialise into a request.
+//! `cursor` and the filter lists. A validated request holds the same typed filter unions as the exact
+//! reads ([`crate::abi::SessionFilter`], [`crate::abi::EventFilter`]), which a host may also serialise
+//! into a request.
 //!
 //! Fields a later version may add to a response are `#[serde(default)]`, so an older reader keeps reading.
 
@@ -64,52 +65,6 @@ pub struct SessionEventSearchRequest {
     /// matching event, sessions newest first). A 2.1 plugin ignores it and answers in spec order.
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub order: Option<Value>,
-}
-
-/// An inclusive numeric range; a bound that is absent (or `null` once validated away) is open.
-#[derive(Debug, Clone, Default, PartialEq, Serialize, Deserialize)]
-pub struct Range {
-    #[serde(default, skip_serializing_if = "Option::is_none")]
-    pub from: Option<f64>,
-    #[serde(default, skip_serializing_if = "Option::is_none")]
-    pub to: Option<f64>,
-}
-
-/// `SessionResultFilter` (spec §4.1): tests a candidate session's header and availability.
-#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
-#[serde(tag = "kind", rename_all = "kebab-case")]
-pub enum SessionResultFilter {
-    Id {
-        values: Vec<String>,
-    },
-    /// `None` matches a session without cwd.
-    Cwd {
-        values: Vec<Option<String>>,
-    },
-    CreatedAt(Range),
-    /// `None` matches a root session.
-    Parent {
-        values: Vec<Option<String>>,
-    },
-    /// Values are `live` and `persisted`.
-    Availability {
-        values: Vec<String>,
-    },
-}
-
-/// `SessionEventMetadataFilter` (spec §4.1): tests one indexed document.
-#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
-#[serde(tag = "kind", rename_all = "kebab-case")]
-pub enum SessionEventMetadataFilter {
-    Seq(Range),
-    Time(Range),
-    Type {
-        values: Vec<String>,
-    },
-    /// Values are `current`, `shadowed` and `log-only`.
-    Surface {
-        values: Vec<String>,
-    },
 }
 
 /// A session header as search hits carry it (spec §4.6): rebuilt from the index, `origin` never present,
