@@ -16,6 +16,7 @@
 //! Invariant: only [`surface`] decides what is current, shadowed or log-only. Nothing here knows
 //! SQLite, the plugin's index, the ABI, or how a host stores its live sessions.
 
+pub mod build;
 pub mod json;
 pub mod log;
 pub mod source;

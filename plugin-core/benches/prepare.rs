@@ -15,8 +15,9 @@ use std::path::Path;
 use std::sync::Arc;
 use std::time::{Duration, Instant};
 
+use dsh_codec::build::{assistant_data, user_data, Script};
 use dsh_codec::log::layout::session_log_path;
-use dsh_codec::log::{Compression, Event, SessionHeader};
+use dsh_codec::log::{Compression, SessionHeader};
 use host_api::abi::host::DiskOnlyHost;
 use host_api::abi::wire::reference::PrepareRequest;
 use plugin_core::cancel::Cancel;
@@ -30,50 +31,26 @@ fn write_source(root: &Path, id: &str, bytes: usize) -> String {
     let header = SessionHeader::new(id, 1_700_000_000_000, Some("/work/project".to_string()));
     let path = session_log_path(root, &header, Compression::None).unwrap();
     std::fs::create_dir_all(path.parent().unwrap()).unwrap();
-    let mut out = header.to_json_line();
-    out.push('\n');
-    let mut seq = 0u64;
-    let push = |out: &mut String, event: Event| {
-        out.push_str(&event.to_json_line());
-        out.push('\n');
-    };
+    // Times equal seqs, ids name seqs: what the timings were taken on.
+    let mut log = Script::new("", 0).time_step(1).model("p", "m");
     let chunk = "the <cache> key \"changed\" after the 界 upgrade; ".repeat(20);
     let mut written = 0;
     let mut turn = 0u64;
     while written < bytes {
         turn += 1;
-        push(
-            &mut out,
-            Event::new("turn/start", seq, seq as i64, json!({"turn": turn})),
+        log.turn_start(turn);
+        let id = format!("u{}", log.next_seq());
+        log.appended(
+            "user/message",
+            user_data(&id, &format!("question {turn}: {chunk}")),
         );
-        seq += 1;
-        let user = json!({"id": format!("u{seq}"), "role": "user",
-            "content": [{"type": "text", "text": format!("question {turn}: {chunk}")}], "source": {"kind": "user"}});
-        push(
-            &mut out,
-            Event::appended("user/message", seq, seq as i64, user),
-        );
-        seq += 1;
-        let assistant = json!({"turn": turn, "step": 1, "message": {"id": format!("a{seq}"), "role": "assistant",
-            "content": [{"type": "text", "text": format!("answer {turn}: {chunk}")}],
-            "source": {"kind": "model", "provider": "p", "model": "m"}}});
-        push(
-            &mut out,
-            Event::appended("assistant/message", seq, seq as i64, assistant),
-        );
-        seq += 1;
-        push(
-            &mut out,
-            Event::new(
-                "turn/end",
-                seq,
-                seq as i64,
-                json!({"turn": turn, "reason": {"kind": "completed"}}),
-            ),
-        );
-        seq += 1;
+        let id = format!("a{}", log.next_seq());
+        let answer = assistant_data(turn, 1, &id, &format!("answer {turn}: {chunk}"), "p", "m");
+        log.appended("assistant/message", answer);
+        log.turn_end(turn);
         written += 2 * (chunk.len() + 12);
     }
+    let out = log.jsonl(&header);
     std::fs::write(&path, out).unwrap();
     id.to_string()
 }

@@ -251,6 +251,31 @@ pub const SCRATCH_CWD: &str = "/bench-scratch";
 /// The project directory (spec §1.1) of [`SCRATCH_CWD`].
 pub const SCRATCH_PROJECT_DIR: &str = "--bench-scratch--";
 
+/// One session of the generator written on its own (a scratch session, the one large log a reading
+/// benchmark measures), with what a corpus would decide for it set by the caller instead.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct SessionOptions {
+    pub seed: u64,
+    /// Which of the generator's random streams: same seed and index, same events.
+    pub index: u64,
+    /// Uncompressed JSONL bytes to aim for (the session ends on the turn that reaches it).
+    pub plain_bytes: u64,
+    pub compression: Compression,
+    /// `None`: the generator picks a project folder, or none, as for a corpus session.
+    pub cwd: Option<String>,
+}
+
+/// Writes one closed session (no open turn) into `root` as `options` say. The same options with another
+/// compression give the same events, so a benchmark can compare encodings on one log.
+pub fn write_session(root: &Path, options: &SessionOptions) -> Result<SessionInfo, CorpusError> {
+    let mut session = SessionGen::new(options.seed, options.index, options.plain_bytes, Vec::new());
+    session.budget = options.plain_bytes;
+    session.zstd = options.compression == Compression::Zstd;
+    session.live = false;
+    let (info, _) = session.write(root, options.cwd.as_deref())?;
+    Ok(info)
+}
+
 /// Writes one more realistic session of about `plain_bytes` into `root`, raw and closed (no open turn),
 /// under [`SCRATCH_CWD`]: a log a benchmark may append to and delete without touching the corpus the
 /// marker describes. `salt` (taken mod 1000) picks which session: same salt, same log.
@@ -262,11 +287,14 @@ pub fn write_scratch_session(
 ) -> Result<SessionInfo, CorpusError> {
     // Stream numbers from the top of the range never meet a corpus session's index, and these ones
     // (3 mod 4, 15 mod 100) are neither zstd nor live in `SessionGen::new`.
-    let index = u64::MAX - 400 - (salt % 1000) * 400;
-    let mut session = SessionGen::new(seed, index, plain_bytes, Vec::new());
-    session.budget = plain_bytes;
-    let (info, _) = session.write(root, Some(SCRATCH_CWD))?;
-    Ok(info)
+    let options = SessionOptions {
+        seed,
+        index: u64::MAX - 400 - (salt % 1000) * 400,
+        plain_bytes,
+        compression: Compression::None,
+        cwd: Some(SCRATCH_CWD.to_string()),
+    };
+    write_session(root, &options)
 }
 
 /// Writes the marker through a temporary file and a rename, so it is either whole or absent.
@@ -1637,6 +1665,29 @@ mod tests {
         let log = read_log(&dir.path().join(&info.path), &ReadOptions::default()).unwrap();
         assert_eq!(log.events.len() as u64, info.events);
         assert_eq!(log.header.cwd.as_deref(), Some(SCRATCH_CWD));
+    }
+
+    #[test]
+    fn one_session_in_both_encodings_holds_the_same_events() {
+        let dir = tempfile::tempdir().unwrap();
+        let write = |name: &str, compression| {
+            let options = SessionOptions {
+                seed: 5,
+                index: 0,
+                plain_bytes: 300_000,
+                compression,
+                cwd: Some("/work/bench".into()),
+            };
+            let root = dir.path().join(name);
+            let info = write_session(&root, &options).unwrap();
+            read_log(&root.join(&info.path), &ReadOptions::default()).unwrap()
+        };
+        let raw = write("raw", Compression::None);
+        let zstd = write("zstd", Compression::Zstd);
+        assert!(raw.events.len() > 50);
+        assert_eq!(raw.events, zstd.events);
+        assert_eq!(raw.header.cwd.as_deref(), Some("/work/bench"));
+        SurfaceFold::fold(raw.events.iter()).unwrap();
     }
 
     #[test]

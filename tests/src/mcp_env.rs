@@ -2,9 +2,9 @@
 //! fit a small budget (many hits for one phrase, and one tool output far larger than any budget a test
 //! asks for), so paging and cutting are exercised on real plugin answers.
 
+use dsh_codec::build::Script;
 use dsh_codec::log::write::{LogWriter, WriteOptions};
 use dsh_codec::log::SessionHeader;
-use sample_host::demo::Script;
 
 use crate::host::{demo_env, DemoEnv};
 

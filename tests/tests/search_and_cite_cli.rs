@@ -160,27 +160,16 @@ fn search_through_the_plugin_labels_pages_and_reports_broken_sessions() {
     let mut writer =
         dsh_codec::log::write::LogWriter::open_append(&docs, Default::default()).unwrap();
     let seq = writer.next_seq();
-    let line = |seq: u64, kind: &str, data: Value| {
-        dsh_codec::log::Event::new(kind, seq, 1_785_200_000_000 + seq as i64, data)
-    };
-    let user = dsh_codec::log::Event::appended(
+    let mut more = dsh_codec::build::Script::new("cjk", 1_785_200_000_000 + seq as i64)
+        .from_seq(seq)
+        .time_step(1);
+    more.turn_start(90);
+    more.appended(
         "user/message",
-        seq + 1,
-        1_785_200_000_000 + seq as i64 + 1,
-        serde_json::json!({"id": "u-cjk", "role": "user", "source": {"kind": "user"},
-            "content": [{"type": "text", "text": "我们的测试失败了，因为解析器在嵌套数组上崩溃"}]}),
+        dsh_codec::build::user_data("u-cjk", "我们的测试失败了，因为解析器在嵌套数组上崩溃"),
     );
-    writer
-        .append(&[
-            line(seq, "turn/start", serde_json::json!({"turn": 90})),
-            user,
-            line(
-                seq + 2,
-                "turn/end",
-                serde_json::json!({"turn": 90, "reason": {"kind": "completed"}}),
-            ),
-        ])
-        .unwrap();
+    more.turn_end(90);
+    writer.append(&more.events).unwrap();
     for query in ["测", "测试", "测试失败", "cargo 测试失败"] {
         let (code, page) = run(&env, &["search", query, "--session", "demo-docs"]);
         // Nothing matched is exit status 1, as grep and ripgrep say it.

@@ -6,11 +6,13 @@ use std::sync::{Arc, Mutex};
 
 use abi_stable::sabi_trait::TD_Opaque;
 use abi_stable::std_types::{ROption, RStr, RString, RVec};
+pub(crate) use dsh_codec::build::user_data;
+use dsh_codec::build::{assistant_data, Script};
 use dsh_codec::log::layout::session_log_path;
 use dsh_codec::log::{Compression, Event, SessionHeader};
 use host_api::abi::host::HostContext_TO;
 use host_api::abi::{Header, HostContext, HostContextBox, LiveSession, LogLevel};
-use serde_json::{json, Value};
+use serde_json::Value;
 
 use super::Corpus;
 
@@ -165,10 +167,28 @@ pub(crate) fn child_header(id: &str, created_at: i64, parent: &str) -> SessionHe
     h
 }
 
-/// Builds a log in order, numbering seqs and times.
-#[derive(Default)]
-pub(crate) struct LogBuilder {
-    pub(crate) events: Vec<Event>,
+/// Builds a log in order, numbering seqs and times (`1000 + seq`): the codec's [`Script`] with ids named
+/// after seqs (`u3`, `a4`, `c9`), which the tests here read back.
+pub(crate) struct LogBuilder(Script);
+
+impl Default for LogBuilder {
+    fn default() -> Self {
+        Self(Script::new("", 1000).time_step(1).model("p", "m"))
+    }
+}
+
+impl std::ops::Deref for LogBuilder {
+    type Target = Script;
+
+    fn deref(&self) -> &Script {
+        &self.0
+    }
+}
+
+impl std::ops::DerefMut for LogBuilder {
+    fn deref_mut(&mut self) -> &mut Script {
+        &mut self.0
+    }
 }
 
 impl LogBuilder {
@@ -176,58 +196,21 @@ impl LogBuilder {
         Self::default()
     }
 
-    fn next(&self) -> u64 {
-        self.events.len() as u64
-    }
-
     pub(crate) fn push(&mut self, kind: &str, data: Value) -> u64 {
-        let seq = self.next();
-        self.events
-            .push(Event::new(kind, seq, 1000 + seq as i64, data));
-        seq
-    }
-
-    fn push_message(
-        &mut self,
-        kind: &str,
-        data: Value,
-        op: Value,
-        sources: Option<Vec<u64>>,
-    ) -> u64 {
-        let seq = self.next();
-        let mut event = Event::new(kind, seq, 1000 + seq as i64, data);
-        event.surface_op = Some(op);
-        event.source_event_seqs = sources.map(|s| json!(s));
-        self.events.push(event);
-        seq
-    }
-
-    pub(crate) fn turn_start(&mut self, turn: u64) -> u64 {
-        self.push("turn/start", json!({"turn": turn}))
-    }
-
-    pub(crate) fn turn_end(&mut self, turn: u64) -> u64 {
-        self.push(
-            "turn/end",
-            json!({"turn": turn, "reason": {"kind": "completed"}}),
-        )
+        self.0.plain(kind, data)
     }
 
     pub(crate) fn user(&mut self, text: &str) -> u64 {
-        let seq = self.next();
-        self.push_message(
-            "user/message",
-            user_data(&format!("u{seq}"), text),
-            json!("append"),
-            None,
-        )
+        let id = format!("u{}", self.next_seq());
+        self.0.appended("user/message", user_data(&id, text))
     }
 
     pub(crate) fn assistant(&mut self, turn: u64, text: &str) -> u64 {
-        let seq = self.next();
-        let data = json!({"turn": turn, "step": 1, "message": {"id": format!("a{seq}"), "role": "assistant",
-            "content": [{"type": "text", "text": text}], "source": {"kind": "model", "provider": "p", "model": "m"}}});
-        self.push_message("assistant/message", data, json!("append"), None)
+        let id = format!("a{}", self.next_seq());
+        self.0.appended(
+            "assistant/message",
+            assistant_data(turn, 1, &id, text, "p", "m"),
+        )
     }
 
     /// A compaction checkpoint replacing surface nodes `start..=end`, citing `sources`.
@@ -238,38 +221,22 @@ impl LogBuilder {
         end: u64,
         sources: Vec<u64>,
     ) -> u64 {
-        let seq = self.next();
-        let mut data = user_data(&format!("c{seq}"), text);
-        data["source"] = json!({"kind": "plugin", "plugin": "compact", "compactionId": "k"});
-        self.push_message(
-            "user/message",
-            data,
-            json!({"op": "replace", "start": start, "end": end}),
-            Some(sources),
-        )
+        let id = format!("c{}", self.next_seq());
+        self.0.checkpoint(&id, "k", text, start, end, &sources)
     }
 
     pub(crate) fn title(&mut self, title: &str, source: Value) -> u64 {
-        self.push(
-            "session/title",
-            json!({"title": title, "messageSeqs": [0], "source": source}),
-        )
+        self.0.title_from(title, &[0], source)
+    }
+
+    pub(crate) fn into_events(self) -> Vec<Event> {
+        self.0.events
     }
 
     /// The log's JSONL text under `header`.
     pub(crate) fn text(&self, header: &SessionHeader) -> String {
-        let mut out = header.to_json_line();
-        out.push('\n');
-        for event in &self.events {
-            out.push_str(&event.to_json_line());
-            out.push('\n');
-        }
-        out
+        self.0.jsonl(header)
     }
-}
-
-pub(crate) fn user_data(id: &str, text: &str) -> Value {
-    json!({"id": id, "role": "user", "content": [{"type": "text", "text": text}], "source": {"kind": "user"}})
 }
 
 /// Writes raw JSONL text as `header`'s transcript in `root`; returns the path.

@@ -41,7 +41,7 @@ fn compacted() -> LogBuilder {
 fn unfoldable() -> Vec<Event> {
     let mut log = conversation("q", "a");
     log.events[2].surface_op = None;
-    log.events
+    log.into_events()
 }
 
 #[test]

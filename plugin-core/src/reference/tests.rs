@@ -427,9 +427,10 @@ fn an_earlier_citation_is_not_cited_again() {
     let mut agent = conversation("hi", "hello");
     agent.turn_start(2);
     let context = prepared.additional_context.unwrap();
+    let seq = agent.next_seq();
     agent.events.push(dsh_codec::log::Event::appended(
         "user/message",
-        agent.events.len() as u64,
+        seq,
         5000,
         context,
     ));
