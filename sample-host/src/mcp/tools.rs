@@ -8,7 +8,11 @@ use std::sync::atomic::{AtomicU64, Ordering};
 use std::sync::{Arc, Mutex};
 
 use host_api::abi::client::QueryMethod;
-use host_api::abi::{Call, EmptyRequest, ErrorCode, PluginError, ReadEventRequest, SessionRequest};
+use host_api::abi::wire::search::{SessionEventSearchRequest, SessionSearchRequest};
+use host_api::abi::{
+    Call, EmptyRequest, ErrorCode, EventFilter, PluginError, Range, ReadEventRequest,
+    SessionFilter, SessionRequest, Surface,
+};
 use serde::Serialize;
 use serde_json::{json, Map, Value};
 
@@ -79,91 +83,54 @@ impl Tools {
         call: Call,
     ) -> Result<Answer, ToolError> {
         const TOOL: &str = "search_sessions";
-        let budget = max_bytes(args.max_bytes, budget::DEFAULT_MAX_BYTES)?;
         let print = fingerprint(&SearchSessionsArgs {
             cursor: None,
             max_bytes: None,
             ..args.clone()
         });
-        let (plugin, skip, from) = search_position(TOOL, print, &args.cursor, &args.since)?;
-        let mut request = Map::new();
-        request.insert("query".into(), args.query.clone().into());
-        if let Some(limit) = args.limit {
-            request.insert("limit".into(), limit.into());
-        }
-        if let Some(c) = &plugin {
-            request.insert("cursor".into(), c.clone().into());
-        }
-        if let Some(cwd) = &args.cwd {
-            request.insert(
-                "sessionFilters".into(),
-                json!([{"kind": "cwd", "values": cwd}]),
-            );
-        }
-        request.insert(
-            "eventFilters".into(),
-            event_filters(&args.surface, &args.types, from).into(),
-        );
+        let search = Search::start(TOOL, print, args.max_bytes, &args.cursor, &args.since)?;
+        let sessions = args
+            .cwd
+            .as_ref()
+            .map(|cwd| vec![SessionFilter::Cwd(cwd.iter().cloned().map(Some).collect())]);
+        let request = SessionSearchRequest {
+            query: args.query.clone().into(),
+            session_filters: sessions.map(|f| json!(f)),
+            event_filters: Some(json!(search.event_filters(&args.surface, &args.types))),
+            limit: args.limit.map(Value::from),
+            cursor: search.plugin.clone().map(Value::from),
+            ..Default::default()
+        };
         let page: Value = self
             .host
-            .query(|q| q.raw(QueryMethod::SearchSessions, &call, &Value::Object(request)))
+            .query(|q| q.raw(QueryMethod::SearchSessions, &call, &request))
             .map_err(ToolError::plugin)?;
         let caller = self.caller(&args.calling_session_id);
         let keep = |hit: &Value| caller.is_none() || hit["sessionId"].as_str() != caller.as_deref();
-        let titles = titles(&self.host, &page, QueryMethod::SearchSessions);
-        search_page(
-            TOOL,
-            print,
-            &page,
-            &titles,
-            QueryMethod::SearchSessions,
-            plugin,
-            skip,
-            from,
-            budget,
-            &keep,
-        )
+        search.page(&self.host, &page, QueryMethod::SearchSessions, &keep)
     }
 
     pub fn search_events(&self, args: SearchEventsArgs, call: Call) -> Result<Answer, ToolError> {
         const TOOL: &str = "search_events";
-        let budget = max_bytes(args.max_bytes, budget::DEFAULT_MAX_BYTES)?;
         let print = fingerprint(&SearchEventsArgs {
             cursor: None,
             max_bytes: None,
             ..args.clone()
         });
-        let (plugin, skip, from) = search_position(TOOL, print, &args.cursor, &args.since)?;
-        let mut request = Map::new();
-        request.insert("sessionId".into(), args.session_id.clone().into());
-        request.insert("query".into(), args.query.clone().into());
-        if let Some(limit) = args.limit {
-            request.insert("limit".into(), limit.into());
-        }
-        if let Some(c) = &plugin {
-            request.insert("cursor".into(), c.clone().into());
-        }
-        request.insert(
-            "filters".into(),
-            event_filters(&args.surface, &args.types, from).into(),
-        );
+        let search = Search::start(TOOL, print, args.max_bytes, &args.cursor, &args.since)?;
+        let request = SessionEventSearchRequest {
+            session_id: args.session_id.clone().into(),
+            query: args.query.clone().into(),
+            filters: Some(json!(search.event_filters(&args.surface, &args.types))),
+            limit: args.limit.map(Value::from),
+            cursor: search.plugin.clone().map(Value::from),
+            ..Default::default()
+        };
         let page: Value = self
             .host
-            .query(|q| q.raw(QueryMethod::SearchEvents, &call, &Value::Object(request)))
+            .query(|q| q.raw(QueryMethod::SearchEvents, &call, &request))
             .map_err(|e| ToolError::about(e, &args.session_id))?;
-        let titles = titles(&self.host, &page, QueryMethod::SearchEvents);
-        search_page(
-            TOOL,
-            print,
-            &page,
-            &titles,
-            QueryMethod::SearchEvents,
-            plugin,
-            skip,
-            from,
-            budget,
-            &|_| true,
-        )
+        search.page(&self.host, &page, QueryMethod::SearchEvents, &|_| true)
     }
 
     pub fn list_sessions(&self, args: ListSessionsArgs, call: Call) -> Result<Answer, ToolError> {
@@ -560,23 +527,83 @@ fn search_position(
     }
 }
 
-fn event_filters(
-    surface: &Option<Vec<Label>>,
-    types: &Option<Vec<String>>,
+/// Where one search tool call stands: its answer budget, its place in the plugin's pages (from the
+/// cursor, or the start) and the `since` bound it keeps across pages. Both search tools go through it,
+/// so they read cursors, build clauses and cut pages alike.
+struct Search {
+    tool: &'static str,
+    print: u64,
+    budget: usize,
+    plugin: Option<String>,
+    skip: usize,
     from: Option<i64>,
-) -> Vec<Value> {
-    let mut filters = Vec::new();
-    if let Some(labels) = surface {
-        let values: Vec<&str> = labels.iter().map(|l| l.as_str()).collect();
-        filters.push(json!({"kind": "surface", "values": values}));
+}
+
+impl Search {
+    fn start(
+        tool: &'static str,
+        print: u64,
+        max: Option<u64>,
+        cursor: &Option<String>,
+        since: &Option<String>,
+    ) -> Result<Self, ToolError> {
+        let budget = max_bytes(max, budget::DEFAULT_MAX_BYTES)?;
+        let (plugin, skip, from) = search_position(tool, print, cursor, since)?;
+        Ok(Self {
+            tool,
+            print,
+            budget,
+            plugin,
+            skip,
+            from,
+        })
     }
-    if let Some(types) = types {
-        filters.push(json!({"kind": "type", "values": types}));
+
+    /// The event clauses the arguments ask for, `since` as a time range.
+    fn event_filters(
+        &self,
+        surface: &Option<Vec<Label>>,
+        types: &Option<Vec<String>>,
+    ) -> Vec<EventFilter> {
+        let mut filters = Vec::new();
+        if let Some(labels) = surface {
+            let labels = labels.iter().filter_map(|l| Surface::parse(l.as_str()));
+            filters.push(EventFilter::Surface(labels.collect()));
+        }
+        if let Some(types) = types {
+            filters.push(EventFilter::Type(types.clone()));
+        }
+        if let Some(from) = self.from {
+            filters.push(EventFilter::Time(Range {
+                from: Some(from as f64),
+                to: None,
+            }));
+        }
+        filters
     }
-    if let Some(from) = from {
-        filters.push(json!({"kind": "time", "from": from}));
+
+    /// The plugin's page as the tool answers it, titles added, cut to the budget.
+    fn page(
+        &self,
+        host: &PluginHost,
+        plugin_page: &Value,
+        method: QueryMethod,
+        keep: &dyn Fn(&Value) -> bool,
+    ) -> Result<Answer, ToolError> {
+        let titles = titles(host, plugin_page, method);
+        search_page(
+            self.tool,
+            self.print,
+            plugin_page,
+            &titles,
+            method,
+            self.plugin.clone(),
+            self.skip,
+            self.from,
+            self.budget,
+            keep,
+        )
     }
-    filters
 }
 
 /// A search page as the command line prints it (`flatten`), from item `skip` on, cut to `budget`.
