@@ -219,6 +219,46 @@ pub mod host {
         pub fn root(&self) -> &Path {
             self.dir.path()
         }
+
+        /// [`sample_host`] over this folder's plugins, sessions and index.
+        pub fn sample_host(&self) -> Command {
+            sample_host(&self.plugins, &self.sessions, &self.index)
+        }
+    }
+
+    /// `sample-host --plugins … --sessions … --index …`: how every command line a CLI test runs starts;
+    /// the test adds its environment and arguments.
+    pub fn sample_host(plugins: &Path, sessions: &Path, index: &Path) -> Command {
+        let mut cmd = Command::new(&crate::libs::libs().sample_host);
+        cmd.arg("--plugins")
+            .arg(plugins)
+            .arg("--sessions")
+            .arg(sessions)
+            .arg("--index")
+            .arg(index);
+        cmd
+    }
+
+    /// The one JSON value a `--json` run printed, failing the test with both streams when it is not.
+    pub fn json_of(args: &[&str], out: &Output) -> serde_json::Value {
+        let stdout = String::from_utf8_lossy(&out.stdout);
+        serde_json::from_str(stdout.trim()).unwrap_or_else(|e| {
+            panic!(
+                "{args:?}: not JSON ({e}): {stdout}\nstderr: {}",
+                String::from_utf8_lossy(&out.stderr)
+            )
+        })
+    }
+
+    /// The raw `session.jsonl` of session `id` in a sessions root, whichever project folder holds it.
+    pub fn log_file(root: &Path, id: &str) -> PathBuf {
+        for project in std::fs::read_dir(root).expect("sessions root").flatten() {
+            let candidate = project.path().join(id).join("session.jsonl");
+            if candidate.exists() {
+                return candidate;
+            }
+        }
+        panic!("no log for {id} under {}", root.display());
     }
 
     /// A `HOME` for every `sample-host` a test runs: an empty folder's path, so the machine's own
@@ -249,6 +289,7 @@ pub mod host {
     }
 
     use std::path::{Path, PathBuf};
+    use std::process::{Command, Output};
     use std::sync::Arc;
     use std::time::{Duration, Instant};
 

@@ -13,27 +13,18 @@ use std::time::{Duration, Instant};
 use serde_json::{json, Value};
 use tests::libs::{install, libs};
 
-use tests::host::{demo_env as env, DemoEnv as Env};
+use tests::host::{demo_env as env, json_of, sample_host, DemoEnv as Env};
 
 fn run(env: &Env, plugins: &Path, args: &[&str]) -> (i32, Value, String) {
-    let out = Command::new(&libs().sample_host)
+    let out = sample_host(plugins, &env.sessions, &env.index)
         .env("HOME", tests::host::isolated_home())
-        .arg("--plugins")
-        .arg(plugins)
-        .arg("--sessions")
-        .arg(&env.sessions)
-        .arg("--index")
-        .arg(&env.index)
         .args(args)
         .arg("--json")
         .output()
         .expect("sample-host runs");
-    let stdout = String::from_utf8(out.stdout).unwrap();
-    let value = serde_json::from_str(stdout.trim())
-        .unwrap_or_else(|e| panic!("{args:?}: not JSON ({e}): {stdout}"));
     (
         out.status.code().unwrap_or(-1),
-        value,
+        json_of(args, &out),
         String::from_utf8_lossy(&out.stderr).into_owned(),
     )
 }

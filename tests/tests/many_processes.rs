@@ -10,18 +10,12 @@ use std::process::{Command, Output, Stdio};
 
 use serde_json::Value;
 use tests::corpus_gen::{generate, CorpusInfo, CorpusParams};
-use tests::host::{demo_env, DemoEnv};
+use tests::host::{demo_env, log_file, sample_host, DemoEnv};
 use tests::libs::{install, libs};
 
 fn host(plugins: &Path, sessions: &Path, index: &Path, args: &[&str]) -> Command {
-    let mut cmd = Command::new(&libs().sample_host);
-    cmd.arg("--plugins")
-        .arg(plugins)
-        .arg("--sessions")
-        .arg(sessions)
-        .arg("--index")
-        .arg(index)
-        .args(args)
+    let mut cmd = sample_host(plugins, sessions, index);
+    cmd.args(args)
         .arg("--json")
         .stdout(Stdio::piped())
         .stderr(Stdio::piped());
@@ -114,16 +108,6 @@ fn two_processes_on_one_index_one_cold_building_while_the_other_searches_both_an
         after_page["items"].as_array().unwrap().len(),
         planted.len().min(20)
     );
-}
-
-fn log_file(root: &Path, id: &str) -> PathBuf {
-    for project in std::fs::read_dir(root).unwrap().flatten() {
-        let candidate = project.path().join(id).join("session.jsonl");
-        if candidate.exists() {
-            return candidate;
-        }
-    }
-    panic!("no log for {id} under {}", root.display());
 }
 
 fn cite(env: &DemoEnv, message: &str) -> Output {

@@ -1,46 +1,23 @@
 //! Search and citations end to end, as a user runs them: the `sample-host` binary, the real plugin
 //! cdylib loaded through the ABI, a real sessions root and a real SQLite index on disk.
 
-use std::path::{Path, PathBuf};
 use std::process::Command;
 
 use serde_json::Value;
 use tests::libs::{install, libs};
 
-use tests::host::{demo_env as env, DemoEnv as Env};
+use tests::host::{demo_env as env, json_of, log_file, DemoEnv as Env};
 
 /// Runs `sample-host … ARGS --json` and parses its one JSON value.
 fn run(env: &Env, args: &[&str]) -> (i32, Value) {
-    let out = Command::new(&libs().sample_host)
+    let out = env
+        .sample_host()
         .env("HOME", tests::host::isolated_home())
-        .arg("--plugins")
-        .arg(&env.plugins)
-        .arg("--sessions")
-        .arg(&env.sessions)
-        .arg("--index")
-        .arg(&env.index)
         .args(args)
         .arg("--json")
         .output()
         .expect("sample-host runs");
-    let stdout = String::from_utf8(out.stdout).unwrap();
-    let value = serde_json::from_str(stdout.trim()).unwrap_or_else(|e| {
-        panic!(
-            "{args:?}: not JSON ({e}): {stdout}\nstderr: {}",
-            String::from_utf8_lossy(&out.stderr)
-        )
-    });
-    (out.status.code().unwrap_or(-1), value)
-}
-
-fn log_file(root: &Path, id: &str) -> PathBuf {
-    for project in std::fs::read_dir(root).unwrap().flatten() {
-        let candidate = project.path().join(id).join("session.jsonl");
-        if candidate.exists() {
-            return candidate;
-        }
-    }
-    panic!("no log for {id} under {}", root.display());
+    (out.status.code().unwrap_or(-1), json_of(args, &out))
 }
 
 #[test]

@@ -10,18 +10,12 @@ use std::time::{Duration, Instant};
 
 use serde_json::Value;
 use tests::host::{demo_env as env, DemoEnv as Env};
-use tests::libs::{install, libs};
+use tests::libs::install;
 
 /// `sample-host --plugins … --sessions … --index … ARGS` in `cwd`, with a private TMPDIR.
 fn host(env: &Env, args: &[&str]) -> Command {
-    let mut cmd = Command::new(&libs().sample_host);
-    cmd.arg("--plugins")
-        .arg(&env.plugins)
-        .arg("--sessions")
-        .arg(&env.sessions)
-        .arg("--index")
-        .arg(&env.index)
-        .args(args)
+    let mut cmd = env.sample_host();
+    cmd.args(args)
         .env("TMPDIR", tmp(env))
         .env("TZ", "UTC")
         .env_remove("RUST_LOG")

@@ -38,57 +38,34 @@ pub struct Header {
     pub agent_preset: Option<String>,
 }
 
+/// `Header` is the codec's `SessionHeader` field for field; it stays a type of its own so that a codec
+/// change never moves the contract's wire shape. One field list serves both directions.
+macro_rules! copy_header {
+    ($h:expr => $to:ident) => {{
+        let h = $h;
+        $to {
+            version: h.version,
+            id: h.id.clone(),
+            created_at: h.created_at,
+            cwd: h.cwd.clone(),
+            parent_session: h.parent_session.clone(),
+            seed_length: h.seed_length,
+            origin: h.origin.clone(),
+            delegation_depth: h.delegation_depth,
+            agent_preset: h.agent_preset.clone(),
+        }
+    }};
+}
+
 impl From<&SessionHeader> for Header {
     fn from(h: &SessionHeader) -> Self {
-        let SessionHeader {
-            version,
-            id,
-            created_at,
-            cwd,
-            parent_session,
-            seed_length,
-            origin,
-            delegation_depth,
-            agent_preset,
-        } = h.clone();
-        Self {
-            version,
-            id,
-            created_at,
-            cwd,
-            parent_session,
-            seed_length,
-            origin,
-            delegation_depth,
-            agent_preset,
-        }
+        copy_header!(h => Header)
     }
 }
 
 impl From<&Header> for SessionHeader {
     fn from(h: &Header) -> Self {
-        let Header {
-            version,
-            id,
-            created_at,
-            cwd,
-            parent_session,
-            seed_length,
-            origin,
-            delegation_depth,
-            agent_preset,
-        } = h.clone();
-        Self {
-            version,
-            id,
-            created_at,
-            cwd,
-            parent_session,
-            seed_length,
-            origin,
-            delegation_depth,
-            agent_preset,
-        }
+        copy_header!(h => SessionHeader)
     }
 }
 
