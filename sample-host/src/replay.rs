@@ -113,15 +113,10 @@ mod tests {
     use super::*;
     use dsh_codec::log::write::{LogWriter, WriteOptions};
     use dsh_codec::log::{Compression, Event, SessionHeader};
-    use serde_json::json;
 
     fn user(seq: u64, text: &str) -> Event {
-        Event::appended(
-            "user/message",
-            seq,
-            0,
-            json!({"id": format!("u{seq}"), "role": "user", "content": [{"type": "text", "text": text}], "source": {"kind": "user"}}),
-        )
+        let data = dsh_codec::build::user_data(&format!("u{seq}"), text);
+        Event::appended("user/message", seq, 0, data)
     }
 
     fn write(dir: &Path, events: &[Event]) -> PathBuf {

@@ -1146,8 +1146,10 @@ fn measure(
         let mut writer = LogWriter::open_append(&scratch_path, WriteOptions::default())
             .map_err(|e| format!("opening the scratch log: {e}"))?;
         let seq = writer.next_seq();
-        let data = json!({"content": [{"type": "text", "text": format!("one more line: {fresh_term}")}],
-            "source": {"kind": "user"}, "role": "user", "id": format!("bench-append-{seq}")});
+        let data = dsh_codec::build::user_data(
+            &format!("bench-append-{seq}"),
+            &format!("one more line: {fresh_term}"),
+        );
         writer
             .append(&[Event::appended(
                 "user/message",

@@ -114,12 +114,8 @@ mod tests {
     use dsh_codec::surface::Label;
 
     fn user(seq: u64, text: &str) -> Event {
-        Event::appended(
-            "user/message",
-            seq,
-            0,
-            json!({"id": format!("u{seq}"), "role": "user", "content": [{"type": "text", "text": text}], "source": {"kind": "user"}}),
-        )
+        let data = dsh_codec::build::user_data(&format!("u{seq}"), text);
+        Event::appended("user/message", seq, 0, data)
     }
 
     fn log() -> Vec<Event> {
