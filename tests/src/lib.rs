@@ -250,15 +250,26 @@ pub mod host {
         })
     }
 
-    /// The raw `session.jsonl` of session `id` in a sessions root, whichever project folder holds it.
+    /// The hot-reload shadow copies (`sample-host-shadow-*`) a host left in `dir` (its `TMPDIR`).
+    pub fn shadow_folders(dir: &Path) -> Vec<PathBuf> {
+        std::fs::read_dir(dir)
+            .expect("temporary folder")
+            .map(|e| e.expect("folder entry").path())
+            .filter(|p| {
+                p.file_name()
+                    .is_some_and(|n| n.to_string_lossy().starts_with("sample-host-shadow-"))
+            })
+            .collect()
+    }
+
+    /// The log of session `id` in a sessions root, whichever project folder and encoding it has.
     pub fn log_file(root: &Path, id: &str) -> PathBuf {
-        for project in std::fs::read_dir(root).expect("sessions root").flatten() {
-            let candidate = project.path().join(id).join("session.jsonl");
-            if candidate.exists() {
-                return candidate;
-            }
-        }
-        panic!("no log for {id} under {}", root.display());
+        dsh_codec::log::layout::SessionsRoot::new(root)
+            .find(id)
+            .ok()
+            .flatten()
+            .unwrap_or_else(|| panic!("no log for {id} under {}", root.display()))
+            .path
     }
 
     /// A `HOME` for every `sample-host` a test runs: an empty folder's path, so the machine's own

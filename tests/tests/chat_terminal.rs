@@ -13,7 +13,7 @@ use std::process::{Child, Command, Stdio};
 use std::sync::{Arc, Mutex};
 use std::time::{Duration, Instant};
 
-use tests::host::{demo_env, DemoEnv};
+use tests::host::{demo_env, shadow_folders, DemoEnv};
 use tests::libs::{install, libs};
 
 fn openpty() -> (OwnedFd, OwnedFd) {
@@ -152,17 +152,6 @@ impl Terminal {
             std::thread::sleep(Duration::from_millis(20));
         }
     }
-}
-
-fn shadow_folders(dir: &Path) -> Vec<std::path::PathBuf> {
-    std::fs::read_dir(dir)
-        .unwrap()
-        .map(|e| e.unwrap().path())
-        .filter(|p| {
-            p.file_name()
-                .is_some_and(|n| n.to_string_lossy().starts_with("sample-host-shadow-"))
-        })
-        .collect()
 }
 
 #[test]
@@ -306,13 +295,8 @@ fn a_library_overwritten_in_place_while_watch_serves_is_refused_or_reloaded_neve
     let env = demo_env();
     let tmp = env.root().join("tmp");
     std::fs::create_dir(&tmp).unwrap();
-    let mut watch = Command::new(&libs().sample_host)
-        .arg("--plugins")
-        .arg(&env.plugins)
-        .arg("--sessions")
-        .arg(&env.sessions)
-        .arg("--index")
-        .arg(&env.index)
+    let mut watch = env
+        .sample_host()
         .arg("watch")
         .env("TMPDIR", &tmp)
         .env_remove("RUST_LOG")

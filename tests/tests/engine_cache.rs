@@ -8,13 +8,12 @@
 //! Skips (loudly) where the engine cannot be built, except under CI.
 
 use std::io::Write;
-use std::path::{Path, PathBuf};
-use std::process::{Command, Output, Stdio};
+use std::path::Path;
+use std::process::{Output, Stdio};
 
 use serde_json::Value;
 use tests::engine::{engine, free_port, Server};
-use tests::host::{demo_env, DemoEnv};
-use tests::libs::libs;
+use tests::host::{demo_env, log_file, DemoEnv};
 
 /// The engine's replies are capped at this many tokens (the tiny model never ends one by itself).
 const REPLY_TOKENS: u32 = 12;
@@ -22,13 +21,8 @@ const KEY_VAR: &str = "DSH_ENGINE_TEST_API_KEY";
 const KEY: &str = "sk-engine-test-do-not-log";
 
 fn chat(env: &DemoEnv, model: &[&str], lines: &[String]) -> Output {
-    let mut child = Command::new(&libs().sample_host)
-        .arg("--plugins")
-        .arg(&env.plugins)
-        .arg("--sessions")
-        .arg(&env.sessions)
-        .arg("--index")
-        .arg(&env.index)
+    let mut child = env
+        .sample_host()
         .args(["--json", "chat", "--session", "engine-chat"])
         .args(model)
         .env(KEY_VAR, KEY)
@@ -57,15 +51,6 @@ fn turns(out: &Output) -> Vec<Value> {
 }
 
 /// The session's log file (zstd or raw, as the host wrote it).
-fn log_file(root: &Path, id: &str) -> PathBuf {
-    dsh_codec::log::layout::SessionsRoot::new(root)
-        .find(id)
-        .ok()
-        .flatten()
-        .unwrap_or_else(|| panic!("no log for {id} under {}", root.display()))
-        .path
-}
-
 /// Every event of the log as one JSON text, to look for what was (or was not) written.
 fn log_text(path: &Path) -> String {
     dsh_codec::log::read::read_log(path, &dsh_codec::log::read::ReadOptions::default())

@@ -153,14 +153,8 @@ fn read_command_errors_are_typed_json_with_exit_status_1() {
 
 /// Runs the binary with the env's folders and `args` as given (no `--json` added).
 fn raw(env: &Env, args: &[&OsStr]) -> std::process::Output {
-    Command::new(&libs().sample_host)
+    env.sample_host()
         .env("HOME", tests::host::isolated_home())
-        .arg("--plugins")
-        .arg(&env.plugins)
-        .arg("--sessions")
-        .arg(&env.sessions)
-        .arg("--index")
-        .arg(&env.index)
         .args(args)
         .output()
         .expect("sample-host runs")
@@ -385,14 +379,9 @@ fn a_closed_stderr_costs_neither_the_exit_status_nor_stdout() {
     let (code, expected, _) = run(&env, &env.plugins.clone(), &["sessions"]);
     assert_eq!(code, 0);
 
-    let mut child = Command::new(&libs().sample_host)
+    let mut child = env
+        .sample_host()
         .env("HOME", tests::host::isolated_home())
-        .arg("--plugins")
-        .arg(&env.plugins)
-        .arg("--sessions")
-        .arg(&env.sessions)
-        .arg("--index")
-        .arg(&env.index)
         .args(["--verbose", "sessions", "--json"])
         .stdout(Stdio::piped())
         .stderr(Stdio::piped())
@@ -460,14 +449,9 @@ fn watch_tells_the_story_and_cleans_up_on_sigterm() {
     let env = env();
     let tmp = env.root().join("tmp");
     std::fs::create_dir(&tmp).unwrap();
-    let mut child = Command::new(&libs().sample_host)
+    let mut child = env
+        .sample_host()
         .env("HOME", tests::host::isolated_home())
-        .arg("--plugins")
-        .arg(&env.plugins)
-        .arg("--sessions")
-        .arg(&env.sessions)
-        .arg("--index")
-        .arg(&env.index)
         .arg("watch")
         .env("TMPDIR", &tmp)
         .env_remove("RUST_LOG")

@@ -1,8 +1,6 @@
 //! Search and citations end to end, as a user runs them: the `sample-host` binary, the real plugin
 //! cdylib loaded through the ABI, a real sessions root and a real SQLite index on disk.
 
-use std::process::Command;
-
 use serde_json::Value;
 use tests::libs::{install, libs};
 
@@ -271,14 +269,9 @@ fn chat_hot_reloads_the_plugin_between_two_lines() {
     use std::time::{Duration, Instant};
 
     let env = env();
-    let mut child = Command::new(&libs().sample_host)
+    let mut child = env
+        .sample_host()
         .env("HOME", tests::host::isolated_home())
-        .arg("--plugins")
-        .arg(&env.plugins)
-        .arg("--sessions")
-        .arg(&env.sessions)
-        .arg("--index")
-        .arg(&env.index)
         .arg("chat")
         .stdin(Stdio::piped())
         .stdout(Stdio::piped())

@@ -9,7 +9,7 @@ use std::process::{Command, Output, Stdio};
 use std::time::{Duration, Instant};
 
 use serde_json::Value;
-use tests::host::{demo_env as env, DemoEnv as Env};
+use tests::host::{demo_env as env, shadow_folders, DemoEnv as Env};
 use tests::libs::install;
 
 /// `sample-host --plugins … --sessions … --index … ARGS` in `cwd`, with a private TMPDIR.
@@ -44,17 +44,6 @@ fn run(cmd: &mut Command) -> (i32, String, String) {
 
 fn json_of(stdout: &str) -> Value {
     serde_json::from_str(stdout.trim()).unwrap_or_else(|e| panic!("not JSON ({e}): {stdout}"))
-}
-
-fn shadow_folders(dir: &Path) -> Vec<PathBuf> {
-    std::fs::read_dir(dir)
-        .unwrap()
-        .map(|e| e.unwrap().path())
-        .filter(|p| {
-            p.file_name()
-                .is_some_and(|n| n.to_string_lossy().starts_with("sample-host-shadow-"))
-        })
-        .collect()
 }
 
 #[test]
