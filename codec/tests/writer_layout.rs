@@ -7,6 +7,7 @@ use std::io;
 use std::os::unix::fs::PermissionsExt;
 use std::path::{Path, PathBuf};
 
+use dsh_codec::build::{assistant_data, turn_end_data, user_data};
 use dsh_codec::log::layout::{
     encode_segment, project_dir_name, project_key, session_log_path, Revision, SessionsRoot,
 };
@@ -33,12 +34,7 @@ fn header(id: &str, cwd: Option<&str>) -> SessionHeader {
 fn turn_events() -> Vec<Event> {
     let mut events = vec![
         Event::new("turn/start", 0, 10, json!({"turn": 1})),
-        Event::appended(
-            "user/message",
-            1,
-            11,
-            json!({"id": "u1", "role": "user", "content": [{"type": "text", "text": "hello"}], "source": {"kind": "user"}}),
-        ),
+        Event::appended("user/message", 1, 11, user_data("u1", "hello")),
         Event::new("step/start", 2, 12, json!({"turn": 1, "step": 1})),
         Event::new(
             "request/header",
@@ -60,17 +56,10 @@ fn turn_events() -> Vec<Event> {
         "assistant/message",
         8,
         40,
-        json!({"turn": 1, "step": 1, "message": {"id": "a1", "role": "assistant",
-            "content": [{"type": "text", "text": "Hi there, friend"}],
-            "source": {"kind": "model", "provider": "p", "model": "m"}}}),
+        assistant_data(1, 1, "a1", "Hi there, friend", "p", "m"),
     ));
     events.push(Event::new("step/end", 9, 41, json!({"turn": 1, "step": 1})));
-    events.push(Event::new(
-        "turn/end",
-        10,
-        42,
-        json!({"turn": 1, "reason": {"kind": "completed"}}),
-    ));
+    events.push(Event::new("turn/end", 10, 42, turn_end_data(1)));
     // As a reader sees them: an event read back remembers the key order of its line, so a constructed
     // event is compared in that same form.
     events
