@@ -173,3 +173,34 @@ pub struct CiteArgs {
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub max_bytes: Option<u64>,
 }
+
+/// Arguments of a tool whose answers page: a cursor is bound to every argument but the cursor and the
+/// answer budget, so a continued call that changed anything else is refused.
+pub trait Paged: Serialize + Clone {
+    /// `maxBytes` as given.
+    fn max_bytes(&self) -> Option<u64>;
+    /// The same arguments without `cursor` and `maxBytes`: what a cursor is bound to.
+    fn unpaged(&self) -> Self;
+}
+
+macro_rules! paged {
+    ($($args:ident),*) => {$(
+        impl Paged for $args {
+            fn max_bytes(&self) -> Option<u64> {
+                self.max_bytes
+            }
+
+            fn unpaged(&self) -> Self {
+                Self { cursor: None, max_bytes: None, ..self.clone() }
+            }
+        }
+    )*};
+}
+
+paged!(
+    SearchSessionsArgs,
+    SearchEventsArgs,
+    ReadSessionArgs,
+    ListSessionsArgs,
+    CiteArgs
+);

@@ -13,7 +13,6 @@ use host_api::abi::{
     Call, EmptyRequest, ErrorCode, EventFilter, PluginError, Range, ReadEventRequest,
     SessionFilter, SessionRequest, Surface,
 };
-use serde::Serialize;
 use serde_json::{json, Map, Value};
 
 use super::args::*;
@@ -83,12 +82,8 @@ impl Tools {
         call: Call,
     ) -> Result<Answer, ToolError> {
         const TOOL: &str = "search_sessions";
-        let print = fingerprint(&SearchSessionsArgs {
-            cursor: None,
-            max_bytes: None,
-            ..args.clone()
-        });
-        let search = Search::start(TOOL, print, args.max_bytes, &args.cursor, &args.since)?;
+        let (budget, print) = paging(&args, budget::DEFAULT_MAX_BYTES)?;
+        let search = Search::start(TOOL, print, budget, &args.cursor, &args.since)?;
         let sessions = args
             .cwd
             .as_ref()
@@ -112,12 +107,8 @@ impl Tools {
 
     pub fn search_events(&self, args: SearchEventsArgs, call: Call) -> Result<Answer, ToolError> {
         const TOOL: &str = "search_events";
-        let print = fingerprint(&SearchEventsArgs {
-            cursor: None,
-            max_bytes: None,
-            ..args.clone()
-        });
-        let search = Search::start(TOOL, print, args.max_bytes, &args.cursor, &args.since)?;
+        let (budget, print) = paging(&args, budget::DEFAULT_MAX_BYTES)?;
+        let search = Search::start(TOOL, print, budget, &args.cursor, &args.since)?;
         let request = SessionEventSearchRequest {
             session_id: args.session_id.clone().into(),
             query: args.query.clone().into(),
@@ -135,12 +126,7 @@ impl Tools {
 
     pub fn list_sessions(&self, args: ListSessionsArgs, call: Call) -> Result<Answer, ToolError> {
         const TOOL: &str = "list_sessions";
-        let budget = max_bytes(args.max_bytes, budget::DEFAULT_MAX_BYTES)?;
-        let print = fingerprint(&ListSessionsArgs {
-            cursor: None,
-            max_bytes: None,
-            ..args.clone()
-        });
+        let (budget, print) = paging(&args, budget::DEFAULT_MAX_BYTES)?;
         let list = self
             .host
             .query(|q| q.list_sessions(&call, &EmptyRequest {}))
@@ -201,12 +187,7 @@ impl Tools {
 
     pub fn read_session(&self, args: ReadSessionArgs, call: Call) -> Result<Answer, ToolError> {
         const TOOL: &str = "read_session";
-        let budget = max_bytes(args.max_bytes, budget::DEFAULT_MAX_BYTES)?;
-        let print = fingerprint(&ReadSessionArgs {
-            cursor: None,
-            max_bytes: None,
-            ..args.clone()
-        });
+        let (budget, print) = paging(&args, budget::DEFAULT_MAX_BYTES)?;
         let at = args
             .cursor
             .as_deref()
@@ -356,12 +337,7 @@ impl Tools {
 
     pub fn cite(&self, args: CiteArgs, call: Call) -> Result<Answer, ToolError> {
         const TOOL: &str = "cite";
-        let budget = max_bytes(args.max_bytes, budget::DEFAULT_CITE_MAX_BYTES)?;
-        let print = fingerprint(&CiteArgs {
-            cursor: None,
-            max_bytes: None,
-            ..args.clone()
-        });
+        let (budget, print) = paging(&args, budget::DEFAULT_CITE_MAX_BYTES)?;
         let (key, offset, cited) = match &args.cursor {
             Some(text) => match cursor::decode(TOOL, print, text)? {
                 Position::Cite { key, offset } => {
@@ -483,9 +459,13 @@ fn max_bytes(given: Option<u64>, default: usize) -> Result<usize, ToolError> {
     }
 }
 
-/// The fingerprint of a call's arguments (the cursor and the budget already taken out).
-fn fingerprint(args: &impl Serialize) -> u64 {
-    cursor::fingerprint(&serde_json::to_string(args).unwrap_or_default())
+/// The answer budget (`maxBytes`, or `default`) and the fingerprint a cursor of this call is bound to.
+fn paging(args: &impl Paged, default: usize) -> Result<(usize, u64), ToolError> {
+    let unpaged = serde_json::to_string(&args.unpaged()).unwrap_or_default();
+    Ok((
+        max_bytes(args.max_bytes(), default)?,
+        cursor::fingerprint(&unpaged),
+    ))
 }
 
 fn wrong_position(tool: &str, at: &Position) -> ToolError {
@@ -543,11 +523,10 @@ impl Search {
     fn start(
         tool: &'static str,
         print: u64,
-        max: Option<u64>,
+        budget: usize,
         cursor: &Option<String>,
         since: &Option<String>,
     ) -> Result<Self, ToolError> {
-        let budget = max_bytes(max, budget::DEFAULT_MAX_BYTES)?;
         let (plugin, skip, from) = search_position(tool, print, cursor, since)?;
         Ok(Self {
             tool,
