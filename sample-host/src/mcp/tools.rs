@@ -248,17 +248,8 @@ impl Tools {
                         },
                     )
                 };
-                let worst = Some(cursor_at(total.saturating_sub(start)).len());
-                Ok(Answer::json(&page(
-                    frame,
-                    "events",
-                    items,
-                    budget,
-                    &|_| true,
-                    worst,
-                    &cursor_at,
-                    None,
-                )))
+                let worst = cursor_at(total.saturating_sub(start)).len();
+                Ok(events_answer(frame, items, budget, worst, &cursor_at))
             }
             ReadMode::Events => {
                 let from = match at {
@@ -665,15 +656,27 @@ fn events_page(
         let seq = seqs[consumed - 1].saturating_add(1);
         cursor::encode(tool, print, Position::Events { seq })
     };
-    let worst = Some(cursor::encode(tool, print, Position::Events { seq: u64::MAX }).len());
-    Ok(Answer::json(&page(
+    let worst = cursor::encode(tool, print, Position::Events { seq: u64::MAX }).len();
+    Ok(events_answer(frame, items, budget, worst, &cursor_at))
+}
+
+/// Events, every one kept, cut to `budget` and continued by `cursor_at`; `worst` is the longest cursor
+/// the answer may end with.
+fn events_answer(
+    frame: Map<String, Value>,
+    items: Vec<Value>,
+    budget: usize,
+    worst: usize,
+    cursor_at: &dyn Fn(usize) -> String,
+) -> Answer {
+    Answer::json(&page(
         frame,
         "events",
         items,
         budget,
         &|_| true,
-        worst,
-        &cursor_at,
+        Some(worst),
+        cursor_at,
         None,
-    )))
+    ))
 }
