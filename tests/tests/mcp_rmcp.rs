@@ -52,16 +52,9 @@ struct Server {
 }
 
 async fn start(env: &DemoEnv, extra: &[&str]) -> Server {
-    let mut cmd = tokio::process::Command::new(&libs().sample_host);
-    cmd.arg("mcp")
-        .arg("--plugins")
-        .arg(&env.plugins)
-        .arg("--sessions")
-        .arg(&env.sessions)
-        .arg("--index")
-        .arg(&env.index)
-        .args(extra)
-        .env_remove("RUST_LOG");
+    let mut cmd = env.sample_host();
+    cmd.arg("mcp").args(extra).env_remove("RUST_LOG");
+    let cmd = tokio::process::Command::from(cmd);
     let (transport, stderr) = TokioChildProcess::builder(cmd)
         .stderr(Stdio::piped())
         .spawn()
