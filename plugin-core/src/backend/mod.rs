@@ -21,6 +21,7 @@
 pub mod lexer;
 pub mod memory;
 pub mod postgres;
+pub mod publish;
 
 pub mod query;
 

@@ -7,7 +7,7 @@
 //! `tsvector` (a token over PostgreSQL's 2 KiB lexeme limit, or more than 1 MiB of lexemes) is marked
 //! incomplete and is always a candidate.
 //!
-//! Rights are the server's: rows carry their collection, and row-level security lets a role read a
+//! Rights are the server's: every role may select from the tables, but rows carry their collection and row-level security lets a role read a
 //! collection's rows only through membership in its reader role (`dsh_read:<collection>`) and write them
 //! only through its publisher role (`dsh_publish:<collection>`), so hand-written SQL sees what the
 //! plugin sees. The schema is created and migrated by the plugin under an advisory lock, guarded by a
@@ -104,7 +104,7 @@ CREATE POLICY dsh_write ON dsh_sessions FOR ALL USING
     (collection IN (SELECT name FROM dsh_collections c WHERE pg_has_role(current_user, c.publisher, 'MEMBER')));
 CREATE POLICY dsh_write ON dsh_docs FOR ALL USING
     (collection IN (SELECT name FROM dsh_collections c WHERE pg_has_role(current_user, c.publisher, 'MEMBER')));
-GRANT SELECT ON dsh_meta, dsh_state, dsh_collections TO PUBLIC;
+GRANT SELECT ON dsh_meta, dsh_state, dsh_collections, dsh_sessions, dsh_docs TO PUBLIC;
 ";
 
 /// A connection to one server and database.
@@ -157,8 +157,8 @@ fn retryable(e: &postgres::Error) -> bool {
                 || *c == SqlState::QUERY_CANCELED
                 || c.code().starts_with("08")
         }
-        // No SQLSTATE: an I/O failure on the socket.
-        None => true,
+        // No SQLSTATE: an I/O failure on the socket can pass; a parameter of ours that does not convert cannot.
+        None => std::error::Error::source(e).is_some_and(|s| s.is::<std::io::Error>()),
     }
 }
 
@@ -552,7 +552,7 @@ impl IndexBackend for PostgresBackend {
         if !lexemes.is_empty() {
             params.push(Box::new(lexemes.join(" & ")));
             preds.push(format!(
-                "(lexemes @@ ${}::tsquery OR NOT complete)",
+                "(lexemes @@ ${}::text::tsquery OR NOT complete)",
                 params.len()
             ));
         }
