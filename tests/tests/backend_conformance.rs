@@ -1,4 +1,4 @@
-//! One conformance suite over every index backend: the in-memory twin and a PostgreSQL server the test
+//! One conformance suite over every index backend: the in-memory twin, the embedded SQLite file and a PostgreSQL server the test
 //! starts itself (tests::pg). The same writes and searches must answer alike (spec §4: phrase rules,
 //! folding, CJK, filters, ranking, paging), a batch is all or nothing, relabelling and deletion show at
 //! once; the PostgreSQL part adds row-level security, concurrent publishers and a server stopped
@@ -16,6 +16,7 @@ use plugin_core::backend::memory::MemoryBackend;
 use plugin_core::backend::postgres::PostgresBackend;
 use plugin_core::backend::publish::{publish_root, session_write};
 use plugin_core::backend::query::{search_events, search_sessions, Search};
+use plugin_core::backend::sqlite::SqliteBackend;
 use plugin_core::backend::{IndexBackend, NewDoc, SessionWrite, Write};
 use tests::pg::PgServer;
 
@@ -331,6 +332,25 @@ fn fixture_answers(b: &mut dyn IndexBackend) -> Vec<(String, Vec<(String, u64, S
 #[test]
 fn memory_backend_keeps_the_spec_rules() {
     spec_rules(&mut MemoryBackend::new());
+}
+
+#[test]
+fn sqlite_backend_keeps_the_spec_rules() {
+    let dir = tempfile::tempdir().unwrap();
+    spec_rules(&mut SqliteBackend::open(&dir.path().join("index.sqlite")).unwrap());
+}
+
+#[test]
+fn sqlite_answers_the_real_fixtures_searches_as_memory_does() {
+    let Some(writes) = fixture_writes("fixtures") else {
+        return;
+    };
+    let dir = tempfile::tempdir().unwrap();
+    let mut memory = MemoryBackend::new();
+    memory.apply(writes.clone()).unwrap();
+    let mut b = SqliteBackend::open(&dir.path().join("index.sqlite")).unwrap();
+    b.apply(writes).unwrap();
+    assert_eq!(fixture_answers(&mut b), fixture_answers(&mut memory));
 }
 
 #[test]

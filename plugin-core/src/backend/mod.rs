@@ -24,6 +24,7 @@ pub mod postgres;
 pub mod publish;
 
 pub mod query;
+pub mod sqlite;
 
 use dsh_codec::surface::Label;
 use host_api::abi::wire::search::{HitHeader, Range, SessionEventMetadataFilter};
@@ -55,6 +56,8 @@ pub struct SessionWrite {
 }
 
 /// One step of a batch.
+// Steps are built once and moved into the batch: boxing the large variant would buy nothing.
+#[allow(clippy::large_enum_variant)]
 #[derive(Debug, Clone, PartialEq, Eq)]
 pub enum Write {
     Put(SessionWrite),

@@ -107,6 +107,10 @@ CREATE POLICY dsh_write ON dsh_docs FOR ALL USING
 GRANT SELECT ON dsh_meta, dsh_state, dsh_collections, dsh_sessions, dsh_docs TO PUBLIC;
 ";
 
+/// A document ready to insert: sanitised text, its code-point length, its `tsvector` literal and
+/// whether that holds every token.
+type PreparedDoc = (String, i64, String, bool);
+
 /// A connection to one server and database.
 pub struct PostgresBackend {
     url: String,
@@ -191,7 +195,7 @@ impl PostgresBackend {
             url: url.to_string(),
             client,
         };
-        b.with_retry(|c, server| ensure_schema(c, server))?;
+        b.with_retry(ensure_schema)?;
         Ok(b)
     }
 
@@ -470,7 +474,7 @@ impl IndexBackend for PostgresBackend {
     fn apply(&mut self, batch: Vec<Write>) -> Result<Applied, BackendError> {
         let lexer = Lexer::new()?;
         // Tokenise once, outside the retried transaction.
-        let prepared: Vec<(Write, Vec<(String, i64, String, bool)>)> = batch
+        let prepared: Vec<(Write, Vec<PreparedDoc>)> = batch
             .into_iter()
             .map(|w| {
                 let docs = match &w {
