@@ -66,7 +66,10 @@ fn search<'a>(phrases: &'a [String], limit: u64, offset: u64) -> Search<'a> {
     }
 }
 
-/// (session id, seq, snippet) of a cross-session search.
+/// A hit as the suite compares it: (session id, seq, snippet).
+type Hit = (String, u64, String);
+
+/// The hits of a cross-session search.
 fn ids(
     b: &mut dyn IndexBackend,
     q: &str,
@@ -322,7 +325,7 @@ const FIXTURE_QUERIES: &[&str] = &[
 ];
 
 /// The fixtures' searches, as (query, hits) — to compare backends.
-fn fixture_answers(b: &mut dyn IndexBackend) -> Vec<(String, Vec<(String, u64, String)>)> {
+fn fixture_answers(b: &mut dyn IndexBackend) -> Vec<(String, Vec<Hit>)> {
     FIXTURE_QUERIES
         .iter()
         .map(|q| (q.to_string(), ids(b, q, 100, 0).0))
