@@ -589,3 +589,30 @@ fn a_server_stopped_mid_publish_fails_naming_it_and_the_next_publish_repairs() {
     let again = publish_root(&mut b, root.path(), "me@here").unwrap();
     assert_eq!((again.written, again.unchanged), (0, n));
 }
+
+#[test]
+fn a_killed_connection_is_retried_on_a_fresh_one_and_the_batch_lands_once() {
+    let Some(pg) = PgServer::start() else { return };
+    let mut b = PostgresBackend::open(&pg.url()).unwrap();
+    b.create_collection("c").unwrap();
+    b.apply(small_corpus()).unwrap();
+    let g = b.generation().unwrap();
+    let mut su = raw(&pg.url());
+    let killed: i64 = su
+        .query_one(
+            "SELECT count(pg_terminate_backend(pid)) FROM pg_stat_activity
+             WHERE application_name = 'dsh-session-search' AND pid <> pg_backend_pid()",
+            &[],
+        )
+        .unwrap()
+        .get(0);
+    assert!(killed >= 1, "the backend's connection was terminated");
+    let applied = b
+        .apply(vec![Write::Remove {
+            collection: "c".into(),
+            id: "s-cafe".into(),
+        }])
+        .unwrap();
+    assert_eq!(applied.generation, g + 1, "one batch, committed once");
+    assert_eq!(ids(&mut b, "cafe", 10, 0).0, vec![]);
+}
