@@ -86,8 +86,19 @@ pub fn sweep() {
         if !e.file_name().to_string_lossy().starts_with(PREFIX) {
             continue;
         }
-        if read_pid(&dir.join("owner.pid")).is_some_and(alive) {
-            continue;
+        match read_pid(&dir.join("owner.pid")) {
+            Some(owner) if alive(owner) => continue,
+            // A folder another run is still setting up has no owner yet: leave young ones alone.
+            None if e
+                .metadata()
+                .ok()
+                .and_then(|m| m.modified().ok())
+                .and_then(|t| t.elapsed().ok())
+                .is_none_or(|age| age < Duration::from_secs(60)) =>
+            {
+                continue
+            }
+            _ => {}
         }
         if let Some(pm) = read_pid(&dir.join("data/postmaster.pid")) {
             // SAFETY: SIGQUIT to a pid read from that server's own pid file.

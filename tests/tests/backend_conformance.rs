@@ -616,3 +616,26 @@ fn a_killed_connection_is_retried_on_a_fresh_one_and_the_batch_lands_once() {
     assert_eq!(applied.generation, g + 1, "one batch, committed once");
     assert_eq!(ids(&mut b, "cafe", 10, 0).0, vec![]);
 }
+
+#[test]
+fn a_server_left_by_a_killed_test_run_is_swept() {
+    let Some(pg) = PgServer::start() else { return };
+    let pid_file = pg.dir().join("data/postmaster.pid");
+    let postmaster: i32 = std::fs::read_to_string(&pid_file)
+        .unwrap()
+        .lines()
+        .next()
+        .unwrap()
+        .parse()
+        .unwrap();
+    // As if the test process that started it had been killed: its owner is gone.
+    std::fs::write(pg.dir().join("owner.pid"), i32::MAX.to_string()).unwrap();
+    tests::pg::sweep();
+    assert!(!pg.dir().exists(), "the folder is deleted");
+    assert!(
+        !Path::new(&format!("/proc/{postmaster}")).exists()
+            || std::fs::read_to_string(format!("/proc/{postmaster}/stat"))
+                .is_ok_and(|s| s.contains(") Z ")),
+        "the server is stopped"
+    );
+}
