@@ -14,6 +14,7 @@
 //! anything shared with the host (logs, cancellation) goes through `HostContext`, never globals, because
 //! every loaded copy of the plugin has its own statics.
 
+pub mod backend;
 pub mod cancel;
 pub mod config;
 pub mod contain;

@@ -4,6 +4,7 @@
 pub mod corpus_gen;
 pub mod engine;
 pub mod mcp_env;
+pub mod pg;
 
 use std::path::PathBuf;
 

@@ -18,7 +18,7 @@ use rusqlite::ffi;
 use rusqlite::Connection;
 
 /// FTS5 stores at most this many bytes of a token (`FTS5_MAX_TOKEN_SIZE`).
-const MAX_TOKEN_BYTES: usize = 32768;
+pub(crate) const MAX_TOKEN_BYTES: usize = 32768;
 
 /// The callback's "stop here" code: not an SQLite result code the tokenizer itself returns.
 const STOP: c_int = ffi::SQLITE_DONE;
@@ -78,7 +78,7 @@ impl Tokenizer {
 
     /// Runs the tokenizer over `text`, giving `(folded token, byte start)` to `visit` until it returns
     /// `false`.
-    fn tokenize(
+    pub(crate) fn tokenize(
         &self,
         text: &str,
         flags: c_int,

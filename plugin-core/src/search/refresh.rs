@@ -242,7 +242,7 @@ pub(super) fn aborted() -> PluginError {
 }
 
 /// The header columns a hit carries (spec §4.6: no `origin`).
-pub(super) fn hit_header(h: &SessionHeader) -> HitHeader {
+pub fn hit_header(h: &SessionHeader) -> HitHeader {
     HitHeader {
         version: h.version,
         id: h.id.clone(),

@@ -1,0 +1,654 @@
+//! The PostgreSQL backend: a team's shared index, chosen by an index given as a `postgresql://` URL.
+//!
+//! Lexemes are ours ([`super::lexer`]): each document stores its folded tokens as a `tsvector` (no
+//! positions; GIN-indexed), which narrows a query to the documents holding every token; the phrase test
+//! and the span count then run here over the stored text with the same tokenizer, so the server's own
+//! parsers and dictionaries never decide what matches. A document whose tokens cannot all be a
+//! `tsvector` (a token over PostgreSQL's 2 KiB lexeme limit, or more than 1 MiB of lexemes) is marked
+//! incomplete and is always a candidate.
+//!
+//! Rights are the server's: every role may select from the tables, but rows carry their collection and row-level security lets a role read a
+//! collection's rows only through membership in its reader role (`dsh_read:<collection>`) and write them
+//! only through its publisher role (`dsh_publish:<collection>`), so hand-written SQL sees what the
+//! plugin sees. The schema is created and migrated by the plugin under an advisory lock, guarded by a
+//! `dsh_meta` row naming this application and the schema version: a database holding other tables, or
+//! ours at a newer version, is refused untouched.
+//!
+//! Every batch is one transaction; a connection lost or a transaction killed is retried on a fresh
+//! connection a bounded number of times, so a failure leaves the last committed batch and the next
+//! refresh writes again what this one did not finish.
+
+use std::time::Duration;
+
+use dsh_codec::surface::Label;
+use host_api::abi::wire::search::{HitHeader, SessionEventMetadataFilter};
+use postgres::error::SqlState;
+use postgres::types::ToSql;
+use postgres::{Client, NoTls};
+
+use super::lexer::{self, Lexer};
+use super::{
+    Applied, BackendError, DocBody, DocMatch, IndexBackend, MatchQuery, StoredSession, Write,
+};
+use crate::index::cjk;
+use crate::index::store::{label_code, label_of};
+
+/// The schema this build writes.
+pub const SCHEMA_VERSION: i32 = 1;
+/// What `dsh_meta.application` says in a database of ours.
+pub const APPLICATION: &str = "dsh-session-search";
+/// Attempts per operation when the connection or transaction fails in a way a retry can cure.
+pub const ATTEMPTS: u32 = 3;
+/// PostgreSQL refuses lexemes of this many bytes or more.
+const MAX_LEXEME_BYTES: usize = 2047;
+/// PostgreSQL refuses a `tsvector` past 1 MiB; stay well below.
+const MAX_TSVECTOR_BYTES: usize = 1 << 19;
+/// The advisory lock key under which the schema is created or migrated ("DSHQ").
+const SCHEMA_LOCK: i64 = 0x4453_4851;
+
+/// Whether an index location names a PostgreSQL server rather than an SQLite path.
+pub fn is_url(index: &str) -> bool {
+    index.starts_with("postgresql://") || index.starts_with("postgres://")
+}
+
+/// `url` without its password, for messages.
+pub fn redact(url: &str) -> String {
+    let Some((scheme, rest)) = url.split_once("://") else {
+        return url.to_string();
+    };
+    let (auth, tail) = match rest.find('@') {
+        Some(at) if !rest[..at].contains('/') => (&rest[..at], &rest[at..]),
+        _ => return url.to_string(),
+    };
+    match auth.split_once(':') {
+        Some((user, _)) => format!("{scheme}://{user}:***{tail}"),
+        None => format!("{scheme}://{auth}{tail}"),
+    }
+}
+
+const CREATE: &str = "
+CREATE TABLE dsh_meta (key text PRIMARY KEY, value text NOT NULL);
+CREATE TABLE dsh_state (one boolean PRIMARY KEY DEFAULT true CHECK (one), generation bigint NOT NULL);
+INSERT INTO dsh_state (generation) VALUES (0);
+CREATE TABLE dsh_collections (name text PRIMARY KEY, reader text NOT NULL, publisher text NOT NULL);
+CREATE TABLE dsh_sessions (
+    id text PRIMARY KEY,
+    collection text NOT NULL,
+    header jsonb NOT NULL,
+    stamp text NOT NULL,
+    checkpoint bytea,
+    title text,
+    event_count bigint NOT NULL,
+    generation bigint NOT NULL);
+CREATE TABLE dsh_docs (
+    session_id text NOT NULL,
+    collection text NOT NULL,
+    seq bigint NOT NULL,
+    kind text NOT NULL,
+    time bigint NOT NULL,
+    label smallint NOT NULL,
+    len bigint NOT NULL,
+    body text NOT NULL,
+    lexemes tsvector NOT NULL,
+    complete boolean NOT NULL,
+    PRIMARY KEY (session_id, seq));
+CREATE INDEX dsh_docs_lexemes ON dsh_docs USING gin (lexemes);
+CREATE INDEX dsh_docs_incomplete ON dsh_docs (session_id) WHERE NOT complete;
+ALTER TABLE dsh_sessions ENABLE ROW LEVEL SECURITY;
+ALTER TABLE dsh_docs ENABLE ROW LEVEL SECURITY;
+CREATE POLICY dsh_read ON dsh_sessions FOR SELECT USING
+    (collection IN (SELECT name FROM dsh_collections c WHERE pg_has_role(current_user, c.reader, 'MEMBER')));
+CREATE POLICY dsh_read ON dsh_docs FOR SELECT USING
+    (collection IN (SELECT name FROM dsh_collections c WHERE pg_has_role(current_user, c.reader, 'MEMBER')));
+CREATE POLICY dsh_write ON dsh_sessions FOR ALL USING
+    (collection IN (SELECT name FROM dsh_collections c WHERE pg_has_role(current_user, c.publisher, 'MEMBER')));
+CREATE POLICY dsh_write ON dsh_docs FOR ALL USING
+    (collection IN (SELECT name FROM dsh_collections c WHERE pg_has_role(current_user, c.publisher, 'MEMBER')));
+GRANT SELECT ON dsh_meta, dsh_state, dsh_collections, dsh_sessions, dsh_docs TO PUBLIC;
+";
+
+/// A document ready to insert: sanitised text, its code-point length, its `tsvector` literal and
+/// whether that holds every token.
+type PreparedDoc = (String, i64, String, bool);
+
+/// A connection to one server and database.
+pub struct PostgresBackend {
+    url: String,
+    client: Client,
+}
+
+fn quote_ident(s: &str) -> String {
+    format!("\"{}\"", s.replace('"', "\"\""))
+}
+
+/// A token as a `tsvector`/`tsquery` literal element.
+fn quote_lexeme(token: &[u8]) -> String {
+    let t = String::from_utf8_lossy(token);
+    format!("'{}'", t.replace('\\', "\\\\").replace('\'', "''"))
+}
+
+/// The document's distinct tokens as a `tsvector` literal, and whether it holds all of them.
+fn tsvector(tokens: &[Vec<u8>]) -> (String, bool) {
+    let mut distinct: Vec<&Vec<u8>> = tokens.iter().collect();
+    distinct.sort_unstable();
+    distinct.dedup();
+    let mut out = String::new();
+    for t in distinct {
+        if t.is_empty() {
+            continue;
+        }
+        if t.len() >= MAX_LEXEME_BYTES || out.len() > MAX_TSVECTOR_BYTES {
+            return (String::new(), false);
+        }
+        out.push_str(&quote_lexeme(t));
+        out.push(' ');
+    }
+    (out, true)
+}
+
+/// Whether a failure may pass on a fresh connection or a new transaction.
+fn retryable(e: &postgres::Error) -> bool {
+    if e.is_closed() {
+        return true;
+    }
+    match e.code() {
+        Some(c) => {
+            *c == SqlState::T_R_SERIALIZATION_FAILURE
+                || *c == SqlState::T_R_DEADLOCK_DETECTED
+                || *c == SqlState::ADMIN_SHUTDOWN
+                || *c == SqlState::CRASH_SHUTDOWN
+                || *c == SqlState::CANNOT_CONNECT_NOW
+                || *c == SqlState::QUERY_CANCELED
+                || c.code().starts_with("08")
+        }
+        // No SQLSTATE: an I/O failure on the socket can pass; a parameter of ours that does not convert cannot.
+        None => std::error::Error::source(e).is_some_and(|s| s.is::<std::io::Error>()),
+    }
+}
+
+fn cause(e: &postgres::Error) -> String {
+    match e.as_db_error() {
+        Some(db) => format!("{} ({})", db.message(), db.code().code()),
+        None => {
+            let mut s = e.to_string();
+            let mut source = std::error::Error::source(e);
+            while let Some(inner) = source {
+                s.push_str(": ");
+                s.push_str(&inner.to_string());
+                source = inner.source();
+            }
+            s
+        }
+    }
+}
+
+fn header_json(h: &HitHeader) -> String {
+    serde_json::to_string(h).unwrap_or_else(|_| "null".into())
+}
+
+impl PostgresBackend {
+    /// Connects to `url`, then creates or migrates the schema; a database that holds something else is
+    /// refused untouched.
+    pub fn open(url: &str) -> Result<Self, BackendError> {
+        let client = Self::connect(url)?;
+        let mut b = Self {
+            url: url.to_string(),
+            client,
+        };
+        b.with_retry(ensure_schema)?;
+        Ok(b)
+    }
+
+    fn connect(url: &str) -> Result<Client, BackendError> {
+        let mut config: postgres::Config =
+            url.parse()
+                .map_err(|e: postgres::Error| BackendError::Unreachable {
+                    server: redact(url),
+                    cause: format!("not a PostgreSQL URL: {}", cause(&e)),
+                })?;
+        config.connect_timeout(Duration::from_secs(5));
+        config.application_name("dsh-session-search");
+        config
+            .connect(NoTls)
+            .map_err(|e| BackendError::Unreachable {
+                server: redact(url),
+                cause: cause(&e),
+            })
+    }
+
+    /// Runs `op`, reconnecting and running it again (at most [`ATTEMPTS`] in all) when the connection
+    /// was lost or the transaction killed; `op` is one transaction, so a retry never doubles a write.
+    fn with_retry<T>(
+        &mut self,
+        mut op: impl FnMut(&mut Client, &str) -> Result<T, OpError>,
+    ) -> Result<T, BackendError> {
+        let server = redact(&self.url);
+        let mut last = String::new();
+        for attempt in 0..ATTEMPTS {
+            if attempt > 0 {
+                std::thread::sleep(Duration::from_millis(100 << attempt));
+                match Self::connect(&self.url) {
+                    Ok(c) => self.client = c,
+                    Err(e) => {
+                        last = e.to_string();
+                        continue;
+                    }
+                }
+            }
+            match op(&mut self.client, &server) {
+                Ok(v) => return Ok(v),
+                Err(OpError::Backend(e)) => return Err(e),
+                Err(OpError::Pg(e)) if retryable(&e) => last = cause(&e),
+                Err(OpError::Pg(e)) => {
+                    return Err(BackendError::Failed {
+                        server,
+                        cause: cause(&e),
+                    })
+                }
+            }
+        }
+        Err(BackendError::Unreachable {
+            server,
+            cause: format!("{last} (gave up after {ATTEMPTS} attempts)"),
+        })
+    }
+
+    /// Creates collection `name` with its reader and publisher roles (an administrator's step; idempotent).
+    pub fn create_collection(&mut self, name: &str) -> Result<(), BackendError> {
+        let reader = format!("dsh_read:{name}");
+        let publisher = format!("dsh_publish:{name}");
+        self.with_retry(|c, _| {
+            let mut tx = c.transaction()?;
+            tx.execute("SELECT pg_advisory_xact_lock($1)", &[&SCHEMA_LOCK])?;
+            for role in [&reader, &publisher] {
+                let exists: bool = tx
+                    .query_one("SELECT EXISTS (SELECT 1 FROM pg_roles WHERE rolname = $1)", &[role])?
+                    .get(0);
+                if !exists {
+                    tx.batch_execute(&format!("CREATE ROLE {} NOLOGIN", quote_ident(role)))?;
+                }
+            }
+            let (r, p) = (quote_ident(&reader), quote_ident(&publisher));
+            tx.batch_execute(&format!(
+                "GRANT {r} TO {p};
+                 GRANT SELECT ON dsh_sessions, dsh_docs TO {r};
+                 GRANT INSERT, UPDATE, DELETE ON dsh_sessions, dsh_docs TO {p};
+                 GRANT UPDATE ON dsh_state TO {p};"
+            ))?;
+            tx.execute(
+                "INSERT INTO dsh_collections (name, reader, publisher) VALUES ($1, $2, $3) ON CONFLICT (name) DO NOTHING",
+                &[&name, &reader, &publisher],
+            )?;
+            tx.commit()?;
+            Ok(())
+        })
+    }
+
+    /// Lets `role` read collection `name` (an administrator's step).
+    pub fn grant_read(&mut self, name: &str, role: &str) -> Result<(), BackendError> {
+        let sql = format!(
+            "GRANT {} TO {}",
+            quote_ident(&format!("dsh_read:{name}")),
+            quote_ident(role)
+        );
+        self.with_retry(|c, _| Ok(c.batch_execute(&sql)?))
+    }
+
+    /// Lets `role` publish into collection `name` (an administrator's step).
+    pub fn grant_publish(&mut self, name: &str, role: &str) -> Result<(), BackendError> {
+        let sql = format!(
+            "GRANT {} TO {}",
+            quote_ident(&format!("dsh_publish:{name}")),
+            quote_ident(role)
+        );
+        self.with_retry(|c, _| Ok(c.batch_execute(&sql)?))
+    }
+}
+
+/// What one attempt failed with: a server error (maybe retried) or a verdict of ours (never retried).
+enum OpError {
+    Pg(postgres::Error),
+    Backend(BackendError),
+}
+
+impl From<postgres::Error> for OpError {
+    fn from(e: postgres::Error) -> Self {
+        Self::Pg(e)
+    }
+}
+
+impl From<BackendError> for OpError {
+    fn from(e: BackendError) -> Self {
+        Self::Backend(e)
+    }
+}
+
+fn ensure_schema(c: &mut Client, server: &str) -> Result<(), OpError> {
+    let foreign = |cause: String| {
+        OpError::Backend(BackendError::Foreign {
+            server: server.to_string(),
+            cause,
+        })
+    };
+    let mut tx = c.transaction()?;
+    tx.execute("SELECT pg_advisory_xact_lock($1)", &[&SCHEMA_LOCK])?;
+    let tables: Vec<String> = tx
+        .query(
+            "SELECT c.relname FROM pg_class c JOIN pg_namespace n ON n.oid = c.relnamespace
+             WHERE c.relkind IN ('r', 'p', 'v', 'm', 'f') AND n.nspname = current_schema()
+             ORDER BY 1",
+            &[],
+        )?
+        .iter()
+        .map(|r| r.get(0))
+        .collect();
+    if tables.is_empty() {
+        tx.batch_execute(CREATE)?;
+        tx.execute(
+            "INSERT INTO dsh_meta (key, value) VALUES ('application', $1), ('schema', $2)",
+            &[&APPLICATION, &SCHEMA_VERSION.to_string()],
+        )?;
+        tx.commit()?;
+        return Ok(());
+    }
+    if !tables.iter().any(|t| t == "dsh_meta") {
+        return Err(foreign(format!(
+            "it has tables ({}) but no dsh_meta",
+            tables.join(", ")
+        )));
+    }
+    let meta: Vec<(String, String)> = tx
+        .query("SELECT key, value FROM dsh_meta", &[])?
+        .iter()
+        .map(|r| (r.get(0), r.get(1)))
+        .collect();
+    let get = |k: &str| {
+        meta.iter()
+            .find(|(key, _)| key == k)
+            .map(|(_, v)| v.clone())
+    };
+    if get("application").as_deref() != Some(APPLICATION) {
+        return Err(foreign(format!(
+            "dsh_meta names application {:?}, not {APPLICATION:?}",
+            get("application").unwrap_or_default()
+        )));
+    }
+    let version: i32 = get("schema").and_then(|v| v.parse().ok()).unwrap_or(0);
+    if version > SCHEMA_VERSION {
+        return Err(foreign(format!(
+            "its schema version {version} is newer than this plugin's {SCHEMA_VERSION}"
+        )));
+    }
+    // Migrations from older versions go here, each in this same transaction; version 1 is the first.
+    if version < 1 {
+        return Err(foreign(format!(
+            "its schema version {version} is not one this plugin wrote"
+        )));
+    }
+    tx.commit()?;
+    Ok(())
+}
+
+fn event_predicates(
+    events: &[SessionEventMetadataFilter],
+    params: &mut Vec<Box<dyn ToSql + Sync>>,
+    out: &mut Vec<String>,
+) {
+    let bind = |params: &mut Vec<Box<dyn ToSql + Sync>>, v: Box<dyn ToSql + Sync>| {
+        params.push(v);
+        format!("${}", params.len())
+    };
+    for f in events {
+        match f {
+            SessionEventMetadataFilter::Seq(r) | SessionEventMetadataFilter::Time(r) => {
+                let col = if matches!(f, SessionEventMetadataFilter::Seq(_)) {
+                    "seq"
+                } else {
+                    "time"
+                };
+                if let Some(from) = r.from {
+                    let p = bind(params, Box::new(from));
+                    out.push(format!("{col}::float8 >= {p}"));
+                }
+                if let Some(to) = r.to {
+                    let p = bind(params, Box::new(to));
+                    out.push(format!("{col}::float8 <= {p}"));
+                }
+            }
+            SessionEventMetadataFilter::Type { values } => {
+                let p = bind(params, Box::new(values.clone()));
+                out.push(format!("kind = ANY({p}::text[])"));
+            }
+            SessionEventMetadataFilter::Surface { values } => {
+                let codes: Vec<i16> = Label::ALL
+                    .iter()
+                    .filter(|l| values.iter().any(|v| v == l.as_str()))
+                    .map(|l| label_code(*l) as i16)
+                    .collect();
+                let p = bind(params, Box::new(codes));
+                out.push(format!("label = ANY({p}::smallint[])"));
+            }
+        }
+    }
+}
+
+impl IndexBackend for PostgresBackend {
+    fn server(&self) -> String {
+        redact(&self.url)
+    }
+
+    fn generation(&mut self) -> Result<u64, BackendError> {
+        self.with_retry(|c, _| {
+            Ok(c.query_one("SELECT generation FROM dsh_state", &[])?
+                .get::<_, i64>(0) as u64)
+        })
+    }
+
+    fn sessions(&mut self) -> Result<Vec<StoredSession>, BackendError> {
+        self.with_retry(|c, server| {
+            let rows = c.query(
+                "SELECT collection, header::text, stamp, checkpoint, title, event_count, generation FROM dsh_sessions",
+                &[],
+            )?;
+            rows.iter()
+                .map(|r| {
+                    let header: String = r.get(1);
+                    let header = serde_json::from_str(&header).map_err(|e| BackendError::Failed {
+                        server: server.to_string(),
+                        cause: format!("a stored header does not read: {e}"),
+                    })?;
+                    Ok(StoredSession {
+                        collection: r.get(0),
+                        header,
+                        stamp: r.get(2),
+                        checkpoint: r.get(3),
+                        title: r.get(4),
+                        event_count: r.get::<_, i64>(5) as u64,
+                        generation: r.get::<_, i64>(6) as u64,
+                    })
+                })
+                .collect()
+        })
+    }
+
+    fn apply(&mut self, batch: Vec<Write>) -> Result<Applied, BackendError> {
+        let lexer = Lexer::new()?;
+        // Tokenise once, outside the retried transaction.
+        let prepared: Vec<(Write, Vec<PreparedDoc>)> = batch
+            .into_iter()
+            .map(|w| {
+                let docs = match &w {
+                    Write::Put(p) => p
+                        .docs
+                        .iter()
+                        .map(|d| {
+                            let text = cjk::sanitize(&d.text).into_owned();
+                            let (lex, complete) = tsvector(&lexer.tokens(&text)?);
+                            let len = dsh_codec::text::codepoint_len(&text) as i64;
+                            Ok((text, len, lex, complete))
+                        })
+                        .collect::<Result<Vec<_>, BackendError>>()?,
+                    Write::Remove { .. } => Vec::new(),
+                };
+                Ok((w, docs))
+            })
+            .collect::<Result<_, BackendError>>()?;
+        self.with_retry(|c, _| {
+            let mut tx = c.transaction()?;
+            let mut conflicts = Vec::new();
+            // The generation row is locked first so that concurrent publishers' batches serialise.
+            let generation: i64 = tx
+                .query_one("UPDATE dsh_state SET generation = generation + 1 RETURNING generation", &[])?
+                .get(0);
+            for (w, docs) in &prepared {
+                match w {
+                    Write::Remove { collection, id } => {
+                        tx.execute("DELETE FROM dsh_docs WHERE session_id = $1 AND collection = $2", &[id, collection])?;
+                        tx.execute("DELETE FROM dsh_sessions WHERE id = $1 AND collection = $2", &[id, collection])?;
+                    }
+                    Write::Put(p) => {
+                        let id = &p.header.id;
+                        tx.execute("DELETE FROM dsh_docs WHERE session_id = $1 AND collection = $2", &[id, &p.collection])?;
+                        tx.execute("DELETE FROM dsh_sessions WHERE id = $1 AND collection = $2", &[id, &p.collection])?;
+                        let inserted = tx.execute(
+                            "INSERT INTO dsh_sessions (id, collection, header, stamp, checkpoint, title, event_count, generation)
+                             VALUES ($1, $2, $3::text::jsonb, $4, $5, $6, $7, $8) ON CONFLICT (id) DO NOTHING",
+                            &[id, &p.collection, &header_json(&p.header), &p.stamp, &p.checkpoint, &p.title,
+                              &(p.event_count as i64), &generation],
+                        )?;
+                        if inserted == 0 {
+                            conflicts.push(id.clone());
+                            continue;
+                        }
+                        let seqs: Vec<i64> = p.docs.iter().map(|d| d.seq as i64).collect();
+                        let kinds: Vec<&str> = p.docs.iter().map(|d| d.kind.as_str()).collect();
+                        let times: Vec<i64> = p.docs.iter().map(|d| d.time).collect();
+                        let labels: Vec<i16> = p.docs.iter().map(|d| label_code(d.label) as i16).collect();
+                        let lens: Vec<i64> = docs.iter().map(|d| d.1).collect();
+                        let bodies: Vec<&str> = docs.iter().map(|d| d.0.as_str()).collect();
+                        let lexemes: Vec<&str> = docs.iter().map(|d| d.2.as_str()).collect();
+                        let complete: Vec<bool> = docs.iter().map(|d| d.3).collect();
+                        tx.execute(
+                            "INSERT INTO dsh_docs (session_id, collection, seq, kind, time, label, len, body, lexemes, complete)
+                             SELECT $1, $2, u.seq, u.kind, u.time, u.label, u.len, u.body, u.lexemes::tsvector, u.complete
+                             FROM unnest($3::bigint[], $4::text[], $5::bigint[], $6::smallint[], $7::bigint[], $8::text[], $9::text[], $10::bool[])
+                                  AS u(seq, kind, time, label, len, body, lexemes, complete)",
+                            &[id, &p.collection, &seqs, &kinds, &times, &labels, &lens, &bodies, &lexemes, &complete],
+                        )?;
+                    }
+                }
+            }
+            tx.commit()?;
+            Ok(Applied { generation: generation as u64, conflicts })
+        })
+    }
+
+    fn matches(&mut self, q: &MatchQuery<'_>) -> Result<Vec<DocMatch>, BackendError> {
+        let mut params: Vec<Box<dyn ToSql + Sync>> = Vec::new();
+        let mut preds = Vec::new();
+        let lexemes: Vec<String> = q
+            .phrases
+            .iter()
+            .flatten()
+            .filter(|t| !t.is_empty() && t.len() < MAX_LEXEME_BYTES)
+            .map(|t| quote_lexeme(t))
+            .collect();
+        if !lexemes.is_empty() {
+            params.push(Box::new(lexemes.join(" & ")));
+            preds.push(format!(
+                "(lexemes @@ ${}::text::tsquery OR NOT complete)",
+                params.len()
+            ));
+        }
+        if let Some(id) = q.session {
+            params.push(Box::new(id.to_string()));
+            preds.push(format!("session_id = ${}", params.len()));
+        }
+        event_predicates(q.events, &mut params, &mut preds);
+        let sql = format!(
+            "SELECT session_id, seq, time, len, body FROM dsh_docs{}",
+            if preds.is_empty() {
+                String::new()
+            } else {
+                format!(" WHERE {}", preds.join(" AND "))
+            }
+        );
+        let rows = self.with_retry(|c, _| {
+            let refs: Vec<&(dyn ToSql + Sync)> = params.iter().map(|p| p.as_ref()).collect();
+            Ok(c.query(&sql, &refs)?)
+        })?;
+        let lexer = Lexer::new()?;
+        let mut out = Vec::new();
+        for r in rows {
+            let body: &str = r.get(4);
+            if let Some(spans) = lexer::spans(&lexer.tokens(body)?, q.phrases) {
+                out.push(DocMatch {
+                    session: r.get(0),
+                    seq: r.get::<_, i64>(1) as u64,
+                    time: r.get(2),
+                    len: r.get(3),
+                    spans,
+                });
+            }
+        }
+        Ok(out)
+    }
+
+    fn bodies(&mut self, docs: &[(String, u64)]) -> Result<Vec<DocBody>, BackendError> {
+        let ids: Vec<&str> = docs.iter().map(|d| d.0.as_str()).collect();
+        let seqs: Vec<i64> = docs.iter().map(|d| d.1 as i64).collect();
+        let rows = self.with_retry(|c, _| {
+            Ok(c.query(
+                "SELECT k.ord, d.kind, d.label, d.body
+                 FROM unnest($1::text[], $2::bigint[]) WITH ORDINALITY AS k(id, seq, ord)
+                 JOIN dsh_docs d ON d.session_id = k.id AND d.seq = k.seq ORDER BY k.ord",
+                &[&ids, &seqs],
+            )?)
+        })?;
+        if rows.len() != docs.len() {
+            return Err(BackendError::Failed {
+                server: self.server(),
+                cause: format!(
+                    "{} of {} documents are gone",
+                    docs.len() - rows.len(),
+                    docs.len()
+                ),
+            });
+        }
+        Ok(rows
+            .iter()
+            .map(|r| DocBody {
+                kind: r.get(1),
+                label: label_of(i64::from(r.get::<_, i16>(2))),
+                text: r.get(3),
+            })
+            .collect())
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn urls_are_told_from_paths_and_passwords_never_shown() {
+        assert!(is_url("postgresql://u@h/db"));
+        assert!(!is_url("/var/index.sqlite"));
+        assert_eq!(
+            redact("postgresql://alice:s3cret@db.example/team"),
+            "postgresql://alice:***@db.example/team"
+        );
+        assert_eq!(
+            redact("postgresql:///team?host=/tmp"),
+            "postgresql:///team?host=/tmp"
+        );
+    }
+
+    #[test]
+    fn tsvector_quotes_and_gives_up_on_huge_lexemes() {
+        let (v, complete) = tsvector(&[b"it's".to_vec(), b"a\\b".to_vec(), b"it's".to_vec()]);
+        assert!(complete);
+        assert_eq!(v, "'a\\\\b' 'it''s' ");
+        assert!(!tsvector(&[vec![b'x'; 3000]]).1);
+    }
+}
