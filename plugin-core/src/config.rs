@@ -5,10 +5,11 @@ use std::path::PathBuf;
 use host_api::abi::{ErrorCode, PluginError};
 use serde::Deserialize;
 
-/// What the host passes to the plugin's constructor. Unknown keys are refused so a typo is not silently
-/// ignored.
+/// What the host passes to the plugin's constructor. The document is open: a key this build does not
+/// know (one a newer host added, or a typo) is ignored, never refused, and listed in `diagnostics`
+/// (`unknownConfigKeys`) and the host's log, so a typo is still seen.
 #[derive(Debug, Clone, PartialEq, Eq, Deserialize)]
-#[serde(deny_unknown_fields, rename_all = "camelCase")]
+#[serde(rename_all = "camelCase")]
 pub struct Config {
     /// The derived SQLite index. Only the plugin opens it, one generation at a time.
     pub index_path: Option<PathBuf>,
@@ -60,6 +61,9 @@ pub struct Config {
     /// against the index by `stat` alone.
     #[serde(default = "default_long_lived")]
     pub long_lived: bool,
+    /// The keys of the document this build does not know, as paths (`a.b`), in document order.
+    #[serde(skip)]
+    pub unknown_keys: Vec<String>,
 }
 
 fn default_long_lived() -> bool {
@@ -126,6 +130,7 @@ impl Default for Config {
             snippet_chars: default_snippet_chars(),
             open_at: OpenAt::default(),
             long_lived: default_long_lived(),
+            unknown_keys: Vec::new(),
         }
     }
 }
@@ -140,12 +145,18 @@ impl Config {
         if let Ok(value) = serde_json::from_str::<serde_json::Value>(text) {
             crate::reference::check_config(&value)?;
         }
-        let config: Self = serde_json::from_str(text).map_err(|e| {
-            PluginError::new(
-                ErrorCode::SessionQueryInvalidConfig,
-                format!("invalid plugin config: {e}"),
-            )
-        })?;
+        let mut unknown = Vec::new();
+        let mut config: Self =
+            serde_ignored::deserialize(&mut serde_json::Deserializer::from_str(text), |path| {
+                unknown.push(path.to_string())
+            })
+            .map_err(|e| {
+                PluginError::new(
+                    ErrorCode::SessionQueryInvalidConfig,
+                    format!("invalid plugin config: {e}"),
+                )
+            })?;
+        config.unknown_keys = unknown;
         for (name, path) in [
             ("indexPath", &config.index_path),
             ("claudeProjects", &config.claude_projects),
@@ -194,13 +205,15 @@ mod tests {
     use super::*;
 
     #[test]
-    fn parses_defaults_and_refuses_unknown_keys() {
+    fn parses_defaults_and_keeps_unknown_keys_as_a_report_not_a_refusal() {
         assert_eq!(Config::parse("").unwrap(), Config::default());
         let c = Config::parse(r#"{"indexPath":"/tmp/i.sqlite","readWindowMax":3}"#).unwrap();
         assert_eq!(c.read_window_max, 3);
-        let err = Config::parse(r#"{"indexPth":"x"}"#).unwrap_err();
-        assert_eq!(err.code, ErrorCode::SessionQueryInvalidConfig);
-        assert!(err.message.contains("indexPth"));
+        assert!(c.unknown_keys.is_empty());
+        let c = Config::parse(r#"{"indexPth":"x","fromANewerHost":{"deep":1},"readWindowMax":4}"#)
+            .unwrap();
+        assert_eq!(c.unknown_keys, ["indexPth", "fromANewerHost"]);
+        assert_eq!((c.index_path, c.read_window_max), (None, 4));
         assert_eq!(
             Config::parse(r#"{"readWindowMax":-1}"#).unwrap_err().code,
             ErrorCode::SessionQueryInvalidConfig
