@@ -12,15 +12,18 @@ use serde::Deserialize;
 #[serde(rename_all = "camelCase")]
 pub struct Config {
     /// The derived SQLite index. Only the plugin opens it, one generation at a time.
+    #[serde(default, deserialize_with = "de_path")]
     pub index_path: Option<PathBuf>,
-    /// Overrides the sessions root the host lends through `HostContext`.
+    /// Overrides the sessions root the host lends through `HostContext` (whose string cannot hold
+    /// a name that is not UTF-8; here it can: `{"bytes": [..]}`).
+    #[serde(default, deserialize_with = "de_path")]
     pub sessions_root: Option<PathBuf>,
     /// Claude Code's `projects` folder, read read-only beside the sessions root. No default here: the
     /// host decides whether `~/.claude/projects` is read.
-    #[serde(default)]
+    #[serde(default, deserialize_with = "de_path")]
     pub claude_projects: Option<PathBuf>,
     /// Codex's home folder (`sessions/`, `archived_sessions/`), read read-only. No default here.
-    #[serde(default)]
+    #[serde(default, deserialize_with = "de_path")]
     pub codex_home: Option<PathBuf>,
     /// `readEvent`'s largest `before`/`after` (spec §4.9 `readWindowMax`).
     #[serde(default = "default_read_window_max")]
@@ -64,6 +67,21 @@ pub struct Config {
     /// The keys of the document this build does not know, as paths (`a.b`), in document order.
     #[serde(skip)]
     pub unknown_keys: Vec<String>,
+}
+
+/// A path key: a string, or `{"bytes": [..]}` for a path that is not UTF-8 (null: none).
+fn de_path<'de, D: serde::Deserializer<'de>>(d: D) -> Result<Option<PathBuf>, D::Error> {
+    let value = serde_json::Value::deserialize(d)?;
+    if value.is_null() {
+        return Ok(None);
+    }
+    host_api::abi::config::path_from_value(&value)
+        .map(Some)
+        .ok_or_else(|| {
+            serde::de::Error::custom(format!(
+                "a path must be a string or {{\"bytes\": [..]}}, not {value}"
+            ))
+        })
 }
 
 fn default_long_lived() -> bool {
@@ -235,6 +253,15 @@ mod tests {
         );
         assert_eq!(c.codex_home, Some(PathBuf::from("/h/.codex")));
         assert_eq!(Config::parse("{}").unwrap().claude_projects, None);
+        let c =
+            Config::parse(r#"{"sessionsRoot":{"bytes":[47,115,255]},"indexPath":null}"#).unwrap();
+        use std::os::unix::ffi::OsStrExt;
+        assert_eq!(c.sessions_root.unwrap().as_os_str().as_bytes(), b"/s\xff");
+        assert_eq!(c.index_path, None);
+        assert_eq!(
+            Config::parse(r#"{"sessionsRoot":7}"#).unwrap_err().code,
+            ErrorCode::SessionQueryInvalidConfig
+        );
         for bad in [r#"{"claudeProjects":""}"#, r#"{"codexHome":""}"#] {
             let err = Config::parse(bad).unwrap_err();
             assert_eq!(err.code, ErrorCode::SessionQueryInvalidConfig, "{bad}");

@@ -156,7 +156,7 @@ fn an_invalid_config_refuses_the_instance_with_a_clear_error() {
     let (_dir, plugins) = host::plugin_folder(&libs().plugin);
     let shared = sample_host::Shared::new(None, false);
     let host = sample_host::PluginHost::start(
-        sample_host::HostOptions::new(&plugins, r#"{"indexPth": 1}"#),
+        sample_host::HostOptions::new(&plugins, r#"{"snippetChars": 0}"#),
         shared,
     )
     .unwrap();
@@ -166,7 +166,7 @@ fn an_invalid_config_refuses_the_instance_with_a_clear_error() {
         SlotState::Refused { code, reason } => {
             assert_eq!(code, "init-failed");
             assert!(
-                reason.contains("SESSION_QUERY_INVALID_CONFIG") && reason.contains("indexPth"),
+                reason.contains("SESSION_QUERY_INVALID_CONFIG") && reason.contains("snippetChars"),
                 "{reason}"
             );
         }

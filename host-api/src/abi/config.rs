@@ -5,7 +5,9 @@
 //! on plugins ignore unknown keys and report them in `diagnostics`; for the older ones the host sends
 //! only the keys their minor knows ([`fit_for`]).
 
-use serde_json::{Map, Value};
+use std::path::{Path, PathBuf};
+
+use serde_json::{json, Map, Value};
 
 use super::version::ContractVersion;
 
@@ -42,9 +44,60 @@ pub fn fit_for(
     (fitted, dropped)
 }
 
+/// A path as a config value: a JSON string when it is UTF-8, else `{"bytes": [..]}` with the OS's
+/// bytes (a JSON string cannot hold them, and a lossy one names another file). Hosts send the object
+/// form only for a path that needs it, so a plugin from before 2.2 never sees one for a path it could
+/// have read.
+pub fn path_value(path: &Path) -> Value {
+    match path.to_str() {
+        Some(text) => Value::String(text.to_string()),
+        None => {
+            use std::os::unix::ffi::OsStrExt;
+            json!({ "bytes": path.as_os_str().as_bytes() })
+        }
+    }
+}
+
+/// The path a config value names ([`path_value`]'s inverse); `None` when it is neither form.
+pub fn path_from_value(value: &Value) -> Option<PathBuf> {
+    match value {
+        Value::String(text) => Some(PathBuf::from(text)),
+        Value::Object(object) if object.len() == 1 => {
+            use std::os::unix::ffi::OsStringExt;
+            let bytes = object
+                .get("bytes")?
+                .as_array()?
+                .iter()
+                .map(|b| b.as_u64().and_then(|b| u8::try_from(b).ok()))
+                .collect::<Option<Vec<u8>>>()?;
+            Some(PathBuf::from(std::ffi::OsString::from_vec(bytes)))
+        }
+        _ => None,
+    }
+}
+
 #[cfg(test)]
 mod tests {
     use super::*;
+
+    #[test]
+    fn a_path_that_is_not_utf8_crosses_as_its_bytes() {
+        use std::os::unix::ffi::OsStrExt;
+        let odd = Path::new(std::ffi::OsStr::from_bytes(b"/tmp/sessions-\xff"));
+        let value = path_value(odd);
+        assert!(value.is_object(), "{value}");
+        assert_eq!(path_from_value(&value).as_deref(), Some(odd));
+        assert_eq!(path_value(Path::new("/a/b")), json!("/a/b"));
+        assert_eq!(path_from_value(&json!("/a/b")), Some(PathBuf::from("/a/b")));
+        for bad in [
+            json!(1),
+            json!({"bytes": [256]}),
+            json!({"bytes": "x"}),
+            json!({"other": 1}),
+        ] {
+            assert_eq!(path_from_value(&bad), None, "{bad}");
+        }
+    }
 
     #[test]
     fn an_older_plugin_is_sent_only_the_keys_its_minor_knows() {
