@@ -30,10 +30,12 @@ pub fn fit_for(
     let mut dropped = Vec::new();
     let fitted = config
         .iter()
-        .filter(|(key, _)| {
+        .filter(|(key, value)| {
+            // A path in bytes is 2.2's form too: an older plugin reads only strings.
             let newer = KEYS_SINCE
                 .iter()
-                .any(|(known, since)| known == key && !contract.has_minor(*since));
+                .any(|(known, since)| known == key && !contract.has_minor(*since))
+                || (value.is_object() && path_from_value(value).is_some());
             if newer {
                 dropped.push(key.to_string());
             }
@@ -112,10 +114,16 @@ mod tests {
                 ["indexPath", "snippetChars"],
                 "2.{minor}"
             );
-            assert_eq!(dropped, ["claudeProjects", "codexHome", "longLived"]);
+            assert_eq!(dropped, ["longLived", "claudeProjects", "codexHome"]);
         }
         let (fitted, dropped) = fit_for(ContractVersion { major: 2, minor: 2 }, &config);
         assert_eq!(fitted, config);
         assert!(dropped.is_empty());
+        let bytes: Map<String, Value> =
+            serde_json::from_str(r#"{"sessionsRoot":{"bytes":[47,255]},"indexPath":"/i"}"#)
+                .unwrap();
+        let (fitted, dropped) = fit_for(ContractVersion { major: 2, minor: 1 }, &bytes);
+        assert_eq!(fitted.keys().collect::<Vec<_>>(), ["indexPath"]);
+        assert_eq!(dropped, ["sessionsRoot"]);
     }
 }
