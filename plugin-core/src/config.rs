@@ -5,21 +5,25 @@ use std::path::PathBuf;
 use host_api::abi::{ErrorCode, PluginError};
 use serde::Deserialize;
 
-/// What the host passes to the plugin's constructor. Unknown keys are refused so a typo is not silently
-/// ignored.
+/// What the host passes to the plugin's constructor. The document is open: a key this build does not
+/// know (one a newer host added, or a typo) is ignored, never refused, and listed in `diagnostics`
+/// (`unknownConfigKeys`) and the host's log, so a typo is still seen.
 #[derive(Debug, Clone, PartialEq, Eq, Deserialize)]
-#[serde(deny_unknown_fields, rename_all = "camelCase")]
+#[serde(rename_all = "camelCase")]
 pub struct Config {
     /// The derived SQLite index. Only the plugin opens it, one generation at a time.
+    #[serde(default, deserialize_with = "de_path")]
     pub index_path: Option<PathBuf>,
-    /// Overrides the sessions root the host lends through `HostContext`.
+    /// Overrides the sessions root the host lends through `HostContext` (whose string cannot hold
+    /// a name that is not UTF-8; here it can: `{"bytes": [..]}`).
+    #[serde(default, deserialize_with = "de_path")]
     pub sessions_root: Option<PathBuf>,
     /// Claude Code's `projects` folder, read read-only beside the sessions root. No default here: the
     /// host decides whether `~/.claude/projects` is read.
-    #[serde(default)]
+    #[serde(default, deserialize_with = "de_path")]
     pub claude_projects: Option<PathBuf>,
     /// Codex's home folder (`sessions/`, `archived_sessions/`), read read-only. No default here.
-    #[serde(default)]
+    #[serde(default, deserialize_with = "de_path")]
     pub codex_home: Option<PathBuf>,
     /// `readEvent`'s largest `before`/`after` (spec §4.9 `readWindowMax`).
     #[serde(default = "default_read_window_max")]
@@ -60,6 +64,24 @@ pub struct Config {
     /// against the index by `stat` alone.
     #[serde(default = "default_long_lived")]
     pub long_lived: bool,
+    /// The keys of the document this build does not know, as paths (`a.b`), in document order.
+    #[serde(skip)]
+    pub unknown_keys: Vec<String>,
+}
+
+/// A path key: a string, or `{"bytes": [..]}` for a path that is not UTF-8 (null: none).
+fn de_path<'de, D: serde::Deserializer<'de>>(d: D) -> Result<Option<PathBuf>, D::Error> {
+    let value = serde_json::Value::deserialize(d)?;
+    if value.is_null() {
+        return Ok(None);
+    }
+    host_api::abi::config::path_from_value(&value)
+        .map(Some)
+        .ok_or_else(|| {
+            serde::de::Error::custom(format!(
+                "a path must be a string or {{\"bytes\": [..]}}, not {value}"
+            ))
+        })
 }
 
 fn default_long_lived() -> bool {
@@ -126,6 +148,7 @@ impl Default for Config {
             snippet_chars: default_snippet_chars(),
             open_at: OpenAt::default(),
             long_lived: default_long_lived(),
+            unknown_keys: Vec::new(),
         }
     }
 }
@@ -140,12 +163,18 @@ impl Config {
         if let Ok(value) = serde_json::from_str::<serde_json::Value>(text) {
             crate::reference::check_config(&value)?;
         }
-        let config: Self = serde_json::from_str(text).map_err(|e| {
-            PluginError::new(
-                ErrorCode::SessionQueryInvalidConfig,
-                format!("invalid plugin config: {e}"),
-            )
-        })?;
+        let mut unknown = Vec::new();
+        let mut config: Self =
+            serde_ignored::deserialize(&mut serde_json::Deserializer::from_str(text), |path| {
+                unknown.push(path.to_string())
+            })
+            .map_err(|e| {
+                PluginError::new(
+                    ErrorCode::SessionQueryInvalidConfig,
+                    format!("invalid plugin config: {e}"),
+                )
+            })?;
+        config.unknown_keys = unknown;
         for (name, path) in [
             ("indexPath", &config.index_path),
             ("claudeProjects", &config.claude_projects),
@@ -194,13 +223,15 @@ mod tests {
     use super::*;
 
     #[test]
-    fn parses_defaults_and_refuses_unknown_keys() {
+    fn parses_defaults_and_keeps_unknown_keys_as_a_report_not_a_refusal() {
         assert_eq!(Config::parse("").unwrap(), Config::default());
         let c = Config::parse(r#"{"indexPath":"/tmp/i.sqlite","readWindowMax":3}"#).unwrap();
         assert_eq!(c.read_window_max, 3);
-        let err = Config::parse(r#"{"indexPth":"x"}"#).unwrap_err();
-        assert_eq!(err.code, ErrorCode::SessionQueryInvalidConfig);
-        assert!(err.message.contains("indexPth"));
+        assert!(c.unknown_keys.is_empty());
+        let c = Config::parse(r#"{"indexPth":"x","fromANewerHost":{"deep":1},"readWindowMax":4}"#)
+            .unwrap();
+        assert_eq!(c.unknown_keys, ["indexPth", "fromANewerHost"]);
+        assert_eq!((c.index_path, c.read_window_max), (None, 4));
         assert_eq!(
             Config::parse(r#"{"readWindowMax":-1}"#).unwrap_err().code,
             ErrorCode::SessionQueryInvalidConfig
@@ -222,6 +253,15 @@ mod tests {
         );
         assert_eq!(c.codex_home, Some(PathBuf::from("/h/.codex")));
         assert_eq!(Config::parse("{}").unwrap().claude_projects, None);
+        let c =
+            Config::parse(r#"{"sessionsRoot":{"bytes":[47,115,255]},"indexPath":null}"#).unwrap();
+        use std::os::unix::ffi::OsStrExt;
+        assert_eq!(c.sessions_root.unwrap().as_os_str().as_bytes(), b"/s\xff");
+        assert_eq!(c.index_path, None);
+        assert_eq!(
+            Config::parse(r#"{"sessionsRoot":7}"#).unwrap_err().code,
+            ErrorCode::SessionQueryInvalidConfig
+        );
         for bad in [r#"{"claudeProjects":""}"#, r#"{"codexHome":""}"#] {
             let err = Config::parse(bad).unwrap_err();
             assert_eq!(err.code, ErrorCode::SessionQueryInvalidConfig, "{bad}");

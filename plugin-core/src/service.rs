@@ -2,8 +2,9 @@
 //! [`contain`] (so a bug surfaces as `PLUGIN_PANICKED`, never as a crashed host), and answers a JSON
 //! response.
 
+use std::collections::BTreeSet;
 use std::panic::{catch_unwind, AssertUnwindSafe};
-use std::sync::Arc;
+use std::sync::{Arc, Mutex};
 
 use abi_stable::{
     sabi_trait::TD_Opaque,
@@ -44,7 +45,15 @@ pub struct Service {
     panic_on_drop: bool,
     /// The search index; `None` when the config names no index path.
     search: Option<Search>,
+    /// Config keys this build does not know (ignored; reported in diagnostics).
+    unknown_config_keys: Vec<String>,
+    /// Request fields this build ignored, as `method: path`, for diagnostics. Bounded, so a host
+    /// sending a new field on every call cannot grow it.
+    unknown_request_fields: Mutex<BTreeSet<String>>,
 }
+
+/// The most distinct ignored request fields one instance remembers.
+const UNKNOWN_FIELDS_KEPT: usize = 64;
 
 impl Service {
     /// Builds an instance: the merged corpus, and the index when the config names one.
@@ -80,7 +89,16 @@ impl Service {
         if let Some(search) = &index {
             corpus.seed_known(search.known_listing());
         }
+        if !config.unknown_keys.is_empty() {
+            let message = format!(
+                "plugin config: ignored keys this build does not know: {}",
+                config.unknown_keys.join(", ")
+            );
+            corpus.host().log(LogLevel::Warn, RStr::from_str(&message));
+        }
         Ok(Self {
+            unknown_config_keys: config.unknown_keys.clone(),
+            unknown_request_fields: Mutex::new(BTreeSet::new()),
             limits: Limits::from_config(&config),
             reads: Reads::new(corpus, config.read_window_max),
             fault,
@@ -109,14 +127,32 @@ impl Service {
             if self.fault == Some(Fault::PanicIn(name)) {
                 panic!("injected test fault in {name}");
             }
-            let req: Req = serde_json::from_str(request.as_str()).map_err(|e| {
+            // Records are open: a field this build does not know is ignored and remembered.
+            let mut ignored = Vec::new();
+            let req: Req = serde_ignored::deserialize(
+                &mut serde_json::Deserializer::from_str(request.as_str()),
+                |path| ignored.push(format!("{name}: {path}")),
+            )
+            .map_err(|e| {
                 PluginError::new(
                     bad_request,
                     format!("{name}: the request is not valid: {e}"),
                 )
             })?;
+            if !ignored.is_empty() {
+                let mut seen = self
+                    .unknown_request_fields
+                    .lock()
+                    .unwrap_or_else(|p| p.into_inner());
+                for field in ignored {
+                    if seen.len() < UNKNOWN_FIELDS_KEPT {
+                        seen.insert(field);
+                    }
+                }
+            }
             let stopped = || call_stopped(&call);
-            let response = body(&self.reads, req, Cancel::new(&stopped))?;
+            let response = body(&self.reads, req, Cancel::new(&stopped))
+                .map_err(|e| stop_answer(name, &call, e))?;
             serde_json::to_string(&response)
                 .map(RString::from)
                 .map_err(|e| {
@@ -129,7 +165,101 @@ impl Service {
     }
 }
 
+/// The methods whose cancellation has a code of the spec's own (`SESSION_QUERY_ABORTED` for the
+/// searches, `SESSION_REFERENCE_CANCELLED` for citations); the exact reads answer the signal's own
+/// reason, `PLUGIN_CANCELLED` (spec §4.11).
+const SPEC_CANCEL_CODES: &[&str] = &[
+    "search_sessions",
+    "search_events",
+    "list_candidates",
+    "prepare",
+];
+
+/// What a call that stopped early answers. The loops below only ask "should I stop?", so they answer
+/// with the cancellation code; here it becomes what actually stopped the call: a deadline that passed
+/// (`PLUGIN_DEADLINE_EXCEEDED`, whatever the method) or the host's cancellation.
+fn stop_answer(name: &str, call: &CallRef<'_>, error: PluginError) -> PluginError {
+    let stopped = [
+        ErrorCode::SessionQueryAborted,
+        ErrorCode::SessionReferenceCancelled,
+        ErrorCode::PluginCancelled,
+    ]
+    .contains(&error.code);
+    if !stopped {
+        return error;
+    }
+    if !call.is_cancelled() {
+        if let Some(deadline) = call.deadline_unix_ms().into_option() {
+            let now = host_api::abi::call::now_unix_ms();
+            if now > deadline {
+                return PluginError::new(
+                    ErrorCode::PluginDeadlineExceeded,
+                    format!(
+                        "{name} stopped: the call passed its deadline {} ms ago",
+                        now - deadline
+                    ),
+                );
+            }
+        }
+    }
+    if SPEC_CANCEL_CODES.contains(&name) {
+        error
+    } else {
+        PluginError::new(
+            ErrorCode::PluginCancelled,
+            format!("{name} stopped: the host cancelled the call"),
+        )
+    }
+}
+
+/// The session a citation call acts for: the call context's calling session when the host names
+/// one (it is what self-reference and authorization use), which a request may repeat but not
+/// contradict; else the request's `agentSessionId`.
+fn acting_session(caller: Option<&str>, requested: &mut String) -> Result<(), PluginError> {
+    let Some(caller) = caller else {
+        return Ok(());
+    };
+    if requested.is_empty() {
+        *requested = caller.to_string();
+    } else if requested != caller {
+        return Err(PluginError::new(
+            ErrorCode::SessionReferenceInvalidReference,
+            format!("agentSessionId {requested:?} is not the session making the call ({caller:?})"),
+        ));
+    }
+    Ok(())
+}
+
 impl Service {
+    /// The diagnostics report plus what this instance ignored: `unknownConfigKeys` and
+    /// `unknownRequestFields` (`method: path`), both always present (empty when nothing was ignored).
+    fn with_unknown_fields(
+        &self,
+        report: impl Serialize,
+    ) -> Result<serde_json::Value, PluginError> {
+        let mut value = serde_json::to_value(report).map_err(|e| {
+            PluginError::new(
+                ErrorCode::PluginBadMessage,
+                format!("diagnostics: the report could not be encoded: {e}"),
+            )
+        })?;
+        if let Some(object) = value.as_object_mut() {
+            let fields: Vec<String> = self
+                .unknown_request_fields
+                .lock()
+                .unwrap_or_else(|p| p.into_inner())
+                .iter()
+                .cloned()
+                .collect();
+            object.insert(
+                "unknownConfigKeys".into(),
+                self.unknown_config_keys.clone().into(),
+            );
+            object.insert("unknownRequestFields".into(), fields.into());
+        }
+        Ok(value)
+    }
+
     /// The search index, or `SEARCH_DISABLED` when the instance has none.
     fn search(&self) -> Result<&Search, PluginError> {
         self.search.as_ref().ok_or_else(|| {
@@ -426,9 +556,10 @@ impl SessionQuery for QueryService {
             request,
             BAD,
             |r, _: EmptyRequest, c| {
-                service.searching(c, |search, cancelled| {
+                let report = service.searching(c, |search, cancelled| {
                     search.diagnostics(r.corpus(), cancelled)
-                })
+                })?;
+                service.with_unknown_fields(report)
             },
         )
     }
@@ -442,12 +573,14 @@ impl SessionReferenceResolver for ResolverService {
     ) -> RResult<RString, PluginError> {
         let service = &*self.0;
         let limits = &service.limits;
+        let caller = call.calling_session().into_option().map(|s| s.to_string());
         service.serve(
             "list_candidates",
             call,
             request,
             ErrorCode::SessionReferenceInvalidReference,
-            |r, q: CandidatesRequest, c| {
+            |r, mut q: CandidatesRequest, c| {
+                acting_session(caller.as_deref(), &mut q.agent_session_id)?;
                 reference::list_candidates(r, &IndexTitles(service), &q, limits, &|| {
                     c.is_cancelled()
                 })
@@ -457,12 +590,14 @@ impl SessionReferenceResolver for ResolverService {
 
     fn prepare(&self, call: CallRef<'_>, request: RStr<'_>) -> RResult<RString, PluginError> {
         let limits = &self.0.limits;
+        let caller = call.calling_session().into_option().map(|s| s.to_string());
         self.0.serve(
             "prepare",
             call,
             request,
             ErrorCode::SessionReferenceInvalidReference,
-            |r, q: PrepareRequest, c| {
+            |r, mut q: PrepareRequest, c| {
+                acting_session(caller.as_deref(), &mut q.agent_session_id)?;
                 reference::prepare(r, &q, limits, &|| c.is_cancelled(), &reference::new_uuid)
             },
         )

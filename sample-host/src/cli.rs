@@ -49,6 +49,10 @@ pub struct Cli {
     /// One JSON value on stdout; errors as {"error":{"code":…,"message":…}}.
     #[arg(long, global = true)]
     pub json: bool,
+    /// Give up on the plugin's calls after this many seconds (PLUGIN_DEADLINE_EXCEEDED); what the
+    /// index committed by then is kept.
+    #[arg(long, global = true, value_name = "SECONDS", value_parser = crate::commands::calls::parse_timeout)]
+    pub timeout: Option<std::time::Duration>,
     /// Colour in plain output: auto (on a terminal, unless NO_COLOR is set), always or never.
     #[arg(long, global = true, value_name = "WHEN", default_value = "auto")]
     pub color: crate::present::ColorChoice,

@@ -6,10 +6,14 @@
 //! waits for calls in flight to finish and holds new calls back → drop the old instance (its index closes)
 //! → build the new instance (it opens the index) → release. A library that fails to load or check leaves
 //! the old generation serving; one that fails to start brings the old build back up.
+//!
+//! Calls in flight when a reload comes get [`RELOAD_GRACE`] to finish; then the old generation's stop
+//! flag cancels them (each answers its cancellation code) so a stuck call cannot hold a reload back.
+//! Shutdown cancels them at once.
 
 use std::collections::BTreeMap;
 use std::path::{Path, PathBuf};
-use std::sync::atomic::{AtomicU64, AtomicUsize, Ordering};
+use std::sync::atomic::{AtomicBool, AtomicU64, AtomicUsize, Ordering};
 use std::sync::{Arc, Mutex, RwLock};
 use std::time::{Duration, Instant};
 
@@ -22,6 +26,9 @@ use host_api::abi::{
 use crate::context::{GenerationContext, Shared};
 use crate::loader::{is_library_file, open_and_check, CheckedPlugin, Refusal};
 use crate::shadow::{self, ShadowKind, ShadowStore};
+
+/// How long a reload waits for calls in flight on the old generation before it cancels them.
+pub const RELOAD_GRACE: Duration = Duration::from_secs(2);
 
 /// How the host finds and builds plugins.
 #[derive(Debug, Clone)]
@@ -152,6 +159,8 @@ struct Instance {
     query: SessionQueryBox,
     resolver: SessionReferenceResolverBox,
     _instance: PluginInstanceBox,
+    /// Set to cancel every call in flight on this instance (a reload past its grace, shutdown).
+    stop: AtomicBool,
 }
 
 /// The host's plugin runtime.
@@ -473,8 +482,9 @@ impl PluginHost {
             TD_Opaque,
         );
         let new = plugin.root.new();
+        let config = self.config_for(&plugin, generation);
         let started = std::time::Instant::now();
-        let built = new(RStr::from_str(&self.options.plugin_config), context).into_result();
+        let built = new(RStr::from_str(&config), context).into_result();
         self.shared.log(
             generation,
             LogLevel::Debug,
@@ -487,14 +497,72 @@ impl PluginHost {
             query: instance.session_query(),
             resolver: instance.reference_resolver(),
             _instance: instance,
+            stop: AtomicBool::new(false),
         })
+    }
+
+    /// The config text for this plugin: the host's own, less the keys the plugin's contract minor
+    /// does not know (plugins before 2.2 refuse an unknown key), each left-out key said in the log.
+    fn config_for(&self, plugin: &CheckedPlugin, generation: u64) -> String {
+        let text = &self.options.plugin_config;
+        let Ok(serde_json::Value::Object(map)) = serde_json::from_str(text) else {
+            return text.clone();
+        };
+        let (fitted, dropped) = host_api::abi::config::fit_for(plugin.contract, &map);
+        if dropped.is_empty() {
+            return text.clone();
+        }
+        self.shared.log(
+            generation,
+            LogLevel::Info,
+            format!(
+                "not sent to this plugin (contract {}, which predates them): {}",
+                plugin.contract,
+                dropped.join(", ")
+            ),
+        );
+        serde_json::Value::Object(fitted).to_string()
+    }
+
+    /// The serving lock for writing: calls in flight get `grace` to finish, then are cancelled
+    /// through their generation's stop flag and waited for.
+    fn drain(&self, grace: Duration) -> std::sync::RwLockWriteGuard<'_, Option<Active>> {
+        let until = Instant::now() + grace;
+        loop {
+            match self.serving.try_write() {
+                Ok(guard) => return guard,
+                Err(std::sync::TryLockError::Poisoned(p)) => return p.into_inner(),
+                Err(std::sync::TryLockError::WouldBlock) if Instant::now() < until => {
+                    std::thread::sleep(Duration::from_millis(5));
+                }
+                Err(std::sync::TryLockError::WouldBlock) => break,
+            }
+        }
+        if let Some(active) = self
+            .serving
+            .read()
+            .unwrap_or_else(|p| p.into_inner())
+            .as_ref()
+        {
+            active.instance.stop.store(true, Ordering::SeqCst);
+            self.shared.log(
+                active.generation,
+                LogLevel::Info,
+                format!(
+                    "cancelled the calls still in flight on generation {} to swap it out",
+                    active.generation
+                ),
+            );
+        }
+        self.serving.write().unwrap_or_else(|p| p.into_inner())
     }
 
     fn swap_in(&self, file: &Path, plugin: CheckedPlugin, timing: Timing) {
         let swap_started = Instant::now();
         let generation = self.next_generation.fetch_add(1, Ordering::SeqCst);
-        // Waits for calls in flight on the old generation; new calls queue behind us.
-        let mut serving = self.serving.write().unwrap_or_else(|p| p.into_inner());
+        // Waits for calls in flight on the old generation (cancelling those past the grace); new calls
+        // queue behind us once we wait on the lock itself.
+        let mut serving = self.drain(RELOAD_GRACE);
         let previous = serving.take().map(|old| {
             let Active {
                 generation: old_gen,
@@ -645,10 +713,10 @@ impl PluginHost {
         let serving = self.serving.read().unwrap_or_else(|p| p.into_inner());
         match serving.as_ref() {
             Some(active) => (
-                call(&QueryClient::new(
-                    &active.instance.query,
-                    active.plugin.contract,
-                )),
+                call(
+                    &QueryClient::new(&active.instance.query, active.plugin.contract)
+                        .with_stop(&active.instance.stop),
+                ),
                 Some((active.generation, active.plugin.version())),
             ),
             None => (Err(self.unavailable()), None),
@@ -662,7 +730,9 @@ impl PluginHost {
     ) -> Result<T, PluginError> {
         let serving = self.serving.read().unwrap_or_else(|p| p.into_inner());
         match serving.as_ref() {
-            Some(active) => call(&ResolverClient::new(&active.instance.resolver)),
+            Some(active) => call(
+                &ResolverClient::new(&active.instance.resolver).with_stop(&active.instance.stop),
+            ),
             None => Err(self.unavailable()),
         }
     }
@@ -752,9 +822,10 @@ impl PluginHost {
         self.shadows.remove()
     }
 
-    /// Drops the serving instance (closing its index). Later calls get `PLUGIN_UNAVAILABLE`.
+    /// Cancels the calls in flight, then drops the serving instance (closing its index). Later calls
+    /// get `PLUGIN_UNAVAILABLE`.
     pub fn shutdown(&self) {
-        let mut serving = self.serving.write().unwrap_or_else(|p| p.into_inner());
+        let mut serving = self.drain(Duration::ZERO);
         if let Some(active) = serving.take() {
             let generation = active.generation;
             drop(active);

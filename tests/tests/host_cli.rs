@@ -557,3 +557,70 @@ fn the_log_level_follows_verbose_and_rust_log() {
     // A plugin's own lines carry its generation.
     assert!(info.contains("plugin_generation=1"), "{info}");
 }
+
+/// Regression: the sessions root crossed the boundary as a lossy string, so a root whose name is
+/// not UTF-8 listed and searched nothing. It now crosses as bytes, end to end through the cdylib.
+#[test]
+fn a_sessions_root_that_is_not_utf8_is_listed_and_searched() {
+    let env = env();
+    let odd_root = env.root().join(OsStr::from_bytes(b"sessions-\xff"));
+    let copied = Command::new("cp")
+        .arg("-a")
+        .arg(&env.sessions)
+        .arg(&odd_root)
+        .status()
+        .unwrap();
+    assert!(copied.success());
+    let odd = |args: &[&str]| {
+        let out = Command::new(&libs().sample_host)
+            .env("HOME", tests::host::isolated_home())
+            .arg("--plugins")
+            .arg(&env.plugins)
+            .arg("--sessions")
+            .arg(&odd_root)
+            .arg("--index")
+            .arg(env.root().join("odd-index.sqlite"))
+            .args(args)
+            .arg("--json")
+            .output()
+            .unwrap();
+        assert_eq!(
+            out.status.code(),
+            Some(0),
+            "{args:?}: {}",
+            String::from_utf8_lossy(&out.stderr)
+        );
+        one_object(&out)
+    };
+    let (_, plain, _) = run(&env, &env.plugins, &["sessions"]);
+    let listed = odd(&["sessions"]);
+    assert!(!plain["sessions"].as_array().unwrap().is_empty());
+    assert_eq!(
+        listed["sessions"].as_array().map(Vec::len),
+        plain["sessions"].as_array().map(Vec::len),
+        "{listed}"
+    );
+    let (_, plain_hits, _) = run(&env, &env.plugins, &["search", "parser"]);
+    let hits = odd(&["search", "parser"]);
+    let items = hits["items"].as_array().expect("a page");
+    assert!(!items.is_empty(), "{hits}");
+    assert_eq!(items.len(), plain_hits["items"].as_array().unwrap().len());
+}
+
+/// `--timeout` bounds a one-shot command: a cold build that cannot finish in time ends with
+/// PLUGIN_DEADLINE_EXCEEDED (exit 1), and the next command without it answers in full.
+#[test]
+fn a_search_past_its_timeout_ends_with_deadline_exceeded() {
+    let env = env();
+    let (code, err, _) = run(
+        &env,
+        &env.plugins,
+        &["search", "parser", "--timeout", "0.000001"],
+    );
+    assert_eq!(code, 1, "{err}");
+    assert_eq!(err["error"]["code"], "PLUGIN_DEADLINE_EXCEEDED", "{err}");
+    let (code, page, _) = run(&env, &env.plugins, &["search", "parser"]);
+    assert_eq!(code, 0, "{page}");
+    let (code, bad, _) = run(&env, &env.plugins, &["sessions", "--timeout", "soon"]);
+    assert_eq!(code, 2, "{bad}");
+}

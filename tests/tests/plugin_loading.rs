@@ -156,7 +156,7 @@ fn an_invalid_config_refuses_the_instance_with_a_clear_error() {
     let (_dir, plugins) = host::plugin_folder(&libs().plugin);
     let shared = sample_host::Shared::new(None, false);
     let host = sample_host::PluginHost::start(
-        sample_host::HostOptions::new(&plugins, r#"{"indexPth": 1}"#),
+        sample_host::HostOptions::new(&plugins, r#"{"snippetChars": 0}"#),
         shared,
     )
     .unwrap();
@@ -166,7 +166,7 @@ fn an_invalid_config_refuses_the_instance_with_a_clear_error() {
         SlotState::Refused { code, reason } => {
             assert_eq!(code, "init-failed");
             assert!(
-                reason.contains("SESSION_QUERY_INVALID_CONFIG") && reason.contains("indexPth"),
+                reason.contains("SESSION_QUERY_INVALID_CONFIG") && reason.contains("snippetChars"),
                 "{reason}"
             );
         }
@@ -213,8 +213,49 @@ fn a_plugin_built_against_the_previous_minor_loads_and_serves() {
             )
         })
         .unwrap_err();
-    assert_eq!(err.code, ErrorCode::PluginNotImplemented);
+    assert_eq!(err.code, ErrorCode::PluginMethodUnavailable);
     assert!(err.message.contains("contract 2.0"), "{err}");
+}
+
+/// Regression: a method appended after an older plugin was built panicked on the host side when
+/// called on that plugin's shorter vtable. The 2.0 fixture has no `diagnostics` slot: through the
+/// client's guard and through the trait object itself (its default body) the answer is a typed
+/// `PLUGIN_METHOD_UNAVAILABLE`, and the plugin keeps serving afterwards.
+#[test]
+fn a_method_missing_from_an_older_plugin_answers_method_unavailable_not_a_panic() {
+    let frozen = tests::libs::frozen_contract_2_0();
+    let (dir, plugins) = host::plugin_folder(frozen);
+    let host = host::start(&plugins, None, &dir.path().join("index.sqlite"));
+    assert!(host.serving().is_some(), "{:?}", host.status());
+    let (guarded, direct) = host
+        .query(|q| {
+            let guarded = q
+                .raw::<_, serde_json::Value>(
+                    host_api::abi::client::QueryMethod::Diagnostics,
+                    &Call::new(),
+                    &EmptyRequest {},
+                )
+                .unwrap_err();
+            let direct = q
+                .service_for_tests()
+                .diagnostics(
+                    Call::new().as_ref(),
+                    abi_stable::std_types::RStr::from_str("{}"),
+                )
+                .into_result()
+                .unwrap_err();
+            Ok((guarded, direct))
+        })
+        .unwrap();
+    assert_eq!(
+        guarded.code,
+        ErrorCode::PluginMethodUnavailable,
+        "{guarded}"
+    );
+    assert_eq!(direct.code, ErrorCode::PluginMethodUnavailable, "{direct}");
+    assert_eq!(direct.code_name(), "PLUGIN_METHOD_UNAVAILABLE");
+    let listed = host.query(|q| q.list_sessions(&Call::new(), &EmptyRequest {}));
+    assert!(listed.is_ok(), "{listed:?}");
 }
 
 /// Every earlier minor keeps loading: a plugin built against the frozen contract 2.1 loads in today's

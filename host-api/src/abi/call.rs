@@ -76,9 +76,55 @@ impl Call {
         self.cancelled.store(true, Ordering::SeqCst);
     }
 
+    /// The same call, cancelled by `flag` too: hosts give every call of a command one shared flag, so
+    /// a Ctrl-C cancels whichever call is in flight.
+    pub fn with_cancel_flag(mut self, flag: Arc<AtomicBool>) -> Self {
+        self.cancelled = flag;
+        self
+    }
+
+    /// The same call with an absolute deadline (milliseconds since the Unix epoch), or none.
+    pub fn with_deadline_unix_ms(mut self, deadline: Option<i64>) -> Self {
+        self.deadline_unix_ms = deadline;
+        self
+    }
+
     /// The context to pass to a plugin method.
     pub fn as_ref(&self) -> CallRef<'_> {
         CallContext_TO::from_ptr(RRef::new(self), TD_Opaque)
+    }
+
+    /// This call as the plugin sees it while `stop` also cancels it: the host's own reason to end
+    /// every call of a plugin generation (a reload, shutdown), beside whatever cancels this call.
+    pub fn within<'a>(&'a self, stop: &'a AtomicBool) -> Within<'a> {
+        Within { call: self, stop }
+    }
+}
+
+/// A [`Call`] that a host-wide flag cancels as well ([`Call::within`]).
+pub struct Within<'a> {
+    call: &'a Call,
+    stop: &'a AtomicBool,
+}
+
+impl Within<'_> {
+    /// The context to pass to a plugin method.
+    pub fn as_ref(&self) -> CallRef<'_> {
+        CallContext_TO::from_ptr(RRef::new(self), TD_Opaque)
+    }
+}
+
+impl CallContext for Within<'_> {
+    fn is_cancelled(&self) -> bool {
+        self.stop.load(Ordering::SeqCst) || self.call.is_cancelled()
+    }
+
+    fn deadline_unix_ms(&self) -> ROption<i64> {
+        self.call.deadline_unix_ms()
+    }
+
+    fn calling_session(&self) -> ROption<RString> {
+        self.call.calling_session()
     }
 }
 
@@ -160,5 +206,32 @@ mod tests {
             "search"
         )
         .is_ok());
+    }
+
+    #[test]
+    fn a_host_stop_flag_cancels_a_call_and_keeps_its_deadline_and_caller() {
+        let stop = AtomicBool::new(false);
+        let call = Call::new().with_timeout_ms(60_000).on_behalf_of("s2");
+        let within = call.within(&stop);
+        assert!(!within.as_ref().is_cancelled());
+        assert_eq!(
+            within.as_ref().deadline_unix_ms(),
+            call.as_ref().deadline_unix_ms()
+        );
+        assert_eq!(
+            within.as_ref().calling_session(),
+            RSome(RString::from("s2"))
+        );
+        stop.store(true, Ordering::SeqCst);
+        assert!(within.as_ref().is_cancelled());
+        assert!(
+            !call.as_ref().is_cancelled(),
+            "the call itself was not cancelled"
+        );
+
+        let shared = Arc::new(AtomicBool::new(false));
+        let a = Call::new().with_cancel_flag(shared.clone());
+        shared.store(true, Ordering::SeqCst);
+        assert!(a.as_ref().is_cancelled());
     }
 }

@@ -85,6 +85,12 @@ codes! {
     PluginBadMessage = 105 => "PLUGIN_BAD_MESSAGE",
     /// The call's deadline passed before it finished.
     PluginDeadlineExceeded = 106 => "PLUGIN_DEADLINE_EXCEEDED",
+    /// Contract 2.2: the serving plugin's contract minor predates the method; the host answers this
+    /// itself instead of calling a vtable slot the plugin does not have.
+    PluginMethodUnavailable = 107 => "PLUGIN_METHOD_UNAVAILABLE",
+    /// Contract 2.2: the host cancelled the call (Ctrl-C, shutdown, a reload) and the method has no
+    /// code of its own for that in the spec (exact reads, diagnostics).
+    PluginCancelled = 108 => "PLUGIN_CANCELLED",
 }
 
 impl ErrorCode {

@@ -20,6 +20,7 @@
 
 pub mod call;
 pub mod client;
+pub mod config;
 pub mod error;
 pub mod frozen;
 pub mod host;

@@ -13,7 +13,7 @@ use abi_stable::{
 };
 
 use super::call::CallRef;
-use super::error::PluginError;
+use super::error::{ErrorCode, PluginError};
 
 /// The session query service. Implemented by the plugin; every method is synchronous and thread-safe.
 /// Requests and responses are named after the record types they carry.
@@ -73,7 +73,17 @@ pub trait SessionQuery: Send + Sync + 'static {
 
     /// Contract 2.1: the search index's view of the corpus: `{}` → `Diagnostics` (what is indexed,
     /// every session left out with path or id, code and reason).
-    fn diagnostics(&self, call: CallRef<'_>, request: RStr<'_>) -> RResult<RString, PluginError>;
+    ///
+    /// Every method after `last_prefix_field` has a default body: abi_stable calls it when the
+    /// plugin's vtable predates the method, so even a host that bypasses the client's guard gets a
+    /// typed answer, never a panic.
+    fn diagnostics(&self, call: CallRef<'_>, request: RStr<'_>) -> RResult<RString, PluginError> {
+        let _ = (call, request);
+        RResult::RErr(PluginError::new(
+            ErrorCode::PluginMethodUnavailable,
+            "the serving plugin predates contract 2.1, which added diagnostics",
+        ))
+    }
 }
 
 /// The owned, type-erased service the host holds.

@@ -333,9 +333,9 @@ pub struct CorpusProblem {
     pub message: String,
 }
 
-/// The wire form of both filter unions: one object with a `kind` and that kind's fields.
+/// The wire form of both filter unions: one object with a `kind` and that kind's fields. Open like
+/// every record: a field this build does not know is ignored (the plugin reports it in diagnostics).
 #[derive(Serialize, Deserialize)]
-#[serde(deny_unknown_fields)]
 struct RawFilter {
     kind: String,
     #[serde(default, skip_serializing_if = "Option::is_none")]

@@ -420,7 +420,11 @@ events are now shadowed, still in the log and searchable",
 const SESSIONS_SHOWN: usize = 20;
 
 fn show_error(e: &ChatError, out: &mut dyn Write) -> io::Result<()> {
-    if e.code() == "SESSION_QUERY_ABORTED" {
+    // Each service answers a cancellation with its own code (search, citation, exact read).
+    if matches!(
+        e.code().as_str(),
+        "SESSION_QUERY_ABORTED" | "SESSION_REFERENCE_CANCELLED" | "PLUGIN_CANCELLED"
+    ) {
         return writeln!(out, "cancelled (Ctrl-C); back at the prompt");
     }
     writeln!(out, "error {}: {}", e.code(), e.message())

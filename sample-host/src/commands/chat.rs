@@ -127,8 +127,8 @@ impl SavedTerminal {
 /// has (nor starts with) names a new session; an ambiguous prefix is an error.
 fn existing_or_new(host: &crate::PluginHost, typed: String) -> Result<String, CommandError> {
     use super::ids::{resolve, Resolved};
-    let Ok(list) = host
-        .query(|q| q.list_sessions(&host_api::abi::Call::new(), &host_api::abi::EmptyRequest {}))
+    let Ok(list) =
+        host.query(|q| q.list_sessions(&super::calls::call(), &host_api::abi::EmptyRequest {}))
     else {
         return Ok(typed);
     };
@@ -149,7 +149,7 @@ fn resolve_prefix(host: &crate::PluginHost, typed: String) -> Result<String, Com
     super::ids::with_session(host, &typed, |id| {
         host.query(|q| {
             q.read_surface(
-                &host_api::abi::Call::new(),
+                &super::calls::call(),
                 &host_api::abi::SessionRequest {
                     session_id: id.to_string(),
                 },

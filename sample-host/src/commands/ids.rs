@@ -3,7 +3,7 @@
 //!
 //! An id is only looked up when the exact one is not found, so full ids cost nothing extra.
 
-use host_api::abi::{Call, EmptyRequest, ErrorCode, PluginError};
+use host_api::abi::{EmptyRequest, ErrorCode, PluginError};
 
 use super::CommandError;
 use crate::render::quote_id;
@@ -72,7 +72,7 @@ pub fn with_session<T>(
     match read(typed) {
         Err(e) if e.code == ErrorCode::SessionQuerySessionNotFound => {
             let list = host
-                .query(|q| q.list_sessions(&Call::new(), &EmptyRequest {}))
+                .query(|q| q.list_sessions(&super::calls::call(), &EmptyRequest {}))
                 .map_err(CommandError::Plugin)?;
             match resolve(typed, list.iter().map(|r| r.header.id.as_str())) {
                 Resolved::One(id) if id != typed => {

@@ -1,6 +1,7 @@
 //! Running a parsed command line: the options every command shares, starting the plugin host, and the
 //! typed error every command ends with (printed as text or as one JSON object by `main`).
 
+pub mod calls;
 pub mod chat;
 pub mod demo;
 pub mod errors;
@@ -72,14 +73,19 @@ impl Options {
     pub fn plugin_config(&self, long_lived: bool) -> String {
         let index = self.index.clone().unwrap_or_else(paths::default_index_path);
         // Longer than the spec's default, so the host can fit the snippet to the terminal around its match.
-        let mut config =
-            json!({"indexPath": index, "snippetChars": SNIPPET_CHARS, "longLived": long_lived});
+        let path = host_api::abi::config::path_value;
+        let mut config = json!({"indexPath": path(&index), "snippetChars": SNIPPET_CHARS, "longLived": long_lived});
+        // `HostContext` lends the root as a string; a root whose name is not UTF-8 crosses as bytes here.
+        let sessions = self.sessions_dir();
+        if sessions.to_str().is_none() {
+            config["sessionsRoot"] = path(&sessions);
+        }
         let (claude, codex) = self.source_dirs();
         if let Some(dir) = claude {
-            config["claudeProjects"] = json!(dir);
+            config["claudeProjects"] = path(&dir);
         }
         if let Some(dir) = codex {
-            config["codexHome"] = json!(dir);
+            config["codexHome"] = path(&dir);
         }
         config.to_string()
     }
@@ -246,6 +252,10 @@ pub fn run(cli: Cli, out: &mut dyn Write) -> Result<i32, CommandError> {
     if reads_sessions {
         errors::check_sessions_dir(options.sessions.as_deref(), &paths::default_sessions_dir())?;
     }
+    // One-shot commands: Ctrl-C cancels the call in flight, `--timeout` bounds the command. The
+    // long-lived ones (chat, watch, mcp) handle signals themselves.
+    let one_shot = reads_sessions && !matches!(cli.command, Command::Mcp { .. });
+    calls::install(cli.timeout, one_shot);
     match cli.command {
         Command::Inspect { path } => {
             let stderr = std::io::stderr();

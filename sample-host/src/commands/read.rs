@@ -4,8 +4,7 @@
 use std::io::Write;
 
 use host_api::abi::{
-    Call, CorpusProblem, EmptyRequest, PluginError, ReadEventRequest, SessionRequest,
-    TraceEventRequest,
+    CorpusProblem, EmptyRequest, PluginError, ReadEventRequest, SessionRequest, TraceEventRequest,
 };
 use serde_json::{json, Value};
 
@@ -92,7 +91,7 @@ fn answer(
     as_json: bool,
     style: &Style,
 ) -> Result<String, PluginError> {
-    let call = Call::new();
+    let call = super::calls::call();
     let session = |id: &str| SessionRequest {
         session_id: id.to_string(),
     };

@@ -10,7 +10,7 @@ use std::collections::HashMap;
 
 use dsh_codec::source::SourceKind;
 use host_api::abi::client::QueryMethod;
-use host_api::abi::{Call, EmptyRequest};
+use host_api::abi::EmptyRequest;
 use indicatif::{ProgressBar, ProgressDrawTarget, ProgressStyle};
 use serde_json::{json, Map, Value};
 
@@ -35,8 +35,10 @@ pub fn run(
         let query = args.query.to_string_lossy().into_owned();
         let (id, ()) = super::ids::with_session(host, &typed, |id| {
             let probe = json!({"sessionId": id, "query": query, "limit": 1});
-            host.query(|q| q.raw::<_, Value>(QueryMethod::SearchEvents, &Call::new(), &probe))
-                .map(|_| ())
+            host.query(|q| {
+                q.raw::<_, Value>(QueryMethod::SearchEvents, &super::calls::call(), &probe)
+            })
+            .map(|_| ())
         })?;
         args.session = Some(id.into());
     }
@@ -49,7 +51,7 @@ pub fn run(
     }
     let (method, mut request) = request(&args)?;
     let _bar = progress(host, !options.json || args.progress);
-    let call = Call::new();
+    let call = super::calls::call();
     let mut notice = None;
     let (page, contract) = host
         .query(|q| {
@@ -166,7 +168,7 @@ fn words_hint(host: &PluginHost, request: &Value, method: QueryMethod) -> Option
                     "no all-words matching",
                 ));
             }
-            q.raw(method, &Call::new(), &words)
+            q.raw(method, &super::calls::call(), &words)
         })
         .ok()?;
     let found = page["items"].as_array().is_some_and(|i| !i.is_empty());
@@ -181,7 +183,7 @@ fn words_hint(host: &PluginHost, request: &Value, method: QueryMethod) -> Option
 fn cwds_under(host: &PluginHost, under: &[String]) -> Result<Vec<String>, CommandError> {
     let roots: Vec<String> = under.iter().map(|d| absolute(d)).collect();
     let list = host
-        .query(|q| q.list_sessions(&Call::new(), &EmptyRequest {}))
+        .query(|q| q.list_sessions(&super::calls::call(), &EmptyRequest {}))
         .map_err(CommandError::Plugin)?;
     let mut cwds: Vec<String> = list
         .iter()
@@ -263,7 +265,7 @@ pub(crate) fn titles(
         };
     }
     let request = host_api::abi::TitleSnapshotsRequest { session_ids: ids };
-    host.query(|q| q.read_title_snapshots(&Call::new(), &request))
+    host.query(|q| q.read_title_snapshots(&super::calls::call(), &request))
         .map(|snaps| {
             snaps
                 .into_iter()
@@ -332,7 +334,7 @@ pub fn diagnostics(
     out: &mut dyn Write,
 ) -> Result<i32, CommandError> {
     let _bar = progress(host, !options.json);
-    let call = Call::new();
+    let call = super::calls::call();
     let mut report: Value = host
         .query(|q| q.raw(QueryMethod::Diagnostics, &call, &EmptyRequest {}))
         .map_err(CommandError::Plugin)?;
