@@ -8,9 +8,8 @@ use std::path::Path;
 
 use dsh_codec::log::read::{read_log, ReadOptions};
 use dsh_codec::surface::Label;
-use host_api::abi::wire::search::{
-    HitHeader, Range, SessionEventMetadataFilter, SessionResultFilter,
-};
+use host_api::abi::wire::search::HitHeader;
+use host_api::abi::{EventFilter, Range, SessionFilter, Surface};
 use host_api::abi::ErrorCode;
 use plugin_core::backend::memory::MemoryBackend;
 use plugin_core::backend::postgres::PostgresBackend;
@@ -203,7 +202,7 @@ fn spec_rules(b: &mut dyn IndexBackend) {
     assert_eq!([p1, p2].concat(), hits);
 
     // Event filters (spec §4.3): surface, type, seq ranges with fractional bounds; an empty list matches nothing.
-    let only = |f: SessionEventMetadataFilter, b: &mut dyn IndexBackend| {
+    let only = |f: EventFilter, b: &mut dyn IndexBackend| {
         let events = [f];
         let s = Search {
             events: &events,
@@ -220,16 +219,14 @@ fn spec_rules(b: &mut dyn IndexBackend) {
     };
     assert_eq!(
         only(
-            SessionEventMetadataFilter::Surface {
-                values: vec!["log-only".into()]
-            },
+            EventFilter::Surface(vec![Surface::LogOnly]),
             b
         ),
         [2]
     );
     assert_eq!(
         only(
-            SessionEventMetadataFilter::Seq(Range {
+            EventFilter::Seq(Range {
                 from: Some(1.5),
                 to: Some(3.0)
             }),
@@ -238,13 +235,11 @@ fn spec_rules(b: &mut dyn IndexBackend) {
         [2, 3]
     );
     assert_eq!(
-        only(SessionEventMetadataFilter::Type { values: vec![] }, b),
+        only(EventFilter::Type(vec![]), b),
         Vec::<u64>::new()
     );
     // Session filters.
-    let sessions = [SessionResultFilter::Id {
-        values: vec!["s-long".into()],
-    }];
+    let sessions = [SessionFilter::Id(vec!["s-long".into()])];
     let page = search_sessions(b, &sessions, &search(&phrases, 10, 0)).unwrap();
     assert_eq!(page.items.len(), 1);
     assert_eq!(page.items[0].session.collection, "c");

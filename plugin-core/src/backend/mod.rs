@@ -27,7 +27,8 @@ pub mod query;
 pub mod sqlite;
 
 use dsh_codec::surface::Label;
-use host_api::abi::wire::search::{HitHeader, Range, SessionEventMetadataFilter};
+use host_api::abi::wire::search::HitHeader;
+use host_api::abi::{EventFilter, Range};
 use host_api::abi::{ErrorCode, PluginError};
 
 /// One document to store: an event with non-empty text (spec §3), as extracted (not yet sanitised).
@@ -113,7 +114,7 @@ pub struct MatchQuery<'a> {
     /// occurs in it. Never empty, and no phrase is empty (an empty phrase matches nothing: the caller
     /// answers that without asking).
     pub phrases: &'a [Vec<Vec<u8>>],
-    pub events: &'a [SessionEventMetadataFilter],
+    pub events: &'a [EventFilter],
     /// Only this session's documents.
     pub session: Option<&'a str>,
 }
@@ -172,14 +173,12 @@ pub(crate) fn event_passes(
     kind: &str,
     time: i64,
     label: Label,
-    filters: &[SessionEventMetadataFilter],
+    filters: &[EventFilter],
 ) -> bool {
     filters.iter().all(|f| match f {
-        SessionEventMetadataFilter::Seq(r) => in_range(seq as i64, r),
-        SessionEventMetadataFilter::Time(r) => in_range(time, r),
-        SessionEventMetadataFilter::Type { values } => values.iter().any(|v| v == kind),
-        SessionEventMetadataFilter::Surface { values } => {
-            values.iter().any(|v| v.as_str() == label.as_str())
-        }
+        EventFilter::Seq(r) => in_range(seq as i64, r),
+        EventFilter::Time(r) => in_range(time, r),
+        EventFilter::Type(values) => values.iter().any(|v| v == kind),
+        EventFilter::Surface(values) => values.iter().any(|v| v.as_str() == label.as_str()),
     })
 }

@@ -21,7 +21,8 @@
 use std::time::Duration;
 
 use dsh_codec::surface::Label;
-use host_api::abi::wire::search::{HitHeader, SessionEventMetadataFilter};
+use host_api::abi::wire::search::HitHeader;
+use host_api::abi::EventFilter;
 use postgres::error::SqlState;
 use postgres::types::ToSql;
 use postgres::{Client, NoTls};
@@ -390,7 +391,7 @@ fn ensure_schema(c: &mut Client, server: &str) -> Result<(), OpError> {
 }
 
 fn event_predicates(
-    events: &[SessionEventMetadataFilter],
+    events: &[EventFilter],
     params: &mut Vec<Box<dyn ToSql + Sync>>,
     out: &mut Vec<String>,
 ) {
@@ -400,8 +401,8 @@ fn event_predicates(
     };
     for f in events {
         match f {
-            SessionEventMetadataFilter::Seq(r) | SessionEventMetadataFilter::Time(r) => {
-                let col = if matches!(f, SessionEventMetadataFilter::Seq(_)) {
+            EventFilter::Seq(r) | EventFilter::Time(r) => {
+                let col = if matches!(f, EventFilter::Seq(_)) {
                     "seq"
                 } else {
                     "time"
@@ -415,14 +416,14 @@ fn event_predicates(
                     out.push(format!("{col}::float8 <= {p}"));
                 }
             }
-            SessionEventMetadataFilter::Type { values } => {
+            EventFilter::Type(values) => {
                 let p = bind(params, Box::new(values.clone()));
                 out.push(format!("kind = ANY({p}::text[])"));
             }
-            SessionEventMetadataFilter::Surface { values } => {
+            EventFilter::Surface(values) => {
                 let codes: Vec<i16> = Label::ALL
                     .iter()
-                    .filter(|l| values.iter().any(|v| v == l.as_str()))
+                    .filter(|l| values.iter().any(|v| v.as_str() == l.as_str()))
                     .map(|l| label_code(*l) as i16)
                     .collect();
                 let p = bind(params, Box::new(codes));

@@ -5,7 +5,7 @@ use std::cmp::Ordering;
 use std::collections::HashMap;
 
 use dsh_codec::surface::Label;
-use host_api::abi::wire::search::{SessionEventMetadataFilter, SessionResultFilter};
+use host_api::abi::{EventFilter, SessionFilter};
 
 use super::lexer::Lexer;
 use super::{BackendError, DocMatch, IndexBackend, MatchQuery, StoredSession};
@@ -43,7 +43,7 @@ pub struct Page<T> {
 pub struct Search<'a> {
     /// The normalised query phrases: one for spec §4's phrase, one per word for all-words.
     pub phrases: &'a [String],
-    pub events: &'a [SessionEventMetadataFilter],
+    pub events: &'a [EventFilter],
     pub limit: u64,
     pub offset: u64,
     pub snippet_chars: usize,
@@ -142,7 +142,7 @@ fn window<T>(mut all: Vec<T>, limit: u64, offset: u64) -> (Vec<T>, bool) {
 /// `searchSessions` over `backend`: each session's best document, sessions ranked (spec §4.4).
 pub fn search_sessions(
     backend: &mut dyn IndexBackend,
-    sessions: &[SessionResultFilter],
+    sessions: &[SessionFilter],
     s: &Search<'_>,
 ) -> Result<Page<SessionHit>, BackendError> {
     let lexer = Lexer::new()?;
