@@ -46,12 +46,13 @@ use serde_json::Value;
 
 use super::bounds::{line_too_long, open_regular, read_line_capped, RawLine};
 use super::checkpoint::{
-    self, Counted, Guard, GuardWindow, NotesState, ReReadReason, ReadCheckpoint, Resumed, Tracking,
-    CHECKPOINT_VERSION,
+    self, Counted, Guard, GuardWindow, ReReadReason, ReadCheckpoint, Tracking, CHECKPOINT_VERSION,
 };
 use super::error::{clip_for_message, LogError, LogErrorCode};
 use super::header::{HeaderDiagnostic, SessionHeader};
 use super::legacy::LegacyUpgrader;
+use super::notes::NotesState;
+pub use super::notes::ReadNotes;
 use super::repair::CloserTracker;
 use super::scan::{LineScanner, Scanned};
 use super::validate;
@@ -114,18 +115,6 @@ pub struct TornTail {
     pub message: String,
 }
 
-/// What a read accepted that the spec's letter would not, beyond the header diagnostics. Nothing in it
-/// loses information; it is there so tools can report it.
-#[derive(Debug, Clone, Default, PartialEq, Eq)]
-pub struct ReadNotes {
-    /// Events read in a legacy shape and upgraded (spec §1.8).
-    pub legacy_upgrades: u64,
-    /// `request/header` events that break the config rule of spec §1.7 step 7 (lenient reads only).
-    pub invalid_request_headers: u64,
-    /// The first of those, located (path, line, seq), as a strict read would have failed.
-    pub first_invalid_request_header: Option<LogError>,
-}
-
 /// A whole log in memory (see [`read_log`]).
 #[derive(Debug, Clone)]
 pub struct SessionLog {
@@ -152,6 +141,29 @@ impl SessionLog {
     pub fn closers(&self) -> &[Event] {
         let stored = self.events.len().saturating_sub(self.closer_count);
         self.events.get(stored..).unwrap_or_default()
+    }
+}
+
+/// What [`LogReader::resume`] found.
+// The reader is the common outcome and is moved on at once; boxing it would cost every resume.
+#[allow(clippy::large_enum_variant)]
+pub enum Resumed {
+    /// A reader that continues at the checkpoint: it yields the stored events from
+    /// [`ReadCheckpoint::next_seq`] on (then the crash closers, if asked for and a turn is still open).
+    Continue(LogReader),
+    /// The log changed other than by appending, or the checkpoint is unusable: read it whole.
+    ReRead(ReReadReason),
+}
+
+impl std::fmt::Debug for Resumed {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        match self {
+            Self::Continue(reader) => f
+                .debug_struct("Continue")
+                .field("next_seq", &reader.checkpoint().next_seq)
+                .finish_non_exhaustive(),
+            Self::ReRead(why) => f.debug_tuple("ReRead").field(why).finish(),
+        }
     }
 }
 
