@@ -114,11 +114,22 @@ impl PrefixHasher {
         }
     }
 
+    #[cfg(test)]
     pub(crate) fn push(&mut self, unit: &[u8]) {
+        self.begin_unit();
+        self.extend(unit);
+    }
+
+    /// Starts a unit whose bytes arrive in pieces ([`PrefixHasher::extend`]): a zstd frame streamed
+    /// through the decoder.
+    pub(crate) fn begin_unit(&mut self) {
         self.before_chunks = self.chunks.len();
         self.before_len = self.partial.len();
         self.before_partial = None;
-        let mut rest = unit;
+    }
+
+    pub(crate) fn extend(&mut self, bytes: &[u8]) {
+        let mut rest = bytes;
         while self.partial.len() + rest.len() >= PREFIX_CHUNK {
             if self.before_partial.is_none() {
                 self.before_partial = Some(self.partial.clone());
@@ -555,11 +566,28 @@ impl GuardWindow {
     }
 
     pub(crate) fn push(&mut self, unit: &[u8]) {
-        self.prefix.push(unit);
-        self.push_guard(unit);
+        self.begin_unit();
+        self.extend(unit);
+    }
+
+    /// Starts a unit whose bytes arrive in pieces: a zstd frame is never held whole.
+    pub(crate) fn begin_unit(&mut self) {
+        self.prefix.begin_unit();
+        self.begin_guard();
+    }
+
+    /// Adds bytes to the unit begun last.
+    pub(crate) fn extend(&mut self, bytes: &[u8]) {
+        self.prefix.extend(bytes);
+        self.extend_guard(bytes);
     }
 
     fn push_guard(&mut self, unit: &[u8]) {
+        self.begin_guard();
+        self.extend_guard(unit);
+    }
+
+    fn begin_guard(&mut self) {
         if !self.unit_whole {
             // The kept tail of a long unit is exactly the guard of what follows it.
             self.buf.drain(..self.unit_start);
@@ -568,11 +596,24 @@ impl GuardWindow {
             self.buf.drain(..self.buf.len() - GUARD_BYTES);
         }
         self.unit_start = self.buf.len();
-        self.unit_whole = unit.len() <= GUARD_BYTES;
-        let kept = unit
-            .get(unit.len().saturating_sub(GUARD_BYTES)..)
-            .unwrap_or(unit);
-        self.buf.extend_from_slice(kept);
+        self.unit_whole = true;
+    }
+
+    fn extend_guard(&mut self, bytes: &[u8]) {
+        let tail = bytes
+            .get(bytes.len().saturating_sub(2 * GUARD_BYTES)..)
+            .unwrap_or(bytes);
+        if tail.len() < bytes.len() {
+            self.unit_whole = false;
+        }
+        self.buf.extend_from_slice(tail);
+        // Trimmed only once the unit's part holds twice what it needs, so each byte is copied about twice.
+        let unit_len = self.buf.len() - self.unit_start;
+        if unit_len > 2 * GUARD_BYTES {
+            let cut = self.buf.len() - GUARD_BYTES;
+            self.buf.drain(self.unit_start..cut);
+            self.unit_whole = false;
+        }
     }
 
     /// The guard bytes that end where the last unit ends.
@@ -632,8 +673,9 @@ mod tests {
                 tail_of(&all[..start]),
                 "start of unit {k}"
             );
+            // At most twice the guard before the unit and twice the guard of it (trimmed lazily).
             assert!(
-                window.buf.len() <= 3 * GUARD_BYTES,
+                window.buf.len() <= 4 * GUARD_BYTES,
                 "bounded after unit {k}"
             );
         }

@@ -65,6 +65,10 @@ pub use super::bounds::MAX_LINE_BYTES;
 const RAW_BUFFER: usize = 256 * 1024;
 /// Minimum read size while looking for the end of a zstd frame.
 const ZSTD_CHUNK: usize = 64 * 1024;
+/// Compressed bytes read ahead at a frame's start: a frame that ends within them (every append batch
+/// of an ordinary log) is known complete or torn before it is decoded; a larger one is streamed, so
+/// the reader never holds more than this (plus a block) of any frame.
+const ZSTD_READAHEAD: usize = 1 << 20;
 /// Read size of the header-only listing path (spec §1.2: 8 KiB chunks).
 const HEADER_CHUNK: usize = 8 * 1024;
 
@@ -261,6 +265,99 @@ impl FrameSource {
         }
     }
 
+    /// File offset of the end of what is buffered.
+    fn avail(&self) -> u64 {
+        self.offset.saturating_add(self.buf.len() as u64)
+    }
+
+    /// Reads up to `want` more bytes (at least one chunk); sets `eof` when the source has no more.
+    fn fill(&mut self, want: usize) -> Result<(), FrameFailure> {
+        let want = want.max(self.chunk);
+        let got = (&mut self.src)
+            .take(want as u64)
+            .read_to_end(&mut self.buf)
+            .map_err(FrameFailure::Io)?;
+        if got < want {
+            self.eof = true;
+        }
+        Ok(())
+    }
+
+    /// Drops the buffered bytes before file offset `upto`.
+    fn discard(&mut self, upto: u64) {
+        let n = upto.saturating_sub(self.offset).min(self.buf.len() as u64) as usize;
+        self.buf.drain(..n);
+        self.offset = self.offset.saturating_add(n as u64);
+    }
+
+    /// Walks the structure of the frame `d` over what is buffered.
+    fn walk(&self, d: &mut Decoding) -> FrameScan {
+        let base = self.offset.saturating_sub(d.start) as usize;
+        d.walker.advance(&self.buf, base)
+    }
+
+    /// Starts the next frame: reads ahead up to [`ZSTD_READAHEAD`] compressed bytes, which settles
+    /// whether a frame of ordinary size is complete or torn before any of it is decoded; a larger frame
+    /// is streamed with that question open. `None` at a clean end of file.
+    fn begin_frame(&mut self) -> Result<Option<Decoding>, FrameFailure> {
+        let mut d = Decoding {
+            start: self.offset,
+            walker: zstd_frames::FrameWalker::default(),
+            status: FrameStatus::Unknown,
+            known_end: self.offset,
+            fed: self.offset,
+        };
+        loop {
+            match self.walk(&mut d) {
+                FrameScan::Complete(len) => {
+                    d.status = FrameStatus::Complete;
+                    d.known_end = d.start.saturating_add(len as u64);
+                    return Ok(Some(d));
+                }
+                FrameScan::Corrupt(defect) => return Err(FrameFailure::Defect(defect, d.start)),
+                FrameScan::Incomplete { needed } => {
+                    d.known_end = d.start.saturating_add(needed as u64);
+                    if self.eof {
+                        if self.buf.is_empty() {
+                            return Ok(None);
+                        }
+                        d.status = FrameStatus::Torn;
+                        return Ok(Some(d));
+                    }
+                    if self.buf.len() >= ZSTD_READAHEAD {
+                        return Ok(Some(d));
+                    }
+                    let short = needed.saturating_sub(self.buf.len());
+                    self.fill(short.min(ZSTD_READAHEAD - self.buf.len()))?;
+                }
+            }
+        }
+    }
+
+    /// Settles a streamed frame's status after its decoding stopped short, reading on (and dropping
+    /// what the walk has passed) until its structural end or the end of the file.
+    fn settle(&mut self, d: &mut Decoding) -> Result<(), FrameFailure> {
+        while d.status == FrameStatus::Unknown {
+            self.discard(d.start.saturating_add(d.walker.position() as u64));
+            match self.walk(d) {
+                FrameScan::Complete(len) => {
+                    d.status = FrameStatus::Complete;
+                    d.known_end = d.start.saturating_add(len as u64);
+                }
+                FrameScan::Corrupt(defect) => return Err(FrameFailure::Defect(defect, d.start)),
+                FrameScan::Incomplete { needed } if self.eof => {
+                    d.known_end = d.start.saturating_add(needed as u64);
+                    d.status = FrameStatus::Torn;
+                }
+                FrameScan::Incomplete { needed } => {
+                    let end = d.start.saturating_add(needed as u64);
+                    self.fill(end.saturating_sub(self.avail()) as usize)?;
+                }
+            }
+        }
+        Ok(())
+    }
+
     /// Takes the frame's bytes out of the buffer.
     fn take(&mut self, at: &FrameAt) -> Vec<u8> {
         let len = at.len.min(self.buf.len());
@@ -282,14 +379,30 @@ enum Input {
     Zstd(Box<ZstdInput>),
 }
 
-/// The frame [`ZstdInput`] is decoding: its compressed bytes and how far the decoder got.
+/// Whether the frame being decoded is known to be whole.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+enum FrameStatus {
+    /// Its structural end is buffered or was read: a decode failure is damage.
+    Complete,
+    /// The file ends inside it: the torn final frame, salvaged.
+    Torn,
+    /// Larger than the read-ahead and not yet walked to its end: its events are yielded as they are
+    /// decoded, but nothing of it is committed (no checkpoint covers it, a torn-record issue waits)
+    /// until the walk finds its end.
+    Unknown,
+}
+
+/// The frame [`ZstdInput`] is decoding, streamed: its compressed bytes pass through
+/// [`FrameSource::buf`] and are dropped once the decoder and the structural walk are past them.
 struct Decoding {
-    frame: Vec<u8>,
-    in_pos: usize,
-    /// File offset of the frame's end when it is complete; `None` for the torn final frame (salvage).
-    end: Option<u64>,
-    /// The frame's file offset, for messages.
+    /// The frame's file offset.
     start: u64,
+    walker: zstd_frames::FrameWalker,
+    status: FrameStatus,
+    /// File offset up to which the bytes are known to belong to this frame (its end once complete).
+    known_end: u64,
+    /// File offset up to which the decoder was fed.
+    fed: u64,
 }
 
 struct ZstdInput {
@@ -308,6 +421,14 @@ struct ZstdInput {
     committed: u64,
     /// Start of the torn final frame once it is being salvaged.
     torn_start: Option<u64>,
+    /// A frame whose completeness the read-ahead could not settle, waiting for the reader to take the
+    /// checkpoint before it ([`ZstdInput::snapshot`]) before its decoding begins.
+    upcoming: Option<Decoding>,
+    /// While a frame that is not known complete is decoded: the checkpoint at its start, which is as
+    /// far as a checkpoint may go until the frame proves complete (and what a torn one leaves).
+    snapshot: Option<Box<ReadCheckpoint>>,
+    /// A torn-record issue met in a frame not yet known complete: a violation if it completes.
+    pending_violation: Option<LogError>,
     /// A complete frame held an unacceptable line: fatal at the end unless the scanner fails first.
     violation: Option<LogError>,
     /// Where the frame being read starts, with the scanner's line and seq there: a checkpoint taken
@@ -592,9 +713,18 @@ impl LogReader {
                     &mut self.pending,
                     &mut self.track.window,
                 )?;
-                if !salvaging && z.torn_start.is_some() {
-                    // Nothing of the torn frame is processed yet: the state is the committed one.
-                    self.track.torn = Some(Box::new(self.checkpoint_here()));
+                let wants_snapshot = z.upcoming.is_some() && z.snapshot.is_none();
+                let torn_now = !salvaging && z.torn_start.is_some();
+                let snapshot = if torn_now { z.snapshot.take() } else { None };
+                if wants_snapshot {
+                    // Nothing of the upcoming frame is decoded yet: the state is the committed one.
+                    let at_start = Box::new(self.checkpoint_here());
+                    if let Input::Zstd(z) = &mut self.input {
+                        z.snapshot = Some(at_start);
+                    }
+                } else if torn_now {
+                    self.track.torn =
+                        Some(snapshot.unwrap_or_else(|| Box::new(self.checkpoint_here())));
                 }
                 Ok(more)
             }
@@ -714,9 +844,15 @@ impl LogReader {
     /// after the iteration ended in an error, it covers the events yielded before the error, and a
     /// resume from it meets the same error (unless the log was replaced meanwhile).
     pub fn checkpoint(&self) -> ReadCheckpoint {
-        match &self.track.torn {
-            Some(torn) => (**torn).clone(),
-            None => self.checkpoint_here(),
+        if let Some(torn) = &self.track.torn {
+            return (**torn).clone();
+        }
+        match &self.input {
+            Input::Zstd(z) if z.decoding.is_some() => match &z.snapshot {
+                Some(at_start) => (**at_start).clone(),
+                None => self.checkpoint_here(),
+            },
+            _ => self.checkpoint_here(),
         }
     }
 
@@ -775,6 +911,9 @@ impl LogReader {
                 decoded: 0,
                 committed: offset,
                 torn_start: None,
+                upcoming: None,
+                snapshot: None,
+                pending_violation: None,
                 violation: None,
                 frame_start: offset,
                 frame_line: checkpoint.line,
@@ -1118,6 +1257,9 @@ fn read_zstd_header(
         decoded,
         committed,
         torn_start: None,
+        upcoming: None,
+        snapshot: None,
+        pending_violation: None,
         violation: None,
         frame_start: committed,
         frame_line: 1,
@@ -1183,7 +1325,15 @@ fn advance_zstd(
                     let mut err = LogError::new(LogErrorCode::ZstdTornRecord, message);
                     err.line = issue.line;
                     err.seq = issue.seq;
-                    z.violation = Some(err);
+                    let unsure = z
+                        .decoding
+                        .as_ref()
+                        .is_some_and(|d| d.status == FrameStatus::Unknown);
+                    if unsure {
+                        z.pending_violation = Some(err);
+                    } else {
+                        z.violation = Some(err);
+                    }
                 }
             }
             return Ok(true);
@@ -1193,39 +1343,13 @@ fn advance_zstd(
         if partial > z.cap {
             return Err(line_too_long(scanner.line().saturating_add(1), z.cap));
         }
-        if let Some(d) = z.decoding.as_mut() {
+        if z.decoding.is_some() {
             // Keep only the unscanned partial line before decoding more.
             z.plain.drain(..z.pos.min(z.plain.len()));
             z.searched -= z.pos.min(z.searched);
             z.pos = 0;
-            let before = z.plain.len();
             let room = z.cap.saturating_add(1).saturating_sub(partial);
-            let step = z.decoder.step(&d.frame, &mut d.in_pos, &mut z.plain, room);
-            z.decoded = z
-                .decoded
-                .saturating_add(z.plain.len().saturating_sub(before) as u64);
-            let finished = match (d.end, step) {
-                (_, Ok(Step::Progress)) => false,
-                (Some(end), Ok(Step::Finished)) if d.in_pos == d.frame.len() => {
-                    z.committed = end;
-                    true
-                }
-                (Some(_), Ok(Step::Finished)) => {
-                    return Err(frame_decode_error(
-                        d.start,
-                        "frame ended before its structural end",
-                    ))
-                }
-                (Some(_), Ok(Step::Stalled)) => {
-                    return Err(frame_decode_error(d.start, "frame is truncated"))
-                }
-                (Some(_), Err(e)) => return Err(frame_decode_error(d.start, &e.0)),
-                // A torn frame's salvage simply ends where the decoder stops producing.
-                (None, _) => true,
-            };
-            if finished {
-                z.decoding = None;
-            }
+            decode_some(z, window, room)?;
             continue;
         }
         if partial > 0 {
@@ -1245,28 +1369,135 @@ fn advance_zstd(
         if z.torn_start.is_some() {
             return Ok(false);
         }
-        let Some(at) = z.frames.next_frame().map_err(frame_error)? else {
-            return Ok(false);
+        let d = match z.upcoming.take() {
+            Some(d) => d,
+            None => {
+                let Some(d) = z.frames.begin_frame().map_err(frame_error)? else {
+                    return Ok(false);
+                };
+                if d.status != FrameStatus::Complete {
+                    // The reader takes the checkpoint before this frame first (see `LogReader::advance`).
+                    z.upcoming = Some(d);
+                    return Ok(true);
+                }
+                d
+            }
         };
-        let frame = z.frames.take(&at);
-        z.frame_start = at.start;
+        z.frame_start = d.start;
         z.frame_line = scanner.line();
         z.frame_seq = scanner.next_seq();
-        if at.complete {
-            window.push(&frame);
-        }
         z.decoder
             .begin()
-            .map_err(|e| frame_decode_error(at.start, &e.0))?;
-        if !at.complete {
-            z.torn_start = Some(at.start);
+            .map_err(|e| frame_decode_error(d.start, &e.0))?;
+        if d.status == FrameStatus::Torn {
+            z.torn_start = Some(d.start);
+        } else {
+            window.begin_unit();
         }
-        z.decoding = Some(Decoding {
-            frame,
-            in_pos: 0,
-            end: at.complete.then(|| at.start.saturating_add(at.len as u64)),
-            start: at.start,
-        });
+        z.decoding = Some(d);
+    }
+}
+
+/// One decoding step of the current frame, reading compressed bytes as the decoder needs them; ends
+/// the frame (`z.decoding = None`) when it is finished, or when a torn frame's salvage stops.
+fn decode_some(z: &mut ZstdInput, window: &mut GuardWindow, room: usize) -> Result<(), LogError> {
+    let Some(d) = z.decoding.as_mut() else {
+        return Ok(());
+    };
+    let frames = &mut z.frames;
+    loop {
+        let limit = match d.status {
+            FrameStatus::Torn => frames.avail(),
+            _ => d.known_end.min(frames.avail()),
+        };
+        let all_fed = d.status == FrameStatus::Complete && d.fed >= d.known_end;
+        if d.fed >= limit && !all_fed && d.status != FrameStatus::Torn {
+            // The decoder has everything buffered: read on, and walk what arrives.
+            if frames.eof {
+                if d.status == FrameStatus::Unknown {
+                    d.status = FrameStatus::Torn;
+                    z.torn_start = Some(d.start);
+                    z.pending_violation = None;
+                }
+                continue;
+            }
+            frames.fill(0).map_err(frame_error)?;
+            if d.status == FrameStatus::Unknown {
+                match frames.walk(d) {
+                    FrameScan::Complete(len) => {
+                        d.status = FrameStatus::Complete;
+                        d.known_end = d.start.saturating_add(len as u64);
+                        z.snapshot = None;
+                        if z.violation.is_none() {
+                            z.violation = z.pending_violation.take();
+                        }
+                    }
+                    FrameScan::Incomplete { needed } => {
+                        d.known_end = d.start.saturating_add(needed as u64);
+                    }
+                    FrameScan::Corrupt(defect) => {
+                        return Err(frame_error(FrameFailure::Defect(defect, d.start)))
+                    }
+                }
+            }
+            continue;
+        }
+        let lo = d.fed.saturating_sub(frames.offset) as usize;
+        let hi = limit.saturating_sub(frames.offset) as usize;
+        let input = frames.buf.get(lo..hi).unwrap_or_default();
+        let before = z.plain.len();
+        let mut used = 0;
+        let step = z.decoder.step(input, &mut used, &mut z.plain, room);
+        if d.status != FrameStatus::Torn {
+            window.extend(input.get(..used).unwrap_or_default());
+        }
+        d.fed = d.fed.saturating_add(used as u64);
+        z.decoded = z
+            .decoded
+            .saturating_add(z.plain.len().saturating_sub(before) as u64);
+        frames.discard(
+            d.fed
+                .min(d.start.saturating_add(d.walker.position() as u64)),
+        );
+        if matches!(step, Ok(Step::Progress)) {
+            return Ok(());
+        }
+        if d.status == FrameStatus::Unknown {
+            // Stopped short of an end the walk has not reached: damage if the frame is whole, the end
+            // of the salvage if the file ends inside it.
+            frames.settle(d).map_err(frame_error)?;
+            if d.status == FrameStatus::Torn {
+                z.torn_start = Some(d.start);
+                z.pending_violation = None;
+            } else {
+                z.snapshot = None;
+                if z.violation.is_none() {
+                    z.violation = z.pending_violation.take();
+                }
+            }
+        }
+        let end = d.known_end;
+        let result = match (d.status, step) {
+            (FrameStatus::Complete, Ok(Step::Finished)) if d.fed == end => {
+                z.committed = end;
+                Ok(())
+            }
+            (FrameStatus::Complete, Ok(Step::Finished)) => Err(frame_decode_error(
+                d.start,
+                "frame ended before its structural end",
+            )),
+            (FrameStatus::Complete, Ok(_)) => {
+                Err(frame_decode_error(d.start, "frame is truncated"))
+            }
+            (FrameStatus::Complete, Err(e)) => Err(frame_decode_error(d.start, &e.0)),
+            // A torn frame's salvage simply ends where the decoder stops producing.
+            _ => Ok(()),
+        };
+        if d.status == FrameStatus::Torn {
+            frames.discard(frames.avail());
+        }
+        z.decoding = None;
+        return result;
     }
 }
 
