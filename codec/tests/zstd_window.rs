@@ -150,6 +150,7 @@ fn a_frame_that_declares_a_window_past_the_bound_is_refused() {
     let dir = tempfile::tempdir().unwrap();
     let path = dir.path().join("session.jsonl.zstd");
     let mut bytes = compress_frame(format!("{HEADER}\n").as_bytes());
+    let header_len = bytes.len();
     let line = r#"{"type":"session/title","seq":0,"time":0,"data":{"title":"t"}}
 "#;
     // Streamed (no pledged size), so the header declares the whole 128 MiB window.
@@ -161,6 +162,9 @@ fn a_frame_that_declares_a_window_past_the_bound_is_refused() {
     bytes.extend(frame);
     fs::write(&path, bytes).unwrap();
     let err = dsh_codec::log::read::read_log(&path, &ReadOptions::default()).unwrap_err();
-    assert_eq!(err.code, LogErrorCode::ZstdChecksum, "{err}");
-    assert!(err.message.contains("offset"), "{err}");
+    assert_eq!(err.code, LogErrorCode::ZstdBadFrame, "{err}");
+    assert!(
+        err.message.contains("window") && err.message.contains(&format!("offset {}", header_len)),
+        "{err}"
+    );
 }

@@ -26,6 +26,8 @@ pub enum FrameDefect {
     ReservedBits,
     /// A block header names the reserved block type 3.
     ReservedBlockType,
+    /// The frame header declares a decoding window larger than [`WINDOW_LOG_MAX`] allows.
+    WindowTooLarge,
 }
 
 impl FrameDefect {
@@ -35,6 +37,9 @@ impl FrameDefect {
             Self::BadMagic => "invalid frame magic",
             Self::ReservedBits => "frame header sets reserved bits",
             Self::ReservedBlockType => "frame holds a block of the reserved type",
+            Self::WindowTooLarge => {
+                "frame declares a decoding window larger than the reader's 8 MiB bound"
+            }
         }
     }
 }
@@ -125,6 +130,18 @@ impl FrameWalker {
                     let end = 5 + window_bytes + dict_bytes + fcs_bytes;
                     if avail < end {
                         return incomplete(end);
+                    }
+                    // The window descriptor (RFC 8878 §3.1.1.1.2): refused here, by its header, so a
+                    // frame the decoder would need a large buffer for is a structural defect with a
+                    // clear message. A single-segment frame's window is its content size, which the
+                    // line cap bounds instead.
+                    if let Some(&[descriptor]) = get(5, usize::from(!single_segment)) {
+                        let log = 10 + u32::from(descriptor >> 3);
+                        let mantissa = u64::from(descriptor & 7);
+                        let base = 1u64 << log;
+                        if base + (base / 8) * mantissa > 1u64 << WINDOW_LOG_MAX {
+                            return FrameScan::Corrupt(FrameDefect::WindowTooLarge);
+                        }
                     }
                     self.checksum = fhd & 0x04 != 0;
                     self.at = end;
