@@ -9,7 +9,8 @@ use std::fs::{self, OpenOptions};
 use std::io::Write;
 use std::path::{Path, PathBuf};
 
-use dsh_codec::log::checkpoint::{ReReadReason, ReadCheckpoint, Resumed, GUARD_BYTES};
+use dsh_codec::log::checkpoint::{ReReadReason, ReadCheckpoint, GUARD_BYTES};
+use dsh_codec::log::read::Resumed;
 use dsh_codec::log::read::{read_log, read_log_with_checkpoint, LogReader, ReadOptions};
 use dsh_codec::log::write::{LogWriter, WriteOptions};
 use dsh_codec::log::zstd_frames::compress_frame;

@@ -1115,7 +1115,7 @@ fn measure(
                         &checkpoint,
                         &ReadOptions::default(),
                     ) {
-                        Ok(dsh_codec::log::checkpoint::Resumed::Continue(_)) => Ok(()),
+                        Ok(dsh_codec::log::read::Resumed::Continue(_)) => Ok(()),
                         Ok(other) => Err(format!("the unchanged log was not resumable: {other:?}")),
                         Err(e) => Err(e.to_string()),
                     }

@@ -1,4 +1,4 @@
-//! Read checkpoints: where a [`LogReader`] stopped, with what it needs to go on from there when the log
+//! Read checkpoints: where a [`LogReader`](super::read::LogReader) stopped, with what it needs to go on from there when the log
 //! has grown, and the checks that tell a grown log from a rewritten one.
 //!
 //! A checkpoint covers exactly the stored events a reader yielded (never a crash closer, never a torn
@@ -38,9 +38,9 @@ use std::sync::Arc;
 use serde::{Deserialize, Serialize};
 
 use super::bounds::open_regular;
-use super::error::{LogError, LogErrorCode};
+use super::error::LogError;
 use super::legacy::LegacyState;
-use super::read::{LogReader, ReadNotes};
+use super::notes::NotesState;
 use super::repair::CloserTracker;
 use super::zstd_frames;
 use super::Compression;
@@ -114,11 +114,22 @@ impl PrefixHasher {
         }
     }
 
+    #[cfg(test)]
     pub(crate) fn push(&mut self, unit: &[u8]) {
+        self.begin_unit();
+        self.extend(unit);
+    }
+
+    /// Starts a unit whose bytes arrive in pieces ([`PrefixHasher::extend`]): a zstd frame streamed
+    /// through the decoder.
+    pub(crate) fn begin_unit(&mut self) {
         self.before_chunks = self.chunks.len();
         self.before_len = self.partial.len();
         self.before_partial = None;
-        let mut rest = unit;
+    }
+
+    pub(crate) fn extend(&mut self, bytes: &[u8]) {
+        let mut rest = bytes;
         while self.partial.len() + rest.len() >= PREFIX_CHUNK {
             if self.before_partial.is_none() {
                 self.before_partial = Some(self.partial.clone());
@@ -187,51 +198,6 @@ fn fnv1a(bytes: &[u8]) -> u64 {
     bytes.iter().fold(OFFSET_BASIS, |hash, &b| {
         (hash ^ u64::from(b)).wrapping_mul(PRIME)
     })
-}
-
-/// The lenient-read notes a checkpoint carries ([`ReadNotes`] without the upgrade count, which the
-/// legacy state holds, and with the first invalid `request/header` reduced to where and why).
-#[derive(Debug, Clone, Default, PartialEq, Eq, Serialize, Deserialize)]
-pub(crate) struct NotesState {
-    invalid_request_headers: u64,
-    first_invalid_request_header: Option<NoteAt>,
-}
-
-#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
-struct NoteAt {
-    line: Option<u64>,
-    seq: Option<u64>,
-    message: String,
-}
-
-impl NotesState {
-    pub(crate) fn of(notes: &ReadNotes) -> Self {
-        Self {
-            invalid_request_headers: notes.invalid_request_headers,
-            first_invalid_request_header: notes.first_invalid_request_header.as_ref().map(|e| {
-                NoteAt {
-                    line: e.line,
-                    seq: e.seq,
-                    message: e.message.clone(),
-                }
-            }),
-        }
-    }
-
-    /// The notes again, the first invalid `request/header` located in the file at `path`.
-    pub(crate) fn into_notes(self, path: &Path) -> ReadNotes {
-        ReadNotes {
-            legacy_upgrades: 0,
-            invalid_request_headers: self.invalid_request_headers,
-            first_invalid_request_header: self.first_invalid_request_header.map(|at| {
-                let mut err =
-                    LogError::new(LogErrorCode::InvalidRequestHeader, at.message).at_path(path);
-                err.line = at.line;
-                err.seq = at.seq;
-                err
-            }),
-        }
-    }
 }
 
 /// Where a read stopped and what it needs to continue (see the module doc). Serialisable (JSON or any
@@ -353,29 +319,6 @@ pub enum ReReadReason {
     InvalidCheckpoint(String),
 }
 
-/// What [`LogReader::resume`] found.
-// The reader is the common outcome and is moved on at once; boxing it would cost every resume.
-#[allow(clippy::large_enum_variant)]
-pub enum Resumed {
-    /// A reader that continues at the checkpoint: it yields the stored events from
-    /// [`ReadCheckpoint::next_seq`] on (then the crash closers, if asked for and a turn is still open).
-    Continue(LogReader),
-    /// The log changed other than by appending, or the checkpoint is unusable: read it whole.
-    ReRead(ReReadReason),
-}
-
-impl std::fmt::Debug for Resumed {
-    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
-        match self {
-            Self::Continue(reader) => f
-                .debug_struct("Continue")
-                .field("next_seq", &reader.checkpoint().next_seq)
-                .finish_non_exhaustive(),
-            Self::ReRead(why) => f.debug_tuple("ReRead").field(why).finish(),
-        }
-    }
-}
-
 /// What a reader keeps for its checkpoints besides the pipeline state it already has.
 #[derive(Debug)]
 pub(crate) struct Tracking {
@@ -428,7 +371,7 @@ impl Tracking {
     }
 }
 
-/// A byte stream that counts what is read through it (for [`LogReader::bytes_read`]); the count is
+/// A byte stream that counts what is read through it (for [`LogReader::bytes_read`](super::read::LogReader::bytes_read)); the count is
 /// shared because the stream itself disappears into the reader's buffers.
 pub(crate) struct Counted<R> {
     inner: R,
@@ -623,11 +566,28 @@ impl GuardWindow {
     }
 
     pub(crate) fn push(&mut self, unit: &[u8]) {
-        self.prefix.push(unit);
-        self.push_guard(unit);
+        self.begin_unit();
+        self.extend(unit);
+    }
+
+    /// Starts a unit whose bytes arrive in pieces: a zstd frame is never held whole.
+    pub(crate) fn begin_unit(&mut self) {
+        self.prefix.begin_unit();
+        self.begin_guard();
+    }
+
+    /// Adds bytes to the unit begun last.
+    pub(crate) fn extend(&mut self, bytes: &[u8]) {
+        self.prefix.extend(bytes);
+        self.extend_guard(bytes);
     }
 
     fn push_guard(&mut self, unit: &[u8]) {
+        self.begin_guard();
+        self.extend_guard(unit);
+    }
+
+    fn begin_guard(&mut self) {
         if !self.unit_whole {
             // The kept tail of a long unit is exactly the guard of what follows it.
             self.buf.drain(..self.unit_start);
@@ -636,11 +596,24 @@ impl GuardWindow {
             self.buf.drain(..self.buf.len() - GUARD_BYTES);
         }
         self.unit_start = self.buf.len();
-        self.unit_whole = unit.len() <= GUARD_BYTES;
-        let kept = unit
-            .get(unit.len().saturating_sub(GUARD_BYTES)..)
-            .unwrap_or(unit);
-        self.buf.extend_from_slice(kept);
+        self.unit_whole = true;
+    }
+
+    fn extend_guard(&mut self, bytes: &[u8]) {
+        let tail = bytes
+            .get(bytes.len().saturating_sub(2 * GUARD_BYTES)..)
+            .unwrap_or(bytes);
+        if tail.len() < bytes.len() {
+            self.unit_whole = false;
+        }
+        self.buf.extend_from_slice(tail);
+        // Trimmed only once the unit's part holds twice what it needs, so each byte is copied about twice.
+        let unit_len = self.buf.len() - self.unit_start;
+        if unit_len > 2 * GUARD_BYTES {
+            let cut = self.buf.len() - GUARD_BYTES;
+            self.buf.drain(self.unit_start..cut);
+            self.unit_whole = false;
+        }
     }
 
     /// The guard bytes that end where the last unit ends.
@@ -700,8 +673,9 @@ mod tests {
                 tail_of(&all[..start]),
                 "start of unit {k}"
             );
+            // At most twice the guard before the unit and twice the guard of it (trimmed lazily).
             assert!(
-                window.buf.len() <= 3 * GUARD_BYTES,
+                window.buf.len() <= 4 * GUARD_BYTES,
                 "bounded after unit {k}"
             );
         }

@@ -16,6 +16,7 @@ pub mod header;
 pub mod layout;
 pub mod legacy;
 mod line;
+pub mod notes;
 pub mod packed;
 pub mod read;
 pub mod repair;

@@ -7,7 +7,7 @@
 //! line scanner ([`super::scan`]). The writer goes the other way with [`compress_frame`], one frame per
 //! append batch.
 
-use zstd::stream::raw::{Decoder, InBuffer, Operation, OutBuffer};
+use zstd::stream::raw::{DParameter, Decoder, InBuffer, Operation, OutBuffer};
 
 /// The zstd frame magic number as it appears on disk (0xFD2FB528, little-endian).
 pub const ZSTD_MAGIC: [u8; 4] = [0x28, 0xB5, 0x2F, 0xFD];
@@ -26,6 +26,8 @@ pub enum FrameDefect {
     ReservedBits,
     /// A block header names the reserved block type 3.
     ReservedBlockType,
+    /// The frame header declares a decoding window larger than [`WINDOW_LOG_MAX`] allows.
+    WindowTooLarge,
 }
 
 impl FrameDefect {
@@ -35,6 +37,9 @@ impl FrameDefect {
             Self::BadMagic => "invalid frame magic",
             Self::ReservedBits => "frame header sets reserved bits",
             Self::ReservedBlockType => "frame holds a block of the reserved type",
+            Self::WindowTooLarge => {
+                "frame declares a decoding window larger than the reader's 8 MiB bound"
+            }
         }
     }
 }
@@ -53,71 +58,137 @@ pub enum FrameScan {
 
 /// Scans the frame that starts at `buf[0]` following the pseudo-code of spec §1.2, without decompressing.
 ///
-/// Rescanning after more bytes arrive is cheap (the walk only visits block headers), so a streaming
-/// reader simply calls this again with the longer buffer until the frame is complete.
+/// Rescanning after more bytes arrive is cheap (the walk only visits block headers), so a caller that
+/// holds the whole frame simply calls this again with the longer buffer; a streaming reader that must
+/// not hold the frame uses a [`FrameWalker`] instead.
 pub fn scan_frame(buf: &[u8]) -> FrameScan {
-    let incomplete = |needed: usize| FrameScan::Incomplete { needed };
-    let Some(magic) = buf.get(..4) else {
-        return incomplete(4);
-    };
-    if magic != ZSTD_MAGIC {
-        return FrameScan::Corrupt(FrameDefect::BadMagic);
+    FrameWalker::default().advance(buf, 0)
+}
+
+/// A resumable [`scan_frame`]: walks a frame's structure as its bytes arrive through a sliding buffer,
+/// so a reader knows where a frame ends (or that it is torn) without ever holding the whole frame.
+/// Between calls only the bytes from [`FrameWalker::position`] on need to be kept.
+#[derive(Debug, Clone, Default)]
+pub struct FrameWalker {
+    /// Frame-relative offset of the next structure to read: 0 (the frame header), a block header, or
+    /// the checksum.
+    at: usize,
+    phase: WalkPhase,
+    checksum: bool,
+}
+
+#[derive(Debug, Clone, Copy, Default, PartialEq, Eq)]
+enum WalkPhase {
+    #[default]
+    Header,
+    Blocks,
+    Checksum,
+    Done,
+}
+
+impl FrameWalker {
+    /// The frame-relative offset before which the walk needs no byte again.
+    pub fn position(&self) -> usize {
+        self.at
     }
-    let Some(&fhd) = buf.get(4) else {
-        return incomplete(5);
-    };
-    if fhd & 0x18 != 0 {
-        return FrameScan::Corrupt(FrameDefect::ReservedBits);
-    }
-    let fcs_flag = fhd >> 6;
-    let single_segment = fhd & 0x20 != 0;
-    let has_checksum = fhd & 0x04 != 0;
-    let dict_bytes = match fhd & 0x03 {
-        3 => 4,
-        n => usize::from(n),
-    };
-    let fcs_bytes = match fcs_flag {
-        0 => usize::from(single_segment),
-        n => 1usize << n,
-    };
-    let window_bytes = usize::from(!single_segment);
-    // All sizes here are small constants or come from a 21-bit block size, so they cannot overflow a usize
-    // on any platform that can hold the buffer; checked_add keeps that true even for hostile input.
-    let mut offset = 5 + window_bytes + dict_bytes + fcs_bytes;
-    if buf.len() < offset {
-        return incomplete(offset);
-    }
-    loop {
-        let Some(header) = buf.get(offset..offset + 3) else {
-            return incomplete(offset + 3);
+
+    /// Walks on through `buf`, which holds the frame's bytes from frame-relative offset `base` (at most
+    /// [`FrameWalker::position`]) on. `Incomplete { needed }` is frame-relative, as for [`scan_frame`];
+    /// every byte before `needed` belongs to this frame.
+    pub fn advance(&mut self, buf: &[u8], base: usize) -> FrameScan {
+        let avail = base.saturating_add(buf.len());
+        let get = |from: usize, len: usize| -> Option<&[u8]> {
+            buf.get(from.checked_sub(base)?..)?.get(..len)
         };
-        let h = u32::from(header[0]) | (u32::from(header[1]) << 8) | (u32::from(header[2]) << 16);
-        let last = h & 1 != 0;
-        let block_type = (h >> 1) & 3;
-        let size = (h >> 3) as usize;
-        if block_type == 3 {
-            return FrameScan::Corrupt(FrameDefect::ReservedBlockType);
-        }
-        let payload = if block_type == 1 { 1 } else { size };
-        let Some(end) = (offset + 3).checked_add(payload) else {
-            // Only reachable where usize is tiny: no buffer can ever hold this frame.
-            return incomplete(usize::MAX);
-        };
-        if buf.len() < end {
-            return incomplete(end);
-        }
-        offset = end;
-        if last {
-            break;
+        let incomplete = |needed: usize| FrameScan::Incomplete { needed };
+        loop {
+            match self.phase {
+                WalkPhase::Header => {
+                    let Some(magic) = get(0, 4) else {
+                        return incomplete(4);
+                    };
+                    if magic != ZSTD_MAGIC {
+                        return FrameScan::Corrupt(FrameDefect::BadMagic);
+                    }
+                    let Some(&[fhd]) = get(4, 1) else {
+                        return incomplete(5);
+                    };
+                    if fhd & 0x18 != 0 {
+                        return FrameScan::Corrupt(FrameDefect::ReservedBits);
+                    }
+                    let fcs_flag = fhd >> 6;
+                    let single_segment = fhd & 0x20 != 0;
+                    let dict_bytes = match fhd & 0x03 {
+                        3 => 4,
+                        n => usize::from(n),
+                    };
+                    let fcs_bytes = match fcs_flag {
+                        0 => usize::from(single_segment),
+                        n => 1usize << n,
+                    };
+                    let window_bytes = usize::from(!single_segment);
+                    let end = 5 + window_bytes + dict_bytes + fcs_bytes;
+                    if avail < end {
+                        return incomplete(end);
+                    }
+                    // The window descriptor (RFC 8878 §3.1.1.1.2): refused here, by its header, so a
+                    // frame the decoder would need a large buffer for is a structural defect with a
+                    // clear message. A single-segment frame's window is its content size, which the
+                    // line cap bounds instead.
+                    if let Some(&[descriptor]) = get(5, usize::from(!single_segment)) {
+                        let log = 10 + u32::from(descriptor >> 3);
+                        let mantissa = u64::from(descriptor & 7);
+                        let base = 1u64 << log;
+                        if base + (base / 8) * mantissa > 1u64 << WINDOW_LOG_MAX {
+                            return FrameScan::Corrupt(FrameDefect::WindowTooLarge);
+                        }
+                    }
+                    self.checksum = fhd & 0x04 != 0;
+                    self.at = end;
+                    self.phase = WalkPhase::Blocks;
+                }
+                WalkPhase::Blocks => {
+                    let Some(header) = get(self.at, 3) else {
+                        return incomplete(self.at.saturating_add(3));
+                    };
+                    let h = u32::from(header[0])
+                        | (u32::from(header[1]) << 8)
+                        | (u32::from(header[2]) << 16);
+                    let last = h & 1 != 0;
+                    let block_type = (h >> 1) & 3;
+                    let size = (h >> 3) as usize;
+                    if block_type == 3 {
+                        return FrameScan::Corrupt(FrameDefect::ReservedBlockType);
+                    }
+                    let payload = if block_type == 1 { 1 } else { size };
+                    let Some(end) = (self.at + 3).checked_add(payload) else {
+                        // Only reachable where usize is tiny: no buffer can ever hold this frame.
+                        return incomplete(usize::MAX);
+                    };
+                    if avail < end {
+                        return incomplete(end);
+                    }
+                    self.at = end;
+                    if last {
+                        self.phase = if self.checksum {
+                            WalkPhase::Checksum
+                        } else {
+                            WalkPhase::Done
+                        };
+                    }
+                }
+                WalkPhase::Checksum => {
+                    let end = self.at.saturating_add(4);
+                    if avail < end {
+                        return incomplete(end);
+                    }
+                    self.at = end;
+                    self.phase = WalkPhase::Done;
+                }
+                WalkPhase::Done => return FrameScan::Complete(self.at),
+            }
         }
     }
-    if has_checksum {
-        offset += 4;
-        if buf.len() < offset {
-            return incomplete(offset);
-        }
-    }
-    FrameScan::Complete(offset)
 }
 
 /// Why a complete frame could not be decoded.
@@ -128,6 +199,12 @@ pub struct DecodeFailure(pub String);
 /// stop a frame that expands to far more than any line may hold (a "zip bomb" declares gigabytes in a few
 /// KiB), so memory never follows a frame's declared or actual content size.
 pub const DECODE_STEP: usize = 64 * 1024;
+
+/// The largest decoding window accepted, as a power of two (8 MiB): the decoder's own memory for a frame
+/// is its window, so this bounds it whatever the frame's size. DSH's writer (zstd's default level) uses
+/// at most 2 MiB windows, and every level up to 19 at most 8 MiB; a frame that declares a larger window
+/// is refused with a decode error rather than allocated for.
+pub const WINDOW_LOG_MAX: u32 = 23;
 
 /// What one [`FrameDecoder::step`] did.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
@@ -170,7 +247,12 @@ impl FrameDecoder {
         }
         let decoder = match reused {
             Some(d) => d,
-            None => Decoder::new().map_err(|e| DecodeFailure(e.to_string()))?,
+            None => {
+                let mut d = Decoder::new().map_err(|e| DecodeFailure(e.to_string()))?;
+                d.set_parameter(DParameter::WindowLogMax(WINDOW_LOG_MAX))
+                    .map_err(|e| DecodeFailure(e.to_string()))?;
+                d
+            }
         };
         self.decoder = Some(decoder);
         Ok(())

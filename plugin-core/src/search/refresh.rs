@@ -31,8 +31,9 @@ use std::path::{Path, PathBuf};
 use std::sync::Arc;
 use std::time::{Duration, Instant};
 
-use dsh_codec::log::checkpoint::{ReadCheckpoint, Resumed};
+use dsh_codec::log::checkpoint::ReadCheckpoint;
 use dsh_codec::log::layout::{ListedSession, Revision, SessionsRoot};
+use dsh_codec::log::read::Resumed;
 use dsh_codec::log::read::{
     read_header, read_log_with_checkpoint, LogReader, ReadOptions, SessionLog,
 };

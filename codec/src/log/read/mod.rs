@@ -12,8 +12,9 @@
 //! ```
 //!
 //! Memory stays bounded by the line cap ([`ReadOptions::max_line_bytes`], [`MAX_LINE_BYTES`] by default:
-//! at most cap + 1 bytes of one line are ever held) plus, for zstd, one compressed frame and one decoding
-//! step ([`zstd_frames::DECODE_STEP`]) of its plaintext, plus one message id per message event for the legacy upgrades. Only regular files are opened
+//! at most cap + 1 bytes of one line are ever held) plus, for zstd, a bounded read-ahead of compressed bytes, one block and one decoding step
+//! ([`zstd_frames::DECODE_STEP`]) of its plaintext, whatever the frame's size (see [`zstd_input`]), plus one
+//! message id per message event for the legacy upgrades. Only regular files are opened
 //! ([`super::bounds`]), a line past the cap is [`LogErrorCode::LineTooLong`] as soon as it passes it, and
 //! after a scanner issue lines that cannot hold a `turn/end` are counted without parsing, so hostile input
 //! costs time proportional to the bytes actually read. Events are yielded before the end of the file is known;
@@ -46,24 +47,26 @@ use serde_json::Value;
 
 use super::bounds::{line_too_long, open_regular, read_line_capped, RawLine};
 use super::checkpoint::{
-    self, Counted, Guard, GuardWindow, NotesState, ReReadReason, ReadCheckpoint, Resumed, Tracking,
-    CHECKPOINT_VERSION,
+    self, Counted, Guard, GuardWindow, ReReadReason, ReadCheckpoint, Tracking, CHECKPOINT_VERSION,
 };
 use super::error::{clip_for_message, LogError, LogErrorCode};
 use super::header::{HeaderDiagnostic, SessionHeader};
 use super::legacy::LegacyUpgrader;
+use super::notes::NotesState;
+pub use super::notes::ReadNotes;
 use super::repair::CloserTracker;
 use super::scan::{LineScanner, Scanned};
 use super::validate;
-use super::zstd_frames::{self, FrameDecoder, FrameDefect, FrameScan, Step};
+use super::zstd_frames::{self, FrameDecoder};
 use super::{Compression, Event};
 
 pub use super::bounds::MAX_LINE_BYTES;
 
+mod zstd_input;
+use zstd_input::{advance_zstd, read_zstd_header, FrameSource, ZstdInput, ZSTD_CHUNK};
+
 /// Read buffer for raw logs: large enough that a read syscall is rare next to parsing.
 const RAW_BUFFER: usize = 256 * 1024;
-/// Minimum read size while looking for the end of a zstd frame.
-const ZSTD_CHUNK: usize = 64 * 1024;
 /// Read size of the header-only listing path (spec §1.2: 8 KiB chunks).
 const HEADER_CHUNK: usize = 8 * 1024;
 
@@ -114,18 +117,6 @@ pub struct TornTail {
     pub message: String,
 }
 
-/// What a read accepted that the spec's letter would not, beyond the header diagnostics. Nothing in it
-/// loses information; it is there so tools can report it.
-#[derive(Debug, Clone, Default, PartialEq, Eq)]
-pub struct ReadNotes {
-    /// Events read in a legacy shape and upgraded (spec §1.8).
-    pub legacy_upgrades: u64,
-    /// `request/header` events that break the config rule of spec §1.7 step 7 (lenient reads only).
-    pub invalid_request_headers: u64,
-    /// The first of those, located (path, line, seq), as a strict read would have failed.
-    pub first_invalid_request_header: Option<LogError>,
-}
-
 /// A whole log in memory (see [`read_log`]).
 #[derive(Debug, Clone)]
 pub struct SessionLog {
@@ -152,6 +143,29 @@ impl SessionLog {
     pub fn closers(&self) -> &[Event] {
         let stored = self.events.len().saturating_sub(self.closer_count);
         self.events.get(stored..).unwrap_or_default()
+    }
+}
+
+/// What [`LogReader::resume`] found.
+// The reader is the common outcome and is moved on at once; boxing it would cost every resume.
+#[allow(clippy::large_enum_variant)]
+pub enum Resumed {
+    /// A reader that continues at the checkpoint: it yields the stored events from
+    /// [`ReadCheckpoint::next_seq`] on (then the crash closers, if asked for and a turn is still open).
+    Continue(LogReader),
+    /// The log changed other than by appending, or the checkpoint is unusable: read it whole.
+    ReRead(ReReadReason),
+}
+
+impl std::fmt::Debug for Resumed {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        match self {
+            Self::Continue(reader) => f
+                .debug_struct("Continue")
+                .field("next_seq", &reader.checkpoint().next_seq)
+                .finish_non_exhaustive(),
+            Self::ReRead(why) => f.debug_tuple("ReRead").field(why).finish(),
+        }
     }
 }
 
@@ -183,81 +197,6 @@ pub fn read_header(
 
 type Source = Box<dyn Read + Send>;
 
-/// The zstd side of the physical layer: the compressed bytes of the current frame, read on demand.
-struct FrameSource {
-    src: Source,
-    buf: Vec<u8>,
-    /// File offset of `buf[0]`.
-    offset: u64,
-    eof: bool,
-    chunk: usize,
-    /// The largest frame accepted, in compressed bytes (the header frame is bounded by the line cap).
-    max_frame: usize,
-}
-
-/// Where the next frame lies in [`FrameSource::buf`]: always at its start.
-struct FrameAt {
-    start: u64,
-    len: usize,
-    complete: bool,
-}
-
-enum FrameFailure {
-    Io(io::Error),
-    Defect(FrameDefect, u64),
-    /// The frame at this offset needs more than `max_frame` bytes.
-    TooLarge(u64),
-}
-
-impl FrameSource {
-    /// Finds the next frame; `None` at a clean end of file.
-    fn next_frame(&mut self) -> Result<Option<FrameAt>, FrameFailure> {
-        loop {
-            match zstd_frames::scan_frame(&self.buf) {
-                FrameScan::Complete(len) => {
-                    return Ok(Some(FrameAt {
-                        start: self.offset,
-                        len,
-                        complete: true,
-                    }))
-                }
-                FrameScan::Corrupt(defect) => {
-                    return Err(FrameFailure::Defect(defect, self.offset))
-                }
-                FrameScan::Incomplete { needed } => {
-                    if needed > self.max_frame {
-                        return Err(FrameFailure::TooLarge(self.offset));
-                    }
-                    if self.eof {
-                        let len = self.buf.len();
-                        return Ok((len > 0).then_some(FrameAt {
-                            start: self.offset,
-                            len,
-                            complete: false,
-                        }));
-                    }
-                    let want = needed.saturating_sub(self.buf.len()).max(self.chunk);
-                    let got = (&mut self.src)
-                        .take(want as u64)
-                        .read_to_end(&mut self.buf)
-                        .map_err(FrameFailure::Io)?;
-                    if got < want {
-                        self.eof = true;
-                    }
-                }
-            }
-        }
-    }
-
-    /// Takes the frame's bytes out of the buffer.
-    fn take(&mut self, at: &FrameAt) -> Vec<u8> {
-        let len = at.len.min(self.buf.len());
-        let rest = self.buf.split_off(len);
-        self.offset = self.offset.saturating_add(len as u64);
-        std::mem::replace(&mut self.buf, rest)
-    }
-}
-
 enum Input {
     Raw {
         reader: BufReader<Source>,
@@ -268,41 +207,6 @@ enum Input {
         cap: usize,
     },
     Zstd(Box<ZstdInput>),
-}
-
-/// The frame [`ZstdInput`] is decoding: its compressed bytes and how far the decoder got.
-struct Decoding {
-    frame: Vec<u8>,
-    in_pos: usize,
-    /// File offset of the frame's end when it is complete; `None` for the torn final frame (salvage).
-    end: Option<u64>,
-    /// The frame's file offset, for messages.
-    start: u64,
-}
-
-struct ZstdInput {
-    frames: FrameSource,
-    decoder: FrameDecoder,
-    decoding: Option<Decoding>,
-    /// Decoded text not yet scanned (`plain[pos..]`); never more than one capped line and one step.
-    plain: Vec<u8>,
-    pos: usize,
-    /// `plain[pos..searched]` holds no LF: the search for the end of a long line resumes there.
-    searched: usize,
-    cap: usize,
-    /// Plaintext bytes decoded so far, the header frame's included.
-    decoded: u64,
-    /// End of the last complete frame.
-    committed: u64,
-    /// Start of the torn final frame once it is being salvaged.
-    torn_start: Option<u64>,
-    /// A complete frame held an unacceptable line: fatal at the end unless the scanner fails first.
-    violation: Option<LogError>,
-    /// Where the frame being read starts, with the scanner's line and seq there: a checkpoint taken
-    /// before all of its events are yielded resumes at its start.
-    frame_start: u64,
-    frame_line: u64,
-    frame_seq: u64,
 }
 
 enum Phase {
@@ -580,9 +484,18 @@ impl LogReader {
                     &mut self.pending,
                     &mut self.track.window,
                 )?;
-                if !salvaging && z.torn_start.is_some() {
-                    // Nothing of the torn frame is processed yet: the state is the committed one.
-                    self.track.torn = Some(Box::new(self.checkpoint_here()));
+                let wants_snapshot = z.upcoming.is_some() && z.snapshot.is_none();
+                let torn_now = !salvaging && z.torn_start.is_some();
+                let snapshot = if torn_now { z.snapshot.take() } else { None };
+                if wants_snapshot {
+                    // Nothing of the upcoming frame is decoded yet: the state is the committed one.
+                    let at_start = Box::new(self.checkpoint_here());
+                    if let Input::Zstd(z) = &mut self.input {
+                        z.snapshot = Some(at_start);
+                    }
+                } else if torn_now {
+                    self.track.torn =
+                        Some(snapshot.unwrap_or_else(|| Box::new(self.checkpoint_here())));
                 }
                 Ok(more)
             }
@@ -702,9 +615,15 @@ impl LogReader {
     /// after the iteration ended in an error, it covers the events yielded before the error, and a
     /// resume from it meets the same error (unless the log was replaced meanwhile).
     pub fn checkpoint(&self) -> ReadCheckpoint {
-        match &self.track.torn {
-            Some(torn) => (**torn).clone(),
-            None => self.checkpoint_here(),
+        if let Some(torn) = &self.track.torn {
+            return (**torn).clone();
+        }
+        match &self.input {
+            Input::Zstd(z) if z.decoding.is_some() => match &z.snapshot {
+                Some(at_start) => (**at_start).clone(),
+                None => self.checkpoint_here(),
+            },
+            _ => self.checkpoint_here(),
         }
     }
 
@@ -763,6 +682,9 @@ impl LogReader {
                 decoded: 0,
                 committed: offset,
                 torn_start: None,
+                upcoming: None,
+                snapshot: None,
+                pending_violation: None,
                 violation: None,
                 frame_start: offset,
                 frame_line: checkpoint.line,
@@ -961,33 +883,6 @@ fn read_raw_header(
     Ok((line, input))
 }
 
-fn frame_error(failure: FrameFailure) -> LogError {
-    match failure {
-        FrameFailure::Io(e) => LogError::new(LogErrorCode::Io, e.to_string()),
-        FrameFailure::Defect(FrameDefect::BadMagic, at) => LogError::new(
-            LogErrorCode::ZstdBadMagic,
-            format!("invalid frame magic at offset {at}"),
-        ),
-        FrameFailure::Defect(defect, at) => LogError::new(
-            LogErrorCode::ZstdBadFrame,
-            format!("invalid zstd frame at offset {at}: {}", defect.describe()),
-        ),
-        FrameFailure::TooLarge(at) => LogError::new(
-            LogErrorCode::LineTooLong,
-            format!(
-                "the zstd frame at offset {at} is larger than any frame holding one line within the line cap"
-            ),
-        )
-        .at_line(1),
-    }
-}
-
-/// The header frame must hold exactly one line within the cap, so its compressed size is bounded too: a
-/// listing never buffers a huge first frame. Slack covers the frame header and checksum.
-fn header_frame_bound(cap: usize) -> usize {
-    zstd::zstd_safe::compress_bound(cap.saturating_add(1)).saturating_add(1024)
-}
-
 /// A file named `….zstd` whose bytes are no zstd stream (random bytes, say) is read as raw text, as the
 /// spec detects compression by content; when that fails too, the reason a person needs is that it is
 /// not a zstd stream, not what the raw reader made of its bytes.
@@ -1004,265 +899,6 @@ fn not_zstd_as_named(e: LogError, zstd: bool, path: &Path) -> LogError {
         e.message
     );
     LogError { message, ..e }
-}
-
-fn read_zstd_header(
-    src: Source,
-    chunk: usize,
-    cap: usize,
-    window: &mut GuardWindow,
-) -> Result<(Vec<u8>, Input), LogError> {
-    let mut frames = FrameSource {
-        src,
-        buf: Vec::new(),
-        offset: 0,
-        eof: false,
-        chunk,
-        max_frame: header_frame_bound(cap),
-    };
-    let at = match frames.next_frame().map_err(frame_error)? {
-        Some(at) if at.complete => at,
-        _ => {
-            // Say which: nothing at all, bytes that are no zstd stream, or a frame that never ends.
-            let why = if frames.buf.is_empty() {
-                "empty Zstandard session log (no bytes)"
-            } else if !zstd_frames::has_zstd_magic(&frames.buf) && frames.buf.len() >= 4 {
-                "not a zstd stream: the file does not start with a Zstandard frame"
-            } else {
-                "header-less Zstandard session log (the first frame is incomplete)"
-            };
-            return Err(LogError::new(LogErrorCode::MissingHeader, why));
-        }
-    };
-    frames.max_frame = usize::MAX;
-    let frame = frames.take(&at);
-    window.push(&frame);
-    let committed = at.start.saturating_add(at.len as u64);
-    let failed = |e: zstd_frames::DecodeFailure| {
-        LogError::new(
-            LogErrorCode::ZstdChecksum,
-            format!("header frame failed validation: {}", e.0),
-        )
-        .at_line(1)
-    };
-    let not_one_line = || {
-        LogError::new(
-            LogErrorCode::ZstdHeaderFrame,
-            "first frame is not exactly one header line",
-        )
-        .at_line(1)
-    };
-    let mut decoder = FrameDecoder::new();
-    decoder.begin().map_err(failed)?;
-    let mut plain = Vec::new();
-    let mut in_pos = 0;
-    // Decode until the header line is whole (or past the cap), then on to the frame's end, which must add
-    // nothing: one extra byte is enough to refuse the frame, so nothing past it is decoded.
-    loop {
-        let searched = plain.len();
-        let room = cap.saturating_add(1).saturating_sub(plain.len());
-        let step = decoder
-            .step(&frame, &mut in_pos, &mut plain, room)
-            .map_err(failed)?;
-        if let Some(lf) = memchr::memchr(b'\n', plain.get(searched..).unwrap_or_default()) {
-            if searched + lf + 1 != plain.len() {
-                return Err(not_one_line());
-            }
-            let end =
-                finish_header_frame(&mut decoder, step, &frame, &mut in_pos).map_err(failed)?;
-            if !end {
-                return Err(not_one_line());
-            }
-            break;
-        }
-        if plain.len() > cap {
-            return Err(line_too_long(1, cap));
-        }
-        match step {
-            Step::Progress => {}
-            Step::Finished if in_pos == frame.len() => return Err(not_one_line()),
-            Step::Finished => {
-                return Err(failed(zstd_frames::DecodeFailure(
-                    "frame ended before its structural end".into(),
-                )))
-            }
-            Step::Stalled => {
-                return Err(failed(zstd_frames::DecodeFailure(
-                    "frame is truncated".into(),
-                )))
-            }
-        }
-    }
-    let decoded = plain.len() as u64;
-    plain.pop();
-    let input = ZstdInput {
-        frames,
-        decoder,
-        decoding: None,
-        plain: Vec::new(),
-        pos: 0,
-        searched: 0,
-        cap,
-        decoded,
-        committed,
-        torn_start: None,
-        violation: None,
-        frame_start: committed,
-        frame_line: 1,
-        frame_seq: 0,
-    };
-    Ok((plain, Input::Zstd(Box::new(input))))
-}
-
-/// Decodes the rest of the header frame after its LF (`last` is the step that produced the LF):
-/// `Ok(true)` when it ends there exactly (checksum verified), `Ok(false)` when it holds more text.
-fn finish_header_frame(
-    decoder: &mut FrameDecoder,
-    mut last: Step,
-    frame: &[u8],
-    in_pos: &mut usize,
-) -> Result<bool, zstd_frames::DecodeFailure> {
-    let mut extra = Vec::new();
-    loop {
-        match last {
-            Step::Progress => {}
-            Step::Finished if *in_pos == frame.len() => return Ok(true),
-            Step::Finished => {
-                return Err(zstd_frames::DecodeFailure(
-                    "frame ended before its structural end".into(),
-                ))
-            }
-            Step::Stalled => return Err(zstd_frames::DecodeFailure("frame is truncated".into())),
-        }
-        last = decoder.step(frame, in_pos, &mut extra, 1)?;
-        if !extra.is_empty() {
-            return Ok(false);
-        }
-    }
-}
-
-fn advance_zstd(
-    z: &mut ZstdInput,
-    scanner: &mut LineScanner,
-    pending: &mut VecDeque<Scanned>,
-    window: &mut GuardWindow,
-) -> Result<bool, LogError> {
-    loop {
-        if scanner.issue().is_some() {
-            let skipped = scanner.skip_inert(z.plain.get(z.pos..).unwrap_or_default());
-            z.pos = z.pos.saturating_add(skipped);
-            z.searched = z.searched.max(z.pos);
-        }
-        let unsearched = z.plain.get(z.searched..).unwrap_or_default();
-        if let Some(lf) = memchr::memchr(b'\n', unsearched) {
-            let end = z.searched + lf + 1;
-            let line = z.plain.get(z.pos..end).unwrap_or_default();
-            let had_issue = scanner.issue().is_some();
-            let fed = scanner.feed(line, pending);
-            z.pos = end;
-            z.searched = end;
-            fed?;
-            if z.torn_start.is_none() && z.violation.is_none() && !had_issue {
-                if let Some(issue) = scanner.issue() {
-                    let message = format!(
-                        "complete frame contains a torn JSONL record: {}",
-                        issue.message
-                    );
-                    let mut err = LogError::new(LogErrorCode::ZstdTornRecord, message);
-                    err.line = issue.line;
-                    err.seq = issue.seq;
-                    z.violation = Some(err);
-                }
-            }
-            return Ok(true);
-        }
-        z.searched = z.plain.len();
-        let partial = z.plain.len().saturating_sub(z.pos);
-        if partial > z.cap {
-            return Err(line_too_long(scanner.line().saturating_add(1), z.cap));
-        }
-        if let Some(d) = z.decoding.as_mut() {
-            // Keep only the unscanned partial line before decoding more.
-            z.plain.drain(..z.pos.min(z.plain.len()));
-            z.searched -= z.pos.min(z.searched);
-            z.pos = 0;
-            let before = z.plain.len();
-            let room = z.cap.saturating_add(1).saturating_sub(partial);
-            let step = z.decoder.step(&d.frame, &mut d.in_pos, &mut z.plain, room);
-            z.decoded = z
-                .decoded
-                .saturating_add(z.plain.len().saturating_sub(before) as u64);
-            let finished = match (d.end, step) {
-                (_, Ok(Step::Progress)) => false,
-                (Some(end), Ok(Step::Finished)) if d.in_pos == d.frame.len() => {
-                    z.committed = end;
-                    true
-                }
-                (Some(_), Ok(Step::Finished)) => {
-                    return Err(frame_decode_error(
-                        d.start,
-                        "frame ended before its structural end",
-                    ))
-                }
-                (Some(_), Ok(Step::Stalled)) => {
-                    return Err(frame_decode_error(d.start, "frame is truncated"))
-                }
-                (Some(_), Err(e)) => return Err(frame_decode_error(d.start, &e.0)),
-                // A torn frame's salvage simply ends where the decoder stops producing.
-                (None, _) => true,
-            };
-            if finished {
-                z.decoding = None;
-            }
-            continue;
-        }
-        if partial > 0 {
-            if z.torn_start.is_some() {
-                // The salvage of a torn frame may stop mid-line: that fragment is the torn tail.
-                scanner.note_fragment(partial);
-                z.pos = z.plain.len();
-                return Ok(false);
-            }
-            let line = scanner.line().saturating_add(1);
-            let message = format!(
-                "complete frame contains a torn JSONL record: the frame ending at offset {} does not end in LF (line {line})",
-                z.committed
-            );
-            return Err(LogError::new(LogErrorCode::ZstdTornRecord, message).at_line(line));
-        }
-        if z.torn_start.is_some() {
-            return Ok(false);
-        }
-        let Some(at) = z.frames.next_frame().map_err(frame_error)? else {
-            return Ok(false);
-        };
-        let frame = z.frames.take(&at);
-        z.frame_start = at.start;
-        z.frame_line = scanner.line();
-        z.frame_seq = scanner.next_seq();
-        if at.complete {
-            window.push(&frame);
-        }
-        z.decoder
-            .begin()
-            .map_err(|e| frame_decode_error(at.start, &e.0))?;
-        if !at.complete {
-            z.torn_start = Some(at.start);
-        }
-        z.decoding = Some(Decoding {
-            frame,
-            in_pos: 0,
-            end: at.complete.then(|| at.start.saturating_add(at.len as u64)),
-            start: at.start,
-        });
-    }
-}
-
-fn frame_decode_error(start: u64, why: &str) -> LogError {
-    LogError::new(
-        LogErrorCode::ZstdChecksum,
-        format!("zstd frame at offset {start} failed decompression or checksum: {why}"),
-    )
 }
 
 #[cfg(test)]
