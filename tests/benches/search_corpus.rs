@@ -72,6 +72,14 @@ enum Mode {
         root: PathBuf,
         index: PathBuf,
     },
+    /// `--reader ROOT INDEX TERM MILLIS`: one reader process of the contention run, searching `TERM`
+    /// until `MILLIS` have passed; its latencies printed as one tagged JSON line.
+    Reader {
+        root: PathBuf,
+        index: PathBuf,
+        term: String,
+        millis: u64,
+    },
 }
 
 fn parse_size(text: &str) -> Result<u64, String> {
@@ -116,6 +124,21 @@ fn parse_args(args: &[String]) -> Result<Mode, String> {
                 let root = PathBuf::from(value("--child ROOT")?);
                 let index = PathBuf::from(value("--child INDEX")?);
                 return Ok(Mode::Child { which, root, index });
+            }
+            "--reader" => {
+                let root = PathBuf::from(value("--reader ROOT")?);
+                let index = PathBuf::from(value("--reader INDEX")?);
+                let term = value("--reader TERM")?;
+                let v = value("--reader MILLIS")?;
+                let millis = v
+                    .parse()
+                    .map_err(|_| format!("--reader MILLIS {v:?}: not a number"))?;
+                return Ok(Mode::Reader {
+                    root,
+                    index,
+                    term,
+                    millis,
+                });
             }
             "--size" => size = Some(parse_size(&value("--size")?)?),
             "--sessions" => {
@@ -271,6 +294,9 @@ fn build_in_child(which: &str, root: &Path, index: &Path) -> Result<Build, Strin
 
 // -------------------------------------------------------------------------------------------------
 // Baseline: a plain FTS5 table
+
+#[path = "search_corpus/contention.rs"]
+mod contention;
 
 mod naive {
     use super::*;
@@ -596,6 +622,11 @@ mod ours {
         }
 
         pub fn search_sessions(&mut self, query: &str, limit: usize) -> Hits {
+            self.search_shared(query, limit)
+        }
+
+        /// [`Ours::search_sessions`] through a shared reference: threads of one host search at once.
+        pub fn search_shared(&self, query: &str, limit: usize) -> Hits {
             let req = SessionSearchRequest {
                 query: json!(query),
                 session_filters: None,
@@ -1226,6 +1257,7 @@ fn measure(
         aim: None,
     });
     one_shot_rows(root, &ours_db, &probe.term, &probe.sessions(), &mut rows);
+    contention::rows(root, &ours_db, &scratch_path, &probe.term, &mut rows);
 
     print_table(&rows);
     println!(
@@ -1378,6 +1410,12 @@ fn main() {
     let args: Vec<String> = std::env::args().skip(1).collect();
     match parse_args(&args) {
         Ok(Mode::Child { which, root, index }) => child(&which, &root, &index),
+        Ok(Mode::Reader {
+            root,
+            index,
+            term,
+            millis,
+        }) => contention::reader_child(&root, &index, &term, millis),
         Ok(Mode::Run(opts)) => {
             if let Err(e) = run(opts) {
                 eprintln!("search_corpus: {e}");
