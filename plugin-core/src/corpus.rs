@@ -29,6 +29,7 @@ pub(crate) mod testing;
 use std::collections::{BTreeMap, HashMap};
 use std::path::{Path, PathBuf};
 use std::sync::{Arc, Mutex, MutexGuard, OnceLock};
+use std::time::{Duration, Instant};
 
 use abi_stable::std_types::{RStr, RString};
 use dsh_codec::log::append::AppendValidator;
@@ -191,7 +192,14 @@ pub struct Corpus {
     problems: Mutex<Problems>,
     /// The sessions the last listing found (or the index recorded), by path, with their revisions.
     known: Mutex<KnownSessions>,
+    /// How long a finished listing of the root answers for the next one (`None`: every listing looks).
+    reuse: Option<Duration>,
+    /// The last listing of the root, when it finished, and its problems.
+    last: Mutex<Option<LastListing>>,
 }
+
+/// A listing of the root: when it finished, the sessions, the problems.
+type LastListing = (Instant, Vec<ListedSession>, Vec<CorpusProblem>);
 
 impl Corpus {
     pub fn new(host: Arc<HostContextBox>, sessions_root: Option<PathBuf>) -> Self {
@@ -202,7 +210,18 @@ impl Corpus {
             cache: Mutex::new(LogCache::new(CACHE_MAX_SESSIONS, CACHE_MAX_EVENTS)),
             problems: Mutex::new(Problems::default()),
             known: Mutex::new(KnownSessions::new()),
+            reuse: None,
+            last: Mutex::new(None),
         }
+    }
+
+    /// For a process that answers one command and exits: a listing of the root finished less than
+    /// `window` ago answers for the next (a command's calls each list the root: `sessions` lists, then
+    /// asks for the listing's problems; each look `stat`s every transcript). A long-lived host never
+    /// sets this: it must see a change made between two calls.
+    pub fn reuse_listings_for(mut self, window: Duration) -> Self {
+        self.reuse = Some(window);
+        self
     }
 
     /// Sessions known from elsewhere (the search index: the header each log had at the revision it was
@@ -370,6 +389,14 @@ impl Corpus {
     }
 
     fn list_root(&self, root: &SessionsRoot) -> Result<Vec<ListedSession>, LogError> {
+        if let Some(window) = self.reuse {
+            if let Some((at, sessions, problems)) = &*lock(&self.last) {
+                if at.elapsed() < window {
+                    lock(&self.problems).listing = Some(problems.clone());
+                    return Ok(sessions.clone());
+                }
+            }
+        }
         // Taken out, not held: the listing stats files (a concurrent listing meanwhile just reads headers).
         let known = std::mem::take(&mut *lock(&self.known));
         let listing = match root.list_known(&known) {
@@ -390,6 +417,9 @@ impl Corpus {
             .iter()
             .map(|e| problem(root.root(), None, e))
             .collect();
+        if self.reuse.is_some() {
+            *lock(&self.last) = Some((Instant::now(), listing.sessions.clone(), problems.clone()));
+        }
         let mut state = lock(&self.problems);
         state.listing = Some(problems);
         // A failed read of a log that no longer lists at that path is no longer news.

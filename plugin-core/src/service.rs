@@ -81,10 +81,13 @@ impl Service {
             Some(path) => Some(Search::open(&config, path, host.clone())?),
             None => None,
         };
-        let corpus = Corpus::new(host, sessions_root).with_sources(SourceRoots {
+        let mut corpus = Corpus::new(host, sessions_root).with_sources(SourceRoots {
             claude_projects: config.claude_projects.clone(),
             codex_home: config.codex_home.clone(),
         });
+        if !config.long_lived {
+            corpus = corpus.reuse_listings_for(crate::search::refresh::ONE_SHOT_REUSE);
+        }
         // A new process lists an unchanged root from what the index recorded, opening no log.
         if let Some(search) = &index {
             corpus.seed_known(search.known_listing());

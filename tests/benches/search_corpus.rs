@@ -19,7 +19,9 @@
 //! cargo bench -p tests --bench search_corpus -- --size 1GB --sessions 10000 --corpus /some/dir
 //! ```
 //! Options: `--size` (bytes, with kB/MB/GB), `--sessions`, `--seed`, `--corpus DIR` (or the environment
-//! variable `DSH_BENCH_CORPUS`; default `target/search-corpus/<size>-<sessions>`), `--generate-only`.
+//! variable `DSH_BENCH_CORPUS`; default `target/search-corpus/<size>-<sessions>`), `--generate-only`,
+//! `--work DIR` (where the indexes go; default `<corpus>/work`), `--only one-shot` (the command-line
+//! and contention figures alone, over the index in the work folder).
 
 use std::collections::BTreeSet;
 use std::fs;
@@ -62,6 +64,11 @@ struct Options {
     corpus: PathBuf,
     /// Only make sure the corpus exists (e.g. to generate a large one ahead of a run).
     generate_only: bool,
+    /// Where the indexes go (`--work DIR`; default `<corpus>/work`), so a shared corpus is not written to.
+    work: Option<PathBuf>,
+    /// `--only one-shot`: the command-line and contention figures alone, over our index in the work
+    /// folder (built first when missing), as a quick check of the one-shot paths.
+    only_one_shot: bool,
 }
 
 enum Mode {
@@ -71,6 +78,14 @@ enum Mode {
         which: String,
         root: PathBuf,
         index: PathBuf,
+    },
+    /// `--reader ROOT INDEX TERM MILLIS`: one reader process of the contention run, searching `TERM`
+    /// until `MILLIS` have passed; its latencies printed as one tagged JSON line.
+    Reader {
+        root: PathBuf,
+        index: PathBuf,
+        term: String,
+        millis: u64,
     },
 }
 
@@ -103,6 +118,8 @@ fn parse_args(args: &[String]) -> Result<Mode, String> {
     let mut seed = None;
     let mut corpus = std::env::var_os("DSH_BENCH_CORPUS").map(PathBuf::from);
     let mut generate_only = false;
+    let mut work = None;
+    let mut only_one_shot = false;
     let mut it = args.iter();
     while let Some(arg) = it.next() {
         let mut value = |name: &str| {
@@ -116,6 +133,21 @@ fn parse_args(args: &[String]) -> Result<Mode, String> {
                 let root = PathBuf::from(value("--child ROOT")?);
                 let index = PathBuf::from(value("--child INDEX")?);
                 return Ok(Mode::Child { which, root, index });
+            }
+            "--reader" => {
+                let root = PathBuf::from(value("--reader ROOT")?);
+                let index = PathBuf::from(value("--reader INDEX")?);
+                let term = value("--reader TERM")?;
+                let v = value("--reader MILLIS")?;
+                let millis = v
+                    .parse()
+                    .map_err(|_| format!("--reader MILLIS {v:?}: not a number"))?;
+                return Ok(Mode::Reader {
+                    root,
+                    index,
+                    term,
+                    millis,
+                });
             }
             "--size" => size = Some(parse_size(&value("--size")?)?),
             "--sessions" => {
@@ -134,6 +166,11 @@ fn parse_args(args: &[String]) -> Result<Mode, String> {
             }
             "--corpus" => corpus = Some(PathBuf::from(value("--corpus")?)),
             "--generate-only" => generate_only = true,
+            "--work" => work = Some(PathBuf::from(value("--work")?)),
+            "--only" => match value("--only")?.as_str() {
+                "one-shot" => only_one_shot = true,
+                other => return Err(format!("--only {other:?}: the one section is one-shot")),
+            },
             // cargo passes `--bench` to every bench binary.
             "--bench" => {}
             other => return Err(format!("unknown argument {other:?}")),
@@ -155,6 +192,8 @@ fn parse_args(args: &[String]) -> Result<Mode, String> {
         params,
         corpus,
         generate_only,
+        work,
+        only_one_shot,
     }))
 }
 
@@ -271,6 +310,9 @@ fn build_in_child(which: &str, root: &Path, index: &Path) -> Result<Build, Strin
 
 // -------------------------------------------------------------------------------------------------
 // Baseline: a plain FTS5 table
+
+#[path = "search_corpus/contention.rs"]
+mod contention;
 
 mod naive {
     use super::*;
@@ -596,6 +638,11 @@ mod ours {
         }
 
         pub fn search_sessions(&mut self, query: &str, limit: usize) -> Hits {
+            self.search_shared(query, limit)
+        }
+
+        /// [`Ours::search_sessions`] through a shared reference: threads of one host search at once.
+        pub fn search_shared(&self, query: &str, limit: usize) -> Hits {
             let req = SessionSearchRequest {
                 query: json!(query),
                 session_filters: None,
@@ -838,12 +885,18 @@ fn measure(
     root: &Path,
     scratch: &SessionInfo,
 ) -> Result<(), String> {
-    let work = opts.corpus.join("work");
+    let work = opts
+        .work
+        .clone()
+        .unwrap_or_else(|| opts.corpus.join("work"));
     fs::create_dir_all(&work).map_err(|e| format!("creating {}: {e}", work.display()))?;
     let naive_db = work.join("naive.sqlite");
     let ours_db = work.join("ours.sqlite");
     let corpus_mb = (info.plain_bytes() + scratch.plain_bytes) as f64 / 1e6;
     let mut rows = Vec::new();
+    if opts.only_one_shot {
+        return only_one_shot(info, root, scratch, &ours_db);
+    }
 
     // Cold builds, each in its own process.
     println!("cold builds …");
@@ -1228,6 +1281,7 @@ fn measure(
         aim: None,
     });
     one_shot_rows(root, &ours_db, &probe.term, &probe.sessions(), &mut rows);
+    contention::rows(root, &ours_db, &scratch_path, &probe.term, &mut rows);
 
     print_table(&rows);
     println!(
@@ -1239,6 +1293,38 @@ fn measure(
          one-shot rows: a new sample-host process per run (plugin load, index open, stat sweep, answer); \
          their scan column is rg -uu -z -F -l over the same root."
     );
+    Ok(())
+}
+
+/// `--only one-shot`: our index (built when missing, in its own process), then the command-line rows
+/// and the contention rows.
+fn only_one_shot(
+    info: &CorpusInfo,
+    root: &Path,
+    scratch: &SessionInfo,
+    ours_db: &Path,
+) -> Result<(), String> {
+    if !ours_db.exists() {
+        println!("building our index …");
+        build_in_child("ours", root, ours_db)?;
+    }
+    let probe = info
+        .rare_terms
+        .first()
+        .ok_or("the corpus has no rare terms")?;
+    let mut rows = Vec::new();
+    // One search brings the index up to date with the scratch session first, so the one-shot runs
+    // meet an unchanged root.
+    ours::Ours::open(root, ours_db)?.search_sessions(&probe.term, LIMIT)?;
+    one_shot_rows(root, ours_db, &probe.term, &probe.sessions(), &mut rows);
+    contention::rows(
+        root,
+        ours_db,
+        &root.join(&scratch.path),
+        &probe.term,
+        &mut rows,
+    );
+    print_table(&rows);
     Ok(())
 }
 
@@ -1380,6 +1466,12 @@ fn main() {
     let args: Vec<String> = std::env::args().skip(1).collect();
     match parse_args(&args) {
         Ok(Mode::Child { which, root, index }) => child(&which, &root, &index),
+        Ok(Mode::Reader {
+            root,
+            index,
+            term,
+            millis,
+        }) => contention::reader_child(&root, &index, &term, millis),
         Ok(Mode::Run(opts)) => {
             if let Err(e) = run(opts) {
                 eprintln!("search_corpus: {e}");

@@ -1,7 +1,7 @@
 //! One-shot commands on an unchanged root, as a user runs them: the `sample-host` binary and the real
 //! plugin cdylib, watched with `strace`. A process that answers and exits sets up no file-system watch,
 //! and when nothing changed since the index was brought up to date it opens no session log at all; a
-//! log that changed is the one log it opens.
+//! log that changed is the one log it opens. Nor does it write to the index then: not one `fsync`.
 
 use std::path::Path;
 use std::process::Command;
@@ -9,7 +9,7 @@ use std::process::Command;
 use tests::host::demo_env;
 use tests::libs::libs;
 
-/// Runs `sample-host … ARGS` under `strace -f -e trace=openat,inotify_add_watch`; returns the traced
+/// Runs `sample-host … ARGS` under `strace -f -e trace=openat,inotify_add_watch,fsync,fdatasync`; returns the traced
 /// calls, or `None` (test skipped, said so) when strace is not installed.
 fn traced(env: &tests::host::DemoEnv, args: &[&str]) -> Option<Vec<String>> {
     if Command::new("strace").arg("-V").output().is_err() {
@@ -28,7 +28,13 @@ fn traced(env: &tests::host::DemoEnv, args: &[&str]) -> Option<Vec<String>> {
     std::fs::create_dir_all(&home).unwrap();
     let out = Command::new("strace")
         .env("HOME", &home)
-        .args(["-f", "-qq", "-e", "trace=openat,inotify_add_watch", "-o"])
+        .args([
+            "-f",
+            "-qq",
+            "-e",
+            "trace=openat,inotify_add_watch,fsync,fdatasync",
+            "-o",
+        ])
         .arg(&trace)
         .arg(&libs().sample_host)
         .arg("--plugins")
@@ -56,6 +62,15 @@ fn logs_opened(calls: &[String], sessions: &Path) -> Vec<String> {
     calls
         .iter()
         .filter(|c| c.contains("openat(") && c.contains(&root) && c.contains("session.jsonl"))
+        .cloned()
+        .collect()
+}
+
+/// The `fsync`s and `fdatasync`s of a trace: a command that wrote nothing has none.
+fn syncs(calls: &[String]) -> Vec<String> {
+    calls
+        .iter()
+        .filter(|c| c.contains("fsync(") || c.contains("fdatasync("))
         .cloned()
         .collect()
 }
@@ -93,6 +108,13 @@ fn an_unchanged_root_one_shot_search_opens_no_log_and_sets_up_no_watch() {
             watches(&calls),
             Vec::<String>::new(),
             "{args:?} set up a watch"
+        );
+        // Opening an index at the current schema used to apply it again: a transaction, and at
+        // close a checkpoint with its fsyncs, in every command.
+        assert_eq!(
+            syncs(&calls),
+            Vec::<String>::new(),
+            "{args:?} wrote to the index of an unchanged root"
         );
     }
     // One log changes: that log, and only it, is opened.

@@ -484,3 +484,32 @@ fn concurrent_reads_agree() {
         h.join().unwrap();
     }
 }
+
+/// A one-shot process's calls list the root once: a listing that just finished answers for the next
+/// call (no second `stat` of every transcript), and once the window has passed the root is looked at
+/// again. Without the window (a long-lived host) every listing looks.
+#[test]
+fn a_one_shot_corpus_reuses_a_listing_only_within_its_window() {
+    let dir = tempfile::tempdir().unwrap();
+    write_log(dir.path(), &header("first", 1), &conversation("q", "a"));
+    let (_host, corpus) = corpus(Some(dir.path()));
+    let corpus = corpus.reuse_listings_for(std::time::Duration::from_millis(300));
+    assert_eq!(corpus.list(Cancel::NEVER).unwrap().len(), 1);
+    write_log(dir.path(), &header("second", 2), &conversation("q", "a"));
+    assert_eq!(
+        corpus.list(Cancel::NEVER).unwrap().len(),
+        1,
+        "within the window"
+    );
+    std::thread::sleep(std::time::Duration::from_millis(350));
+    assert_eq!(
+        corpus.list(Cancel::NEVER).unwrap().len(),
+        2,
+        "after the window"
+    );
+
+    let (_host, long_lived) = super::testing::corpus(Some(dir.path()));
+    assert_eq!(long_lived.list(Cancel::NEVER).unwrap().len(), 2);
+    write_log(dir.path(), &header("third", 3), &conversation("q", "a"));
+    assert_eq!(long_lived.list(Cancel::NEVER).unwrap().len(), 3);
+}

@@ -279,10 +279,14 @@ impl Index {
         }
         conn.execute_batch("PRAGMA journal_mode = WAL; PRAGMA synchronous = NORMAL;")
             .map_err(sqlite)?;
-        schema::apply(&mut conn, verdict).map_err(|e| match e {
-            schema::SchemaError::Sqlite(e) => failed(&sqlite_cause(&e)),
-            other => failed(&other),
-        })?;
+        // A current schema is left alone: applying it anyway is a write transaction and an fsync on
+        // every open, which a one-shot command on an unchanged root pays for nothing.
+        if verdict != schema::Verdict::Current {
+            schema::apply(&mut conn, verdict).map_err(|e| match e {
+                schema::SchemaError::Sqlite(e) => failed(&sqlite_cause(&e)),
+                other => failed(&other),
+            })?;
+        }
         store::register(&conn).map_err(sqlite)?;
         store::drop_live_rows(&mut conn).map_err(sqlite)?;
         spans::register(&conn).map_err(sqlite)?;

@@ -6,11 +6,12 @@
 //!   their MAC, and a count of committed write steps (`commits`: readers on other connections or in other
 //!   processes reload their copy of the session rows when it moves);
 //! - `sessions`: one row per indexed source (a live session, or a log on disk), with the header columns a
-//!   hit carries, the stamp that says whether the source changed, where a grown log's read resumes
-//!   (`checkpoint`: its fold and read checkpoint, zstd JSON), the header record a log was listed with
+//!   hit carries, the stamp that says whether the source changed, the header record a log was listed with
 //!   (`listed`: so an unchanged root is listed again without opening a log), the folded title, the row's own
 //!   generation, and whether it is visible to search (the live copy shadows the disk copy; a conflicting
 //!   pair is hidden);
+//! - `resume`: where a grown log's read resumes (its fold and read checkpoint, zstd JSON), per session
+//!   row; apart from `sessions` because every process opening the index reads that table whole;
 //! - `docs`: one row per document (an event with text, spec §3), keyed by the FTS rowid: session, seq,
 //!   type, time, surface label, code-point length and the sanitised text (zstd when that pays) for
 //!   snippets. Labels live here so a later replacement relabels with an UPDATE, never re-indexing text;
@@ -27,12 +28,13 @@ use rusqlite::Connection;
 pub const APPLICATION_ID: i32 = 0x4453_4851;
 
 /// `PRAGMA user_version` of the current schema. An index of ours with another version is rebuilt.
-pub const SCHEMA_VERSION: i32 = 6;
+pub const SCHEMA_VERSION: i32 = 7;
 
 /// Every table the current schema creates (FTS5 shadow tables included).
-const OUR_TABLES: [&str; 11] = [
+const OUR_TABLES: [&str; 12] = [
     "state",
     "sessions",
+    "resume",
     "docs",
     "fts",
     "fts_data",
@@ -165,10 +167,11 @@ pub fn apply(conn: &mut Connection, verdict: Verdict) -> Result<(), SchemaError>
              generation INTEGER NOT NULL,
              visible INTEGER NOT NULL DEFAULT 0,
              is_live INTEGER NOT NULL DEFAULT 0,
-             is_persisted INTEGER NOT NULL DEFAULT 0,
-             -- Last: reading a column stored after a large value walks that value's overflow pages,
-             -- and this is the one column only a resume reads.
-             checkpoint BLOB
+             is_persisted INTEGER NOT NULL DEFAULT 0
+         ) STRICT;
+         CREATE TABLE IF NOT EXISTS resume (
+             sid INTEGER PRIMARY KEY,
+             state BLOB NOT NULL
          ) STRICT;
          CREATE UNIQUE INDEX IF NOT EXISTS sessions_live ON sessions (id) WHERE source = 'live';
          CREATE UNIQUE INDEX IF NOT EXISTS sessions_path ON sessions (path) WHERE source = 'persisted';

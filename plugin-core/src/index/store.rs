@@ -252,7 +252,7 @@ pub fn drop_live_rows(conn: &mut Connection) -> rusqlite::Result<()> {
     let tx = begin(conn)?;
     for sid in live {
         delete_docs(&tx, sid)?;
-        tx.execute("DELETE FROM sessions WHERE sid = ?1", [sid])?;
+        delete_row(&tx, sid)?;
     }
     set_generation(&tx, generation + 1)?;
     tx.commit()
@@ -438,7 +438,7 @@ pub fn replace_session(
     step(conn, |tx| {
         if let Some(sid) = old_sid {
             delete_docs(tx, sid)?;
-            tx.execute("DELETE FROM sessions WHERE sid = ?1", [sid])?;
+            delete_row(tx, sid)?;
         }
         let (source, path) = match new.key {
             RowKey::Live(_) => ("live", None),
@@ -447,9 +447,8 @@ pub fn replace_session(
         let h = new.header;
         tx.prepare_cached(
             "INSERT INTO sessions (source, id, path, version, created_at, cwd, parent_session, seed_length,
-                 delegation_depth, agent_preset, stamp, event_count, title, generation, checkpoint,
-                 listed)
-             VALUES (?1, ?2, ?3, ?4, ?5, ?6, ?7, ?8, ?9, ?10, ?11, ?12, ?13, ?14, ?15, ?16)",
+                 delegation_depth, agent_preset, stamp, event_count, title, generation, listed)
+             VALUES (?1, ?2, ?3, ?4, ?5, ?6, ?7, ?8, ?9, ?10, ?11, ?12, ?13, ?14, ?15)",
         )?
         .execute(params![
             source,
@@ -466,10 +465,10 @@ pub fn replace_session(
             new.event_count as i64,
             new.title,
             generation as i64,
-            new.resume,
             new.listed
         ])?;
         let sid = tx.last_insert_rowid();
+        set_resume(tx, sid, new.resume)?;
         insert_docs(tx, sid, docs)?;
         let (lo, hi) = rowid_range(sid);
         queue_hot(tx, lo, hi)?;
@@ -536,16 +535,15 @@ pub fn extend_session(
             }
         }
         tx.prepare_cached(
-            "UPDATE sessions SET stamp = ?2, event_count = ?3, generation = ?4, checkpoint = ?5
-             WHERE sid = ?1",
+            "UPDATE sessions SET stamp = ?2, event_count = ?3, generation = ?4 WHERE sid = ?1",
         )?
         .execute(params![
             sid,
             ext.stamp,
             ext.event_count as i64,
-            generation as i64,
-            ext.resume
+            generation as i64
         ])?;
+        set_resume(tx, sid, ext.resume)?;
         if let Some(title) = &ext.title {
             tx.prepare_cached("UPDATE sessions SET title = ?2 WHERE sid = ?1")?
                 .execute(params![sid, title])?;
@@ -575,10 +573,34 @@ pub fn listed_sessions(conn: &Connection) -> rusqlite::Result<Vec<(PathBuf, Stri
 
 pub fn stored_resume(conn: &Connection, sid: i64) -> rusqlite::Result<Option<Vec<u8>>> {
     let stored: Option<Option<Vec<u8>>> = conn
-        .prepare_cached("SELECT checkpoint FROM sessions WHERE sid = ?1")?
+        .prepare_cached("SELECT state FROM resume WHERE sid = ?1")?
         .query_row([sid], |r| r.get(0))
         .optional()?;
     Ok(stored.flatten())
+}
+
+/// Stores (or with `None` clears) row `sid`'s resume state. It lives in a table of its own, not in
+/// the session row: at 1.4 kB a row it made the session table five times the pages, and every process
+/// reads that table whole when it opens the index, while only a resume reads this one.
+fn set_resume(tx: &Connection, sid: i64, state: Option<&[u8]>) -> rusqlite::Result<()> {
+    match state {
+        Some(state) => tx
+            .prepare_cached("INSERT OR REPLACE INTO resume (sid, state) VALUES (?1, ?2)")?
+            .execute(params![sid, state])?,
+        None => tx
+            .prepare_cached("DELETE FROM resume WHERE sid = ?1")?
+            .execute([sid])?,
+    };
+    Ok(())
+}
+
+/// Deletes session row `sid` and its resume state (not its documents: see `delete_docs`).
+fn delete_row(tx: &Connection, sid: i64) -> rusqlite::Result<()> {
+    tx.prepare_cached("DELETE FROM sessions WHERE sid = ?1")?
+        .execute([sid])?;
+    tx.prepare_cached("DELETE FROM resume WHERE sid = ?1")?
+        .execute([sid])?;
+    Ok(())
 }
 
 /// The stored labels of row `sid`'s documents with seq below `below`.
@@ -595,7 +617,7 @@ pub fn labels(conn: &Connection, sid: i64, below: u64) -> rusqlite::Result<Vec<(
 pub fn delete_session(conn: &mut Connection, sid: i64, generation: u64) -> rusqlite::Result<()> {
     step(conn, |tx| {
         delete_docs(tx, sid)?;
-        tx.execute("DELETE FROM sessions WHERE sid = ?1", [sid])?;
+        delete_row(tx, sid)?;
         set_generation(tx, generation)
     })
 }

@@ -110,6 +110,25 @@ fn sidecar(index: &Path, suffix: &str) -> PathBuf {
     PathBuf::from(name)
 }
 
+/// An index at the current schema is opened and searched over an unchanged root without a single
+/// write: applying the schema anyway was a write transaction (and at close a checkpoint with its
+/// `fsync`s) in every one-shot command.
+#[test]
+fn reopening_a_current_index_over_an_unchanged_root_writes_nothing() {
+    let (_dir, root, index, answers) = built();
+    let before = std::fs::read(&index).unwrap();
+    let again = side(&root, &index);
+    assert_eq!(again.answers().unwrap(), answers);
+    let wal = std::fs::metadata(sidecar(&index, "-wal")).map_or(0, |m| m.len());
+    // An empty WAL holds at most its 32-byte header, no frame.
+    assert!(wal <= 32, "the open or the search wrote {wal} bytes of WAL");
+    drop(again);
+    assert!(
+        std::fs::read(&index).unwrap() == before,
+        "the index file changed"
+    );
+}
+
 #[test]
 fn a_truncated_index_is_rebuilt_and_says_so_once() {
     let (_dir, root, index, answers) = built();

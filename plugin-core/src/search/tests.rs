@@ -411,7 +411,7 @@ fn a_log_that_grows_after_a_restart_resumes_from_the_stored_checkpoint() {
     drop(e);
     crate::index::connect_by_hand(&index)
         .unwrap()
-        .execute("UPDATE sessions SET checkpoint = x'00ff'", [])
+        .execute("UPDATE resume SET state = x'00ff'", [])
         .unwrap();
     log.user("third quince question");
     std::fs::write(&path, log.text(&header("g", 1))).unwrap();
