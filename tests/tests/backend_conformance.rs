@@ -9,8 +9,8 @@ use std::path::Path;
 use dsh_codec::log::read::{read_log, ReadOptions};
 use dsh_codec::surface::Label;
 use host_api::abi::wire::search::HitHeader;
-use host_api::abi::{EventFilter, Range, SessionFilter, Surface};
 use host_api::abi::ErrorCode;
+use host_api::abi::{EventFilter, Range, SessionFilter, Surface};
 use plugin_core::backend::memory::MemoryBackend;
 use plugin_core::backend::postgres::PostgresBackend;
 use plugin_core::backend::publish::{publish_root, session_write};
@@ -217,13 +217,7 @@ fn spec_rules(b: &mut dyn IndexBackend) {
             .map(|h| h.seq)
             .collect::<Vec<_>>()
     };
-    assert_eq!(
-        only(
-            EventFilter::Surface(vec![Surface::LogOnly]),
-            b
-        ),
-        [2]
-    );
+    assert_eq!(only(EventFilter::Surface(vec![Surface::LogOnly]), b), [2]);
     assert_eq!(
         only(
             EventFilter::Seq(Range {
@@ -234,10 +228,7 @@ fn spec_rules(b: &mut dyn IndexBackend) {
         ),
         [2, 3]
     );
-    assert_eq!(
-        only(EventFilter::Type(vec![]), b),
-        Vec::<u64>::new()
-    );
+    assert_eq!(only(EventFilter::Type(vec![]), b), Vec::<u64>::new());
     // Session filters.
     let sessions = [SessionFilter::Id(vec!["s-long".into()])];
     let page = search_sessions(b, &sessions, &search(&phrases, 10, 0)).unwrap();

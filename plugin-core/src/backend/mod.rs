@@ -28,8 +28,8 @@ pub mod sqlite;
 
 use dsh_codec::surface::Label;
 use host_api::abi::wire::search::HitHeader;
-use host_api::abi::{EventFilter, Range};
 use host_api::abi::{ErrorCode, PluginError};
+use host_api::abi::{EventFilter, Range};
 
 /// One document to store: an event with non-empty text (spec §3), as extracted (not yet sanitised).
 #[derive(Debug, Clone, PartialEq, Eq)]
