@@ -1,0 +1,62 @@
+//! When a refresh commits: batches that double in write steps up to a bound, so a cold build pays few
+//! commits while a process killed part-way keeps about half of what it did.
+
+use super::*;
+
+/// The most write steps, and about the most log bytes read, one batch of a refresh commits at once.
+pub(super) const BATCH_STEPS: u64 = 512;
+
+pub(super) const BATCH_BYTES: u64 = 64 << 20;
+
+/// When a refresh commits: batches double in steps from one up to [`BATCH_STEPS`].
+pub(super) struct Batching {
+    pub(super) open: bool,
+    pub(super) steps: u64,
+    pub(super) bytes: u64,
+    pub(super) limit: u64,
+}
+
+impl Batching {
+    pub(super) fn new() -> Self {
+        Self {
+            open: false,
+            steps: 0,
+            bytes: 0,
+            limit: 1,
+        }
+    }
+
+    /// Opens a batch before a write step when none is open.
+    pub(super) fn before(&mut self, conn: &rusqlite::Connection) -> Result<(), PluginError> {
+        if !self.open {
+            store::begin_batch(conn).map_err(index_failed)?;
+            self.open = true;
+        }
+        Ok(())
+    }
+
+    /// Counts a finished step (`bytes` read for it) and commits when the batch is full.
+    pub(super) fn after(
+        &mut self,
+        conn: &rusqlite::Connection,
+        bytes: u64,
+    ) -> Result<(), PluginError> {
+        self.steps += 1;
+        self.bytes = self.bytes.saturating_add(bytes);
+        if self.steps >= self.limit || self.bytes >= BATCH_BYTES {
+            self.commit(conn)?;
+            self.limit = (self.limit * 2).min(BATCH_STEPS);
+        }
+        Ok(())
+    }
+
+    pub(super) fn commit(&mut self, conn: &rusqlite::Connection) -> Result<(), PluginError> {
+        if self.open {
+            store::commit_batch(conn).map_err(index_failed)?;
+        }
+        self.open = false;
+        self.steps = 0;
+        self.bytes = 0;
+        Ok(())
+    }
+}

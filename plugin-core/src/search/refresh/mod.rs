@@ -1,0 +1,602 @@
+//! Bringing the index up to date before a search (DESIGN.md "Data flow: a search", deviation 6).
+//!
+//! Only what changed is read:
+//! - live sessions are compared by (id, epoch, event count) with what the index holds; a session that
+//!   only grew gets its new events' documents (fetched from the host from the last indexed seq), and a
+//!   replacement among them relabels the older documents it shadowed with an UPDATE; anything else (a
+//!   new epoch, a new header) re-reads the session whole;
+//! - logs on disk are looked at only when the root's watch reported something: just the transcripts it
+//!   named (their header and the layout's lookup for that id), or the whole root when it named a folder
+//!   or too much, or when no watch runs; each is compared by its revision (device, inode, size, mtime,
+//!   ctime); a log that grew is read from its checkpoint, any other change whole
+//!   ([`read_ready`]), an unchanged broken log is not retried, and a log that left the listing
+//!   leaves the index.
+//!
+//! Each session's change is one write step (`index::store`), and steps are committed in batches whose
+//! size doubles from one session up to [`BATCH_STEPS`] / [`BATCH_BYTES`]: a cold build pays few commits
+//! and FTS5 segment flushes, while a process killed part-way keeps at least about half of what it had
+//! done. Whatever committed, rows' stamps describe exactly their documents; the next refresh re-observes
+//! every source and repairs the rest before any search answers. All writes of one refresh carry the same
+//! new generation. A cancelled refresh commits the steps it finished; any other failure rolls the open
+//! batch back.
+//!
+//! A log's resume state (its fold and read checkpoint) is kept in memory for recent logs and stored with
+//! its row, so a log that grows after a restart is still read from where it stopped.
+//!
+//! Broken logs, broken live sessions and live/disk pairs whose headers conflict are left out and reported
+//! as [`Skipped`] (DESIGN.md deviation 2); the rest stays searchable.
+
+use std::collections::{HashMap, HashSet};
+use std::path::{Path, PathBuf};
+use std::sync::Arc;
+use std::time::{Duration, Instant};
+
+use dsh_codec::log::checkpoint::ReadCheckpoint;
+use dsh_codec::log::layout::{ListedSession, Revision, SessionsRoot};
+use dsh_codec::log::read::Resumed;
+use dsh_codec::log::read::{
+    read_header, read_log_with_checkpoint, LogReader, ReadOptions, SessionLog,
+};
+use dsh_codec::log::{Compression, Event, LogError, LogErrorCode, SessionHeader};
+use dsh_codec::surface::{Label, SurfaceFold};
+use host_api::abi::wire::search::{HitHeader, Skipped};
+use host_api::abi::{ErrorCode, LiveSession, PluginError};
+use serde::{Deserialize, Serialize};
+
+use crate::corpus::{Corpus, LoadedSession, SessionData};
+use crate::index::failed;
+use crate::index::store::{
+    self, Doc, PackedDoc, Replacement, RowKey, SessionRow, Source, Visibility,
+};
+use crate::index::watch::{Pending, RootWatch};
+use crate::index::Index;
+use crate::reads::title_of;
+use crate::sources::Sources;
+
+mod batching;
+mod listing;
+mod readers;
+mod resume;
+mod visibility;
+mod write;
+
+use batching::Batching;
+use listing::conflicts;
+pub use listing::{ONE_SHOT_REUSE, SWEEP_EVERY};
+use readers::*;
+use resume::*;
+
+/// The epoch of a live session: it changes on anything other than a pure append, so (id, epoch,
+/// event count) says whether what is indexed is still a prefix of what the host holds.
+fn live_epoch(session: &LiveSession) -> u64 {
+    session.epoch
+}
+
+/// How many logs were read whole and how many resumed from a checkpoint, since the index opened.
+#[derive(Debug, Clone, Copy, Default, PartialEq, Eq)]
+pub struct ReadCounts {
+    pub whole: u64,
+    pub resumed: u64,
+    /// Full listings of the sessions root (each `stat`s every transcript; headers are read only for
+    /// the ones whose revision is not known).
+    pub listings: u64,
+    /// Listings of the other harnesses' folders (a stat per transcript).
+    pub source_listings: u64,
+    /// Reads of logs that failed (the log is then reported and left out).
+    pub failed: u64,
+}
+
+/// Why a resumed read could not be written.
+enum Failure {
+    /// The log: reported and left out.
+    Log(LogError),
+    /// The index: the refresh fails.
+    Plugin(PluginError),
+}
+
+/// The open index and what the search knows about it in memory.
+pub(super) struct Engine {
+    pub index: Index,
+    /// Every row of `sessions`, mirrored.
+    pub rows: HashMap<RowKey, SessionRow>,
+    /// The cross-session generation: the one every row written by the last refresh carries.
+    pub generation: u64,
+    watch: Option<(Option<PathBuf>, RootWatch)>,
+    /// One watch per other harness's folder: an unchanged folder is not listed again.
+    source_watches: Vec<(PathBuf, RootWatch)>,
+    listing: Option<Vec<ListedSession>>,
+    /// Logs that failed to read, by path, with the stamp that failed (not retried until it changes) and
+    /// the report.
+    failed: HashMap<PathBuf, (String, Skipped)>,
+    /// Where recently read logs resume when they grow.
+    resume: HashMap<PathBuf, ResumeState>,
+    /// A counter ordering `resume` entries by last use.
+    clock: u64,
+    /// Folded events over all `resume` entries.
+    resume_events: u64,
+    /// How many logs were read whole and how many resumed from a checkpoint.
+    pub reads: ReadCounts,
+    /// The committed state the rows mirror ([`store::version`]): another process that writes the index
+    /// moves it, and [`Engine::resync`] then reloads.
+    version: (u64, u64),
+    /// Live sessions that failed, by id, with the stamp that failed and the report.
+    live_failed: HashMap<String, (String, Skipped)>,
+    pub skipped: Vec<Skipped>,
+    /// Whether the host lives long (config `longLived`): only then is the root watched.
+    long_lived: bool,
+    /// The root the listing is of, when no watch records it.
+    unwatched_root: Option<PathBuf>,
+    /// When the last whole listing started (for the sweep).
+    listed_at: Option<Instant>,
+    /// When the last refresh that listed the whole root finished (for [`ONE_SHOT_REUSE`]).
+    refreshed_at: Option<Instant>,
+    /// [`SWEEP_EVERY`], shorter in tests.
+    pub(super) sweep_every: Duration,
+}
+
+fn index_failed<E: std::fmt::Display + 'static>(what: E) -> PluginError {
+    PluginError::new(
+        ErrorCode::SessionQueryIndexFailed,
+        format!(
+            "session search index update failed: {}",
+            crate::index::describe(&what)
+        ),
+    )
+}
+
+pub(super) fn aborted() -> PluginError {
+    PluginError::new(ErrorCode::SessionQueryAborted, "session-search aborted")
+}
+
+/// The header columns a hit carries (spec §4.6: no `origin`).
+pub fn hit_header(h: &SessionHeader) -> HitHeader {
+    HitHeader {
+        version: h.version,
+        id: h.id.clone(),
+        created_at: h.created_at,
+        cwd: h.cwd.clone(),
+        parent_session: h.parent_session.clone(),
+        seed_length: h.seed_length,
+        delegation_depth: h.delegation_depth,
+        agent_preset: h.agent_preset.clone(),
+        source: dsh_codec::source::SourceKind::of_id(&h.id)
+            .as_str()
+            .to_string(),
+    }
+}
+
+/// The documents of `events` (spec §3), labelled by `fold`, packed.
+fn docs<'a>(
+    events: &'a [Arc<Event>],
+    fold: &'a SurfaceFold,
+) -> impl Iterator<Item = PackedDoc> + 'a {
+    events.iter().filter_map(move |e| {
+        let text = dsh_codec::text::event_text(e);
+        (!text.is_empty()).then(|| {
+            Doc {
+                seq: e.seq,
+                kind: &e.kind,
+                time: e.time,
+                label: fold.label(e.seq).unwrap_or(Label::LogOnly),
+                text: text.into(),
+            }
+            .pack()
+        })
+    })
+}
+
+/// The session's folded title (spec §7.1) as stored: `{title, messageSeqs, source, eventSeq, updatedAt}`
+/// or `{error}` when the title event breaks the title contract.
+fn title_json(session: &LoadedSession) -> Option<String> {
+    match title_of(session) {
+        Ok(None) => None,
+        Ok(Some(t)) => {
+            let source: serde_json::Value =
+                serde_json::from_str(t.source.as_str()).unwrap_or(serde_json::Value::Null);
+            Some(
+                serde_json::json!({
+                    "title": t.title.as_str(),
+                    "messageSeqs": t.message_seqs.as_slice(),
+                    "source": source,
+                    "eventSeq": t.event_seq,
+                    "updatedAt": t.updated_at,
+                })
+                .to_string(),
+            )
+        }
+        Err(e) => Some(serde_json::json!({"error": e.message.as_str()}).to_string()),
+    }
+}
+
+fn skipped_of(p: &host_api::abi::CorpusProblem) -> Skipped {
+    Skipped {
+        id: p.session_id.clone(),
+        path: Some(p.path.to_string()),
+        code: p.code.to_string(),
+        reason: p.message.to_string(),
+    }
+}
+
+impl Engine {
+    pub fn new(index: Index) -> Result<Self, PluginError> {
+        let conn = index
+            .connection()
+            .ok_or_else(|| index_failed("index is closed"))?;
+        let (generation, _) = store::state(conn).map_err(index_failed)?;
+        let version = store::version(conn).map_err(index_failed)?;
+        let rows = store::load_rows(conn)
+            .map_err(index_failed)?
+            .into_iter()
+            .map(|row| (key_of(&row), row))
+            .collect();
+        // What earlier processes found broken, not read again until the file changes.
+        let failed = failed::load(conn)
+            .unwrap_or_default()
+            .into_iter()
+            .map(|(path, stamp, report)| (path, (stamp, report)))
+            .collect();
+        Ok(Self {
+            index,
+            rows,
+            generation,
+            watch: None,
+            source_watches: Vec::new(),
+            listing: None,
+            failed,
+            resume: HashMap::new(),
+            clock: 0,
+            resume_events: 0,
+            reads: ReadCounts::default(),
+            version,
+            live_failed: HashMap::new(),
+            skipped: Vec::new(),
+            long_lived: true,
+            unwatched_root: None,
+            listed_at: None,
+            refreshed_at: None,
+            sweep_every: SWEEP_EVERY,
+        })
+    }
+
+    /// Sets whether the host lives long (see [`Engine::long_lived`]'s field).
+    pub fn long_lived(mut self, long_lived: bool) -> Self {
+        self.long_lived = long_lived;
+        self
+    }
+
+    fn conn(&mut self) -> Result<&mut rusqlite::Connection, PluginError> {
+        self.index
+            .connection_mut()
+            .ok_or_else(|| index_failed("index is closed"))
+    }
+
+    /// Brings the index up to date with `corpus`. On failure the in-memory mirror is reloaded from the
+    /// database and the next refresh lists the root again, so nothing is assumed that was not committed.
+    pub fn refresh(
+        &mut self,
+        corpus: &Corpus,
+        cancelled: &dyn Fn() -> bool,
+        progress: &dyn Fn(u64, u64),
+    ) -> Result<(), PluginError> {
+        let result = self.try_refresh(corpus, cancelled, progress);
+        if result.is_err() {
+            self.listed_at = None;
+            self.refreshed_at = None;
+            if let Some((_, w)) = &self.watch {
+                w.mark_dirty();
+            }
+            for (_, w) in &self.source_watches {
+                w.mark_dirty();
+            }
+            if let Some(conn) = self.index.connection() {
+                if let (Ok(rows), Ok((generation, _))) =
+                    (store::load_rows(conn), store::state(conn))
+                {
+                    self.rows = rows.into_iter().map(|row| (key_of(&row), row)).collect();
+                    self.generation = generation;
+                }
+            }
+        }
+        if let Some(Ok(version)) = self.index.connection().map(store::version) {
+            self.version = version;
+        }
+        result
+    }
+
+    /// Call with the writer role held, before [`Engine::refresh`]: when another process wrote the index
+    /// since this engine last did, the rows are reloaded and what memory says about the sources
+    /// (listing, resume states, failures) is dropped, so the refresh compares against what is committed.
+    pub fn resync(&mut self) -> Result<(), PluginError> {
+        let conn = self
+            .index
+            .connection()
+            .ok_or_else(|| index_failed("index is closed"))?;
+        let version = store::version(conn).map_err(index_failed)?;
+        if version == self.version {
+            return Ok(());
+        }
+        self.rows = store::load_rows(conn)
+            .map_err(index_failed)?
+            .into_iter()
+            .map(|row| (key_of(&row), row))
+            .collect();
+        self.generation = version.0;
+        self.version = version;
+        self.listing = None;
+        self.resume.clear();
+        self.resume_events = 0;
+        self.failed.clear();
+        self.live_failed.clear();
+        Ok(())
+    }
+
+    fn try_refresh(
+        &mut self,
+        corpus: &Corpus,
+        cancelled: &dyn Fn() -> bool,
+        progress: &dyn Fn(u64, u64),
+    ) -> Result<(), PluginError> {
+        if cancelled() {
+            return Err(aborted());
+        }
+        let root = corpus.sessions_root().map(Path::to_path_buf);
+        if self.long_lived {
+            // A root that did not exist (so could not be watched) is watched once it does.
+            let rewatch = |(r, w): &(Option<PathBuf>, RootWatch)| {
+                *r != root || (!w.is_watching() && root.as_deref().is_some_and(Path::is_dir))
+            };
+            if self.watch.as_ref().is_none_or(rewatch) {
+                self.watch = Some((root.clone(), RootWatch::new(root.as_deref())));
+                self.listing = None;
+            }
+        } else if self.unwatched_root != root {
+            // A process that answers and exits sets up no watch (one inotify watch per folder of
+            // the root, for a process about to exit, costs more than the stats it would save).
+            self.unwatched_root = root.clone();
+            self.listing = None;
+        }
+        let now = Instant::now();
+        let age = self.listed_at.map(|t| now.saturating_duration_since(t));
+        let pending = match &self.watch {
+            Some((_, w)) if self.long_lived => {
+                let reported = w.take();
+                // The sweep: now and then everything, whatever the watch said.
+                if age.is_none_or(|age| age >= self.sweep_every) {
+                    Pending::Everything
+                } else {
+                    reported
+                }
+            }
+            _ if !self.long_lived
+                && self
+                    .refreshed_at
+                    .is_some_and(|t| now.saturating_duration_since(t) < ONE_SHOT_REUSE) =>
+            {
+                Pending::Nothing
+            }
+            _ => Pending::Everything,
+        };
+        let patched = match (&pending, &root) {
+            (Pending::Nothing, _) => self.listing.is_some(),
+            (Pending::Paths(paths), Some(root)) => self.patch_listing(corpus, root, paths),
+            _ => false,
+        };
+        let sources_dirty = self.sources_changed(corpus);
+        if sources_dirty && !corpus.sources().is_empty() {
+            self.reads.source_listings += 1;
+        }
+        if !patched {
+            self.listing = Some(corpus.list_persisted()?);
+            self.reads.listings += 1;
+            self.listed_at = Some(now);
+        } else if sources_dirty {
+            let fresh = corpus.list_sources();
+            if let Some(listing) = self.listing.as_mut() {
+                listing.retain(|l| corpus.sources().kind_of(&l.path).is_none());
+                listing.extend(fresh);
+            }
+        }
+        let result = self.compare_and_write(
+            corpus,
+            cancelled,
+            progress,
+            patched,
+            sources_dirty,
+            &pending,
+        );
+        if result.is_ok() && !patched {
+            self.refreshed_at = Some(Instant::now());
+        }
+        result
+    }
+
+    /// The rest of a refresh, once the listing is current: what changed is compared and written.
+    fn compare_and_write(
+        &mut self,
+        corpus: &Corpus,
+        cancelled: &dyn Fn() -> bool,
+        progress: &dyn Fn(u64, u64),
+        patched: bool,
+        sources_dirty: bool,
+        pending: &Pending,
+    ) -> Result<(), PluginError> {
+        let live: Vec<LiveSession> = corpus.live_sessions();
+        if patched && *pending == Pending::Nothing && !sources_dirty && self.live_unchanged(&live) {
+            // Nothing on disk was reported and every live session is as indexed: nothing to compare.
+            return Ok(());
+        }
+        let listing = self.listing.clone().unwrap_or_default();
+        let live_ids: HashSet<String> = live.iter().map(|s| s.header.id.to_string()).collect();
+
+        // What changed.
+        let mut persisted_work: Vec<&ListedSession> = Vec::new();
+        let listed_paths: HashSet<&Path> = listing.iter().map(|l| l.path.as_path()).collect();
+        for listed in &listing {
+            if live_ids.contains(&listed.header.id) {
+                continue; // hidden while live; indexed when the live session goes away
+            }
+            let stamp = listed.revision.to_string();
+            let key = RowKey::Persisted(listed.path.clone());
+            let unchanged = self.rows.get(&key).is_some_and(|r| r.stamp == stamp);
+            let still_broken = self
+                .failed
+                .get(&listed.path)
+                .is_some_and(|(s, _)| *s == stamp);
+            if !unchanged && !still_broken {
+                persisted_work.push(listed);
+            }
+        }
+        let gone: Vec<PathBuf> = self
+            .failed
+            .keys()
+            .filter(|p| !listed_paths.contains(p.as_path()))
+            .cloned()
+            .collect();
+        for path in gone {
+            self.forget_failure(&path);
+        }
+        let mut deletes: Vec<i64> = self
+            .rows
+            .iter()
+            .filter(|(k, _)| match k {
+                RowKey::Persisted(p) => !listed_paths.contains(p.as_path()),
+                RowKey::Live(id) => !live_ids.contains(id),
+            })
+            .map(|(_, r)| r.sid)
+            .collect();
+        deletes.sort_unstable();
+        let mut live_work: Vec<&LiveSession> = Vec::new();
+        for s in &live {
+            let id = s.header.id.to_string();
+            let stamp = format!("{}:{}", live_epoch(s), s.event_count);
+            let header = hit_header(&SessionHeader::from(&s.header));
+            let unchanged = self
+                .rows
+                .get(&RowKey::Live(id.clone()))
+                .is_some_and(|r| r.stamp == stamp && r.header == header);
+            let still_broken = self
+                .live_failed
+                .get(&id)
+                .is_some_and(|(st, _)| *st == stamp);
+            if !unchanged && !still_broken {
+                live_work.push(s);
+            }
+        }
+        self.live_failed.retain(|id, _| live_ids.contains(id));
+
+        let total = (deletes.len() + persisted_work.len() + live_work.len()) as u64;
+        let generation = self.generation + 1;
+        let mut wrote = false;
+        let mut done = 0u64;
+        progress(0, total);
+        let mut batching = Batching::new();
+        let outcome = (|| -> Result<(), PluginError> {
+            for sid in &deletes {
+                batching.before(self.conn()?)?;
+                store::delete_session(self.conn()?, *sid, generation).map_err(index_failed)?;
+                self.rows.retain(|_, r| r.sid != *sid);
+                wrote = true;
+                batching.after(self.conn()?, 0)?;
+                done += 1;
+                progress(done, total);
+            }
+            // Logs without a row are read whole: on a second thread, ahead of the writes (a bounded
+            // queue keeps at most a few in memory); the others (resumes) here, in order.
+            let new_logs: Vec<&ListedSession> = persisted_work
+                .iter()
+                .copied()
+                .filter(|l| !self.rows.contains_key(&RowKey::Persisted(l.path.clone())))
+                .collect();
+            std::thread::scope(|scope| -> Result<(), PluginError> {
+                // Reading is most of the work: the readers take turns over the logs, and the writer
+                // takes their results in the same turns, so logs are written in listing order.
+                let readers = if new_logs.len() > 1 { READERS } else { 0 };
+                let mut queues = Vec::with_capacity(readers);
+                for turn in 0..readers {
+                    let (sender, reads) = std::sync::mpsc::sync_channel(PREFETCH);
+                    let new_logs = &new_logs;
+                    let sources = corpus.sources();
+                    scope.spawn(move || prefetch(sources, new_logs, turn, readers, sender));
+                    queues.push(reads);
+                }
+                let mut next_new = 0;
+                for listed in &persisted_work {
+                    if cancelled() {
+                        return Err(aborted());
+                    }
+                    let prefetched = (new_logs.get(next_new) == Some(listed))
+                        .then(|| {
+                            let queue = queues.get(next_new % readers.max(1));
+                            next_new += 1;
+                            queue.and_then(|q| q.recv().ok())
+                        })
+                        .flatten();
+                    batching.before(self.conn()?)?;
+                    wrote |= self.index_log(corpus.sources(), listed, prefetched, generation)?;
+                    batching.after(self.conn()?, listed.revision.size)?;
+                    done += 1;
+                    progress(done, total);
+                }
+                Ok(())
+            })?;
+            for s in &live_work {
+                if cancelled() {
+                    return Err(aborted());
+                }
+                batching.before(self.conn()?)?;
+                wrote |= self.index_live(corpus, s, generation)?;
+                batching.after(self.conn()?, 0)?;
+                done += 1;
+                progress(done, total);
+            }
+            batching.before(self.conn()?)?;
+            wrote |= self.update_visibility(&listing, &live, generation)?;
+            batching.commit(self.conn()?)
+        })();
+        let outcome = match outcome {
+            // Every step before the cancellation check finished: keep them.
+            Err(e) if e.code == ErrorCode::SessionQueryAborted => {
+                self.conn().and_then(|c| batching.commit(c)).and(Err(e))
+            }
+            Err(e) => {
+                // A step may have failed half-way: the batch goes. What memory says about it goes
+                // too (the caller reloads the rows): resume states and failures are found again.
+                if let Some(conn) = self.index.connection() {
+                    let _ = store::rollback_batch(conn);
+                }
+                self.resume.clear();
+                self.resume_events = 0;
+                self.failed.clear();
+                Err(e)
+            }
+            ok => ok,
+        };
+        if wrote {
+            self.generation = generation;
+        }
+        outcome?;
+        let mut skipped: Vec<Skipped> = corpus.known_problems().iter().map(skipped_of).collect();
+        skipped.extend(self.failed.values().map(|(_, s)| s.clone()));
+        skipped.extend(self.live_failed.values().map(|(_, s)| s.clone()));
+        skipped.extend(conflicts(&listing, &live).into_iter().map(|(id, path)| Skipped {
+            id: Some(id.clone()),
+            path: Some(path.display().to_string()),
+            code: ErrorCode::SessionQuerySourceConflict.as_str().into(),
+            reason: format!(
+                "live session {id:?} and its log on disk have incompatible headers (version, createdAt, cwd, parentSession, seedLength or delegationDepth differ); both are left out of search"
+            ),
+        }));
+        skipped.sort();
+        // A log the corpus's own reads also failed on is reported once.
+        skipped.dedup_by(|a, b| a.path.is_some() && a.path == b.path && a.code == b.code);
+        self.skipped = skipped;
+        Ok(())
+    }
+}
+
+pub(super) fn key_of(row: &SessionRow) -> RowKey {
+    match (&row.source, &row.path) {
+        (Source::Persisted, Some(p)) => RowKey::Persisted(p.clone()),
+        _ => RowKey::Live(row.header.id.clone()),
+    }
+}
