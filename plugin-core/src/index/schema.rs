@@ -4,12 +4,16 @@
 //! Tables (one file, `application_id` "DSHQ", `user_version` [`SCHEMA_VERSION`]):
 //! - `state`: the cross-session generation cursors are bound to, a random per-index secret that keys
 //!   their MAC, and a count of committed write steps (`commits`: readers on other connections or in other
-//!   processes reload their copy of the session rows when it moves);
+//!   processes bring their copy of the session rows up to date when it moves), and `forgotten`: the
+//!   newest commit whose row removals were pruned from `removed_rows` (a copy older than that reloads whole);
 //! - `sessions`: one row per indexed source (a live session, or a log on disk), with the header columns a
 //!   hit carries, the stamp that says whether the source changed, the header record a log was listed with
 //!   (`listed`: so an unchanged root is listed again without opening a log), the folded title, the row's own
 //!   generation, and whether it is visible to search (the live copy shadows the disk copy; a conflicting
-//!   pair is hidden);
+//!   pair is hidden), and `changed`: the commit (the value of `state.commits`) that last wrote the row;
+//! - `removed_rows`: the session rows deleted, by sid, with the commit that deleted them, so that a reader
+//!   holding an older copy of the rows drops them when it reloads only what changed (pruned, see
+//!   `store::REMOVALS_KEPT`);
 //! - `resume`: where a grown log's read resumes (its fold and read checkpoint, zstd JSON), per session
 //!   row; apart from `sessions` because every process opening the index reads that table whole;
 //! - `docs`: one row per document (an event with text, spec §3), keyed by the FTS rowid: session, seq,
@@ -28,12 +32,13 @@ use rusqlite::Connection;
 pub const APPLICATION_ID: i32 = 0x4453_4851;
 
 /// `PRAGMA user_version` of the current schema. An index of ours with another version is rebuilt.
-pub const SCHEMA_VERSION: i32 = 7;
+pub const SCHEMA_VERSION: i32 = 8;
 
 /// Every table the current schema creates (FTS5 shadow tables included).
-const OUR_TABLES: [&str; 12] = [
+const OUR_TABLES: [&str; 13] = [
     "state",
     "sessions",
+    "removed_rows",
     "resume",
     "docs",
     "fts",
@@ -146,7 +151,8 @@ pub fn apply(conn: &mut Connection, verdict: Verdict) -> Result<(), SchemaError>
              singleton INTEGER PRIMARY KEY CHECK (singleton = 1),
              generation INTEGER NOT NULL,
              secret BLOB NOT NULL,
-             commits INTEGER NOT NULL DEFAULT 0
+             commits INTEGER NOT NULL DEFAULT 0,
+             forgotten INTEGER NOT NULL DEFAULT 0
          ) STRICT;
          CREATE TABLE IF NOT EXISTS sessions (
              sid INTEGER PRIMARY KEY,
@@ -167,8 +173,15 @@ pub fn apply(conn: &mut Connection, verdict: Verdict) -> Result<(), SchemaError>
              generation INTEGER NOT NULL,
              visible INTEGER NOT NULL DEFAULT 0,
              is_live INTEGER NOT NULL DEFAULT 0,
-             is_persisted INTEGER NOT NULL DEFAULT 0
+             is_persisted INTEGER NOT NULL DEFAULT 0,
+             changed INTEGER NOT NULL DEFAULT 0
          ) STRICT;
+         CREATE INDEX IF NOT EXISTS sessions_changed ON sessions (changed);
+         CREATE TABLE IF NOT EXISTS removed_rows (
+             sid INTEGER PRIMARY KEY,
+             changed INTEGER NOT NULL
+         ) STRICT;
+         CREATE INDEX IF NOT EXISTS removed_rows_changed ON removed_rows (changed);
          CREATE TABLE IF NOT EXISTS resume (
              sid INTEGER PRIMARY KEY,
              state BLOB NOT NULL

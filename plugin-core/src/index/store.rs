@@ -258,15 +258,51 @@ pub fn drop_live_rows(conn: &mut Connection) -> rusqlite::Result<()> {
     tx.commit()
 }
 
+/// How many commits' row removals `removed_rows` keeps: enough that a reader a few thousand commits
+/// behind still catches up row by row, few enough that the table stays small.
+pub const REMOVALS_KEPT: i64 = 100_000;
+
 /// Every session row.
 pub fn load_rows(conn: &Connection) -> rusqlite::Result<Vec<SessionRow>> {
-    let mut stmt = conn.prepare(
+    select_rows(conn, "", -1)
+}
+
+/// What the commits after the one a copy of the rows was read at changed: the rows written since (whole)
+/// and the sids removed since. Apply the removals first: a removed sid may be reused by a row written
+/// later.
+#[derive(Debug, Default)]
+pub struct RowChanges {
+    pub written: Vec<SessionRow>,
+    pub removed: Vec<i64>,
+}
+
+/// The rows changed after commit `commits` (see [`version`]), or `None` when removals that recent
+/// were pruned (the copy must then be reloaded whole with [`load_rows`]).
+pub fn changes_since(conn: &Connection, commits: u64) -> rusqlite::Result<Option<RowChanges>> {
+    let forgotten: i64 = conn
+        .prepare_cached("SELECT forgotten FROM state")?
+        .query_row([], |r| r.get(0))?;
+    let commits = commits as i64;
+    if forgotten > commits {
+        return Ok(None);
+    }
+    let written = select_rows(conn, "WHERE changed > ?1", commits)?;
+    let removed = conn
+        .prepare_cached("SELECT sid FROM removed_rows WHERE changed > ?1")?
+        .query_map([commits], |r| r.get(0))?
+        .collect::<rusqlite::Result<_>>()?;
+    Ok(Some(RowChanges { written, removed }))
+}
+
+fn select_rows(conn: &Connection, filter: &str, since: i64) -> rusqlite::Result<Vec<SessionRow>> {
+    let mut stmt = conn.prepare_cached(&format!(
         "SELECT sid, source, id, path, version, created_at, cwd, parent_session, seed_length,
                 delegation_depth, agent_preset, stamp, event_count, title, generation, visible,
                 is_live, is_persisted
-         FROM sessions",
-    )?;
-    let rows = stmt.query_map([], |r| {
+         FROM sessions {filter}"
+    ))?;
+    let params: &[&dyn rusqlite::ToSql] = if filter.is_empty() { &[] } else { &[&since] };
+    let rows = stmt.query_map(params, |r| {
         let source: String = r.get(1)?;
         let path: Option<Vec<u8>> = r.get(3)?;
         Ok(SessionRow {
@@ -447,8 +483,9 @@ pub fn replace_session(
         let h = new.header;
         tx.prepare_cached(
             "INSERT INTO sessions (source, id, path, version, created_at, cwd, parent_session, seed_length,
-                 delegation_depth, agent_preset, stamp, event_count, title, generation, listed)
-             VALUES (?1, ?2, ?3, ?4, ?5, ?6, ?7, ?8, ?9, ?10, ?11, ?12, ?13, ?14, ?15)",
+                 delegation_depth, agent_preset, stamp, event_count, title, generation, listed, changed)
+             VALUES (?1, ?2, ?3, ?4, ?5, ?6, ?7, ?8, ?9, ?10, ?11, ?12, ?13, ?14, ?15,
+                     (SELECT commits + 1 FROM state))",
         )?
         .execute(params![
             source,
@@ -535,7 +572,8 @@ pub fn extend_session(
             }
         }
         tx.prepare_cached(
-            "UPDATE sessions SET stamp = ?2, event_count = ?3, generation = ?4 WHERE sid = ?1",
+            "UPDATE sessions SET stamp = ?2, event_count = ?3, generation = ?4,
+                 changed = (SELECT commits + 1 FROM state) WHERE sid = ?1",
         )?
         .execute(params![
             sid,
@@ -594,12 +632,30 @@ fn set_resume(tx: &Connection, sid: i64, state: Option<&[u8]>) -> rusqlite::Resu
     Ok(())
 }
 
-/// Deletes session row `sid` and its resume state (not its documents: see `delete_docs`).
+/// Deletes session row `sid` and its resume state (not its documents: see `delete_docs`), and records
+/// the removal for readers that bring an older copy of the rows up to date ([`changes_since`]).
 fn delete_row(tx: &Connection, sid: i64) -> rusqlite::Result<()> {
     tx.prepare_cached("DELETE FROM sessions WHERE sid = ?1")?
         .execute([sid])?;
     tx.prepare_cached("DELETE FROM resume WHERE sid = ?1")?
         .execute([sid])?;
+    tx.prepare_cached(
+        "INSERT OR REPLACE INTO removed_rows (sid, changed) VALUES (?1, (SELECT commits + 1 FROM state))",
+    )?
+    .execute([sid])?;
+    // Removals older than the last REMOVALS_KEPT commits are forgotten; a copy of the rows older than
+    // the newest forgotten one reloads whole instead.
+    let pruned = tx
+        .prepare_cached(
+            "DELETE FROM removed_rows WHERE changed <= (SELECT commits + 1 FROM state) - ?1
+             RETURNING changed",
+        )?
+        .query_map([REMOVALS_KEPT], |r| r.get::<_, i64>(0))?
+        .collect::<rusqlite::Result<Vec<_>>>()?;
+    if let Some(newest) = pruned.into_iter().max() {
+        tx.prepare_cached("UPDATE state SET forgotten = max(forgotten, ?1)")?
+            .execute([newest])?;
+    }
     Ok(())
 }
 
@@ -630,7 +686,8 @@ pub fn set_visibility(
 ) -> rusqlite::Result<()> {
     step(conn, |tx| {
         let mut stmt = tx.prepare_cached(
-            "UPDATE sessions SET visible = ?2, is_live = ?3, is_persisted = ?4 WHERE sid = ?1",
+            "UPDATE sessions SET visible = ?2, is_live = ?3, is_persisted = ?4,
+                 changed = (SELECT commits + 1 FROM state) WHERE sid = ?1",
         )?;
         for (sid, v) in updates {
             stmt.execute(params![sid, v.visible, v.is_live, v.is_persisted])?;

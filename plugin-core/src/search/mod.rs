@@ -41,7 +41,7 @@ mod tests;
 
 use std::collections::{BTreeMap, HashMap};
 use std::path::{Path, PathBuf};
-use std::sync::atomic::{AtomicBool, Ordering};
+use std::sync::atomic::{AtomicBool, AtomicU64, Ordering};
 use std::sync::{Arc, Mutex, MutexGuard};
 use std::time::{Duration, Instant};
 
@@ -168,6 +168,8 @@ pub struct Search {
     immutable: AtomicBool,
     /// `longLived` of the config: whether the engine watches the root.
     long_lived: bool,
+    /// Session rows reader connections read from the index so far (see [`Search::rows_read`]).
+    rows_read: AtomicU64,
 }
 
 fn no_progress(_: u64, _: u64) {}
@@ -223,6 +225,7 @@ impl Search {
             disabled: config.open_at == OpenAt::Never,
             immutable: AtomicBool::new(false),
             long_lived: config.long_lived,
+            rows_read: AtomicU64::new(0),
         };
         if config.open_at == OpenAt::Startup {
             let mut state = search.lock();
@@ -325,6 +328,12 @@ impl Search {
             return Err(disabled());
         }
         Ok(())
+    }
+
+    /// How many session rows this instance's reader connections have read from the index: each
+    /// connection reads them all once, then only the rows later commits wrote.
+    pub fn rows_read(&self) -> u64 {
+        self.rows_read.load(Ordering::Relaxed)
     }
 
     /// Brings the index up to date, reporting `progress(done, total)` over the sessions to (re)index.
@@ -435,20 +444,33 @@ impl Search {
             let conn = &reader.conn;
             conn.execute_batch("BEGIN").map_err(index_failed)?;
             let version = store::version(conn).map_err(index_failed)?;
-            if reader.cached.as_ref().is_none_or(|c| c.version != version) {
-                let (_, secret) = store::state(conn).map_err(index_failed)?;
-                let rows = store::load_rows(conn)
-                    .map_err(index_failed)?
-                    .into_iter()
-                    .map(|row| (refresh::key_of(&row), row))
-                    .collect();
-                reader.cached = Some(Cached {
-                    version,
-                    rows,
-                    cursors: Cursors::new(&secret),
-                });
-            }
-            let cached = reader.cached.as_ref().expect("cached just above");
+            // A count of commits that went back is an index built again from nothing: new secret too.
+            let held = reader.cached.take().filter(|c| c.version.1 <= version.1);
+            let cached = match held {
+                Some(mut cached) => {
+                    if cached.version != version {
+                        let caught =
+                            refresh::catch_up(conn, &mut cached.rows, Some(cached.version.1), version.1)
+                                .map_err(index_failed)?;
+                        self.rows_read.fetch_add(caught.read, Ordering::Relaxed);
+                        cached.version = version;
+                    }
+                    cached
+                }
+                None => {
+                    let (_, secret) = store::state(conn).map_err(index_failed)?;
+                    let mut rows = HashMap::new();
+                    let caught = refresh::catch_up(conn, &mut rows, None, version.1)
+                        .map_err(index_failed)?;
+                    self.rows_read.fetch_add(caught.read, Ordering::Relaxed);
+                    Cached {
+                        version,
+                        rows,
+                        cursors: Cursors::new(&secret),
+                    }
+                }
+            };
+            let cached = reader.cached.insert(cached);
             let view = View {
                 conn,
                 rows: &cached.rows,

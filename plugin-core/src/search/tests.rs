@@ -1605,3 +1605,34 @@ fn a_refresh_in_one_thread_never_blocks_searches_of_the_committed_index_in_anoth
         "a full page once the refresh is done"
     );
 }
+
+#[test]
+fn a_commit_reloads_only_the_rows_it_changed() {
+    let e = env();
+    let mut grown = conversation("shared word, grown log", "ok");
+    let paths: Vec<PathBuf> = ["a", "b", "c", "d"]
+        .iter()
+        .map(|id| write_log(&e.root, &header(id, 1), &conversation("shared word", "ok")))
+        .collect();
+    let grown_path = write_log(&e.root, &header("g", 1), &grown);
+    e.settle();
+    assert_eq!(e.ids("shared").len(), 5);
+    assert_eq!(e.search.rows_read(), 5, "a new reader connection reads every row once");
+
+    // An appended event commits one row: only that row is read again.
+    grown.turn_start(2);
+    grown.user("an appended mulberry");
+    write_log(&e.root, &header("g", 1), &grown);
+    e.settle();
+    assert_eq!(e.ids("mulberry"), ["g"]);
+    assert_eq!(e.search.rows_read(), 6, "only the grown session's row is reloaded");
+
+    // A deleted log's row disappears from the reader's copy, and nothing else is read.
+    std::fs::remove_file(&paths[3]).unwrap();
+    e.settle();
+    let mut ids = e.ids("shared");
+    ids.sort();
+    assert_eq!(ids, ["a", "b", "c", "g"]);
+    assert_eq!(e.search.rows_read(), 6, "a removal reads no row");
+    assert!(grown_path.exists());
+}

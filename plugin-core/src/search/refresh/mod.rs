@@ -304,8 +304,9 @@ impl Engine {
     }
 
     /// Call with the writer role held, before [`Engine::refresh`]: when another process wrote the index
-    /// since this engine last did, the rows are reloaded and what memory says about the sources
-    /// (listing, resume states, failures) is dropped, so the refresh compares against what is committed.
+    /// since this engine last did, the rows it wrote are reloaded ([`catch_up`]) and what memory says
+    /// about their sources is dropped (their resume states, failures, and the listing unless the watch
+    /// keeps it current), so the refresh compares against what is committed.
     pub fn resync(&mut self) -> Result<(), PluginError> {
         let conn = self
             .index
@@ -315,16 +316,29 @@ impl Engine {
         if version == self.version {
             return Ok(());
         }
-        self.rows = store::load_rows(conn)
-            .map_err(index_failed)?
-            .into_iter()
-            .map(|row| (key_of(&row), row))
-            .collect();
+        let caught = catch_up(conn, &mut self.rows, Some(self.version.1), version.1)
+            .map_err(index_failed)?;
         self.generation = version.0;
         self.version = version;
-        self.listing = None;
-        self.resume.clear();
-        self.resume_events = 0;
+        match caught.touched {
+            // Only the rows another process wrote: what memory says of their logs is dropped, the rest
+            // (resume states, and the listing while the watch keeps it current) still holds.
+            Some(touched) => {
+                for key in touched {
+                    if let RowKey::Persisted(path) = key {
+                        self.take_resume(&path);
+                    }
+                }
+                if !self.is_watching() {
+                    self.listing = None;
+                }
+            }
+            None => {
+                self.listing = None;
+                self.resume.clear();
+                self.resume_events = 0;
+            }
+        }
         self.failed.clear();
         self.live_failed.clear();
         Ok(())
@@ -599,4 +613,67 @@ pub(super) fn key_of(row: &SessionRow) -> RowKey {
         (Source::Persisted, Some(p)) => RowKey::Persisted(p.clone()),
         _ => RowKey::Live(row.header.id.clone()),
     }
+}
+
+/// What [`catch_up`] did to a copy of the session rows.
+#[derive(Debug)]
+pub(super) struct CaughtUp {
+    /// Rows read from the index.
+    pub read: u64,
+    /// The keys of the rows written or removed since the copy, or `None` when it was reloaded whole.
+    pub touched: Option<Vec<RowKey>>,
+}
+
+/// Brings `rows`, a copy of the session table at commit `held` (`None`: no copy yet), to commit `now`,
+/// the state `conn`'s transaction reads. Only the rows written since and the removals since are read:
+/// reloading all of them on every commit made readers beside a writer spend their time reloading. The
+/// copy is reloaded whole when it is older than the removals the index keeps, or newer than `now` (an
+/// index built again from nothing counts its commits from zero).
+pub(super) fn catch_up(
+    conn: &rusqlite::Connection,
+    rows: &mut HashMap<RowKey, SessionRow>,
+    held: Option<u64>,
+    now: u64,
+) -> rusqlite::Result<CaughtUp> {
+    let changes = match held {
+        Some(held) if held == now => {
+            return Ok(CaughtUp {
+                read: 0,
+                touched: Some(Vec::new()),
+            })
+        }
+        Some(held) if held < now => store::changes_since(conn, held)?,
+        _ => None,
+    };
+    let Some(changes) = changes else {
+        *rows = store::load_rows(conn)?
+            .into_iter()
+            .map(|row| (key_of(&row), row))
+            .collect();
+        return Ok(CaughtUp {
+            read: rows.len() as u64,
+            touched: None,
+        });
+    };
+    let mut touched = Vec::new();
+    if !changes.removed.is_empty() {
+        let removed: HashSet<i64> = changes.removed.into_iter().collect();
+        rows.retain(|key, row| {
+            let gone = removed.contains(&row.sid);
+            if gone {
+                touched.push(key.clone());
+            }
+            !gone
+        });
+    }
+    let read = changes.written.len() as u64;
+    for row in changes.written {
+        let key = key_of(&row);
+        touched.push(key.clone());
+        rows.insert(key, row);
+    }
+    Ok(CaughtUp {
+        read,
+        touched: Some(touched),
+    })
 }
