@@ -710,6 +710,96 @@ pub fn visible_doc_count(conn: &Connection) -> rusqlite::Result<u64> {
 mod tests {
     use super::*;
 
+    fn index() -> Connection {
+        let mut conn = Connection::open_in_memory().unwrap();
+        super::super::schema::apply(&mut conn, super::super::schema::Verdict::Create).unwrap();
+        super::super::spans::register(&conn).unwrap();
+        register(&conn).unwrap();
+        conn
+    }
+
+    fn add(conn: &mut Connection, id: &str) -> i64 {
+        let key = RowKey::Live(id.into());
+        let header = HitHeader {
+            id: id.into(),
+            ..Default::default()
+        };
+        let new = Replacement {
+            key: &key,
+            header: &header,
+            stamp: "1:0",
+            event_count: 0,
+            title: None,
+            resume: None,
+            listed: None,
+        };
+        replace_session(conn, None, &new, [], 1).unwrap()
+    }
+
+    fn commits(conn: &Connection) -> u64 {
+        version(conn).unwrap().1
+    }
+
+    #[test]
+    fn changes_since_names_the_rows_written_and_removed_after_a_commit() {
+        let mut conn = index();
+        let a = add(&mut conn, "a");
+        let held = commits(&conn);
+        let b = add(&mut conn, "b");
+        set_visibility(
+            &mut conn,
+            &[(
+                a,
+                Visibility {
+                    visible: true,
+                    is_live: true,
+                    is_persisted: false,
+                },
+            )],
+            1,
+        )
+        .unwrap();
+        let changes = changes_since(&conn, held).unwrap().unwrap();
+        let mut written: Vec<i64> = changes.written.iter().map(|r| r.sid).collect();
+        written.sort();
+        assert_eq!(
+            written,
+            [a, b],
+            "a visibility change is a change of the row"
+        );
+        assert!(changes.removed.is_empty());
+        let held = commits(&conn);
+        delete_session(&mut conn, b, 1).unwrap();
+        let changes = changes_since(&conn, held).unwrap().unwrap();
+        assert!(changes.written.is_empty());
+        assert_eq!(changes.removed, [b]);
+        let changes = changes_since(&conn, commits(&conn)).unwrap().unwrap();
+        assert!(changes.written.is_empty() && changes.removed.is_empty());
+    }
+
+    #[test]
+    fn a_copy_older_than_the_removals_kept_must_reload_whole() {
+        let mut conn = index();
+        let a = add(&mut conn, "a");
+        // A row above `a`, so that later rows do not take `a`'s sid again (SQLite reuses the largest).
+        add(&mut conn, "kept");
+        let before = commits(&conn);
+        delete_session(&mut conn, a, 1).unwrap();
+        let removed_at = commits(&conn);
+        conn.execute(
+            "UPDATE state SET commits = ?1",
+            [removed_at as i64 + REMOVALS_KEPT as i64],
+        )
+        .unwrap();
+        let c = add(&mut conn, "c");
+        delete_session(&mut conn, c, 1).unwrap();
+        assert!(
+            changes_since(&conn, before).unwrap().is_none(),
+            "the removal of a was pruned: a copy that still holds it cannot catch up"
+        );
+        assert!(changes_since(&conn, removed_at).unwrap().is_some());
+    }
+
     #[test]
     fn texts_round_trip_plain_and_compressed() {
         for text in [

@@ -449,9 +449,13 @@ impl Search {
             let cached = match held {
                 Some(mut cached) => {
                     if cached.version != version {
-                        let caught =
-                            refresh::catch_up(conn, &mut cached.rows, Some(cached.version.1), version.1)
-                                .map_err(index_failed)?;
+                        let caught = refresh::catch_up(
+                            conn,
+                            &mut cached.rows,
+                            Some(cached.version.1),
+                            version.1,
+                        )
+                        .map_err(index_failed)?;
                         self.rows_read.fetch_add(caught.read, Ordering::Relaxed);
                         cached.version = version;
                     }

@@ -1617,7 +1617,11 @@ fn a_commit_reloads_only_the_rows_it_changed() {
     let grown_path = write_log(&e.root, &header("g", 1), &grown);
     e.settle();
     assert_eq!(e.ids("shared").len(), 5);
-    assert_eq!(e.search.rows_read(), 5, "a new reader connection reads every row once");
+    assert_eq!(
+        e.search.rows_read(),
+        5,
+        "a new reader connection reads every row once"
+    );
 
     // An appended event commits one row: only that row is read again.
     grown.turn_start(2);
@@ -1625,7 +1629,11 @@ fn a_commit_reloads_only_the_rows_it_changed() {
     write_log(&e.root, &header("g", 1), &grown);
     e.settle();
     assert_eq!(e.ids("mulberry"), ["g"]);
-    assert_eq!(e.search.rows_read(), 6, "only the grown session's row is reloaded");
+    assert_eq!(
+        e.search.rows_read(),
+        6,
+        "only the grown session's row is reloaded"
+    );
 
     // A deleted log's row disappears from the reader's copy, and nothing else is read.
     std::fs::remove_file(&paths[3]).unwrap();
