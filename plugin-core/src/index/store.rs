@@ -788,7 +788,7 @@ mod tests {
         let removed_at = commits(&conn);
         conn.execute(
             "UPDATE state SET commits = ?1",
-            [removed_at as i64 + REMOVALS_KEPT as i64],
+            [removed_at as i64 + REMOVALS_KEPT],
         )
         .unwrap();
         let c = add(&mut conn, "c");
