@@ -262,6 +262,30 @@ mod tests {
     use super::*;
 
     #[test]
+    fn index_is_a_server_url_or_a_path_never_both_keys() {
+        let c =
+            Config::parse(r#"{"index":"postgresql://u@/db?host=/s","collection":"a@b"}"#).unwrap();
+        assert_eq!(c.index.as_deref(), Some("postgresql://u@/db?host=/s"));
+        assert_eq!((c.index_path, c.collection.as_deref()), (None, Some("a@b")));
+        let c = Config::parse(r#"{"index":"/tmp/i.sqlite"}"#).unwrap();
+        assert_eq!(
+            (c.index, c.index_path),
+            (None, Some(PathBuf::from("/tmp/i.sqlite")))
+        );
+        for bad in [
+            r#"{"index":"postgresql://x","indexPath":"/tmp/i.sqlite"}"#,
+            r#"{"index":""}"#,
+            r#"{"index":"postgresql://x","collection":" "}"#,
+        ] {
+            assert_eq!(
+                Config::parse(bad).unwrap_err().code,
+                ErrorCode::SessionQueryInvalidConfig,
+                "{bad}"
+            );
+        }
+    }
+
+    #[test]
     fn parses_defaults_and_keeps_unknown_keys_as_a_report_not_a_refusal() {
         assert_eq!(Config::parse("").unwrap(), Config::default());
         let c = Config::parse(r#"{"indexPath":"/tmp/i.sqlite","readWindowMax":3}"#).unwrap();

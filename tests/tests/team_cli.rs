@@ -108,3 +108,37 @@ fn an_unreachable_server_is_index_failed_naming_it() {
     );
     assert!(!stderr.contains("s3cret"), "shows no password: {stderr}");
 }
+
+#[test]
+fn a_cursor_goes_stale_when_a_publish_changes_the_generation() {
+    let Some(pg) = PgServer::start() else { return };
+    let env = demo_env();
+    let url = pg.url();
+    let first = page(
+        &env,
+        &url,
+        &[],
+        &["--json", "search", "the", "--limit", "1"],
+    );
+    let cursor = first["nextCursor"]
+        .as_str()
+        .unwrap_or_else(|| panic!("a second page: {first}"))
+        .to_string();
+    let next = [
+        "--json", "search", "the", "--limit", "1", "--cursor", &cursor,
+    ];
+    let second = page(&env, &url, &[], &next);
+    assert_ne!(
+        second["items"][0]["sessionId"], first["items"][0]["sessionId"],
+        "the cursor continues: {second}"
+    );
+    // Removing a log is published as a removal by the next search, which moves the generation.
+    let gone = second["items"][0]["sessionId"].as_str().unwrap();
+    std::fs::remove_file(tests::host::log_file(&env.sessions, gone)).unwrap();
+    let out = team_search(&env, &url, &[], &next);
+    assert_eq!(out.status.code(), Some(1));
+    assert_eq!(
+        json_of(&next, &out)["error"]["code"],
+        "SESSION_QUERY_STALE_CURSOR"
+    );
+}
