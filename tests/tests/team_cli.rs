@@ -107,6 +107,10 @@ fn an_unreachable_server_is_index_failed_naming_it() {
         "names the server: {stderr}"
     );
     assert!(!stderr.contains("s3cret"), "shows no password: {stderr}");
+    assert!(
+        stderr.contains("PostgreSQL server is running"),
+        "the fix fits: {stderr}"
+    );
 }
 
 #[test]
