@@ -13,6 +13,7 @@ fn hit() -> SessionEventSearchHit {
         time: 1_700_000_000_000,
         surface: "shadowed".into(),
         snippet: "…the cargo test failed…".into(),
+        collection: None,
     }
 }
 
@@ -85,6 +86,7 @@ fn examples() -> Value {
             persisted: false,
             best_match: hit(),
             title: None,
+            collection: None,
         }],
         next_cursor: Some("next".into()),
         skipped: vec![skipped()],

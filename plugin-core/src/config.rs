@@ -14,6 +14,13 @@ pub struct Config {
     /// The derived SQLite index. Only the plugin opens it, one generation at a time.
     #[serde(default, deserialize_with = "de_path")]
     pub index_path: Option<PathBuf>,
+    /// The index as a location: a `postgresql://` URL (a team's shared index) or a path (the embedded
+    /// SQLite index, as `indexPath`). After parsing it holds only a URL; a path moved to `index_path`.
+    #[serde(default)]
+    pub index: Option<String>,
+    /// The team collection this host publishes into (with a URL `index`); default `<user>@<host>`.
+    #[serde(default)]
+    pub collection: Option<String>,
     /// Overrides the sessions root the host lends through `HostContext` (whose string cannot hold
     /// a name that is not UTF-8; here it can: `{"bytes": [..]}`).
     #[serde(default, deserialize_with = "de_path")]
@@ -136,6 +143,8 @@ impl Default for Config {
     fn default() -> Self {
         Self {
             index_path: None,
+            index: None,
+            collection: None,
             sessions_root: None,
             claude_projects: None,
             codex_home: None,
@@ -187,8 +196,38 @@ impl Config {
                 ));
             }
         }
+        config.resolve_index()?;
         config.check_search_limits()?;
         Ok(config)
+    }
+
+    /// `index`: a URL stays, a path becomes `index_path`; both keys at once, or an empty one, is refused.
+    fn resolve_index(&mut self) -> Result<(), PluginError> {
+        let invalid = |what: &str| PluginError::new(ErrorCode::SessionQueryInvalidConfig, what);
+        if self
+            .collection
+            .as_deref()
+            .is_some_and(|c| c.trim().is_empty())
+        {
+            return Err(invalid("collection is empty"));
+        }
+        let Some(index) = self.index.take() else {
+            return Ok(());
+        };
+        if index.is_empty() {
+            return Err(invalid("index is empty"));
+        }
+        if self.index_path.is_some() {
+            return Err(invalid(
+                "index and indexPath both name the index: give one of them",
+            ));
+        }
+        if crate::backend::postgres::is_url(&index) {
+            self.index = Some(index);
+        } else {
+            self.index_path = Some(PathBuf::from(index));
+        }
+        Ok(())
     }
 
     /// The search keys' ranges (spec §4.9): both limits in `1..=2^53−2`, `defaultLimit ≤ maxLimit`,
@@ -221,6 +260,30 @@ impl Config {
 #[cfg(test)]
 mod tests {
     use super::*;
+
+    #[test]
+    fn index_is_a_server_url_or_a_path_never_both_keys() {
+        let c =
+            Config::parse(r#"{"index":"postgresql://u@/db?host=/s","collection":"a@b"}"#).unwrap();
+        assert_eq!(c.index.as_deref(), Some("postgresql://u@/db?host=/s"));
+        assert_eq!((c.index_path, c.collection.as_deref()), (None, Some("a@b")));
+        let c = Config::parse(r#"{"index":"/tmp/i.sqlite"}"#).unwrap();
+        assert_eq!(
+            (c.index, c.index_path),
+            (None, Some(PathBuf::from("/tmp/i.sqlite")))
+        );
+        for bad in [
+            r#"{"index":"postgresql://x","indexPath":"/tmp/i.sqlite"}"#,
+            r#"{"index":""}"#,
+            r#"{"index":"postgresql://x","collection":" "}"#,
+        ] {
+            assert_eq!(
+                Config::parse(bad).unwrap_err().code,
+                ErrorCode::SessionQueryInvalidConfig,
+                "{bad}"
+            );
+        }
+    }
 
     #[test]
     fn parses_defaults_and_keeps_unknown_keys_as_a_report_not_a_refusal() {

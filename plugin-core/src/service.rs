@@ -27,6 +27,7 @@ use crate::contain::{contain, panic_message};
 use crate::corpus::Corpus;
 use crate::reads::Reads;
 use crate::reference::{self, ExactTitles, Limits, TitleSource};
+use crate::search::team::TeamSearch;
 use crate::search::Search;
 use crate::sources::SourceRoots;
 
@@ -45,6 +46,8 @@ pub struct Service {
     panic_on_drop: bool,
     /// The search index; `None` when the config names no index path.
     search: Option<Search>,
+    /// The team's PostgreSQL index, when the config's `index` is a URL (then `search` is `None`).
+    team: Option<TeamSearch>,
     /// Config keys this build does not know (ignored; reported in diagnostics).
     unknown_config_keys: Vec<String>,
     /// Request fields this build ignored, as `method: path`, for diagnostics. Bounded, so a host
@@ -81,6 +84,10 @@ impl Service {
             Some(path) => Some(Search::open(&config, path, host.clone())?),
             None => None,
         };
+        let team = config
+            .index
+            .as_deref()
+            .map(|url| TeamSearch::new(&config, url, sessions_root.clone()));
         let mut corpus = Corpus::new(host, sessions_root).with_sources(SourceRoots {
             claude_projects: config.claude_projects.clone(),
             codex_home: config.codex_home.clone(),
@@ -107,6 +114,7 @@ impl Service {
             fault,
             panic_on_drop,
             search: index,
+            team,
         })
     }
 
@@ -522,6 +530,9 @@ impl SessionQuery for QueryService {
             request,
             ErrorCode::SessionQueryInvalidQuery,
             |r, q: SessionSearchRequest, c| {
+                if let Some(team) = &service.team {
+                    return team.search_sessions(r.corpus().host(), q);
+                }
                 service.searching(c, |search, cancelled| {
                     search.search_sessions(r.corpus(), q, cancelled)
                 })
@@ -537,6 +548,9 @@ impl SessionQuery for QueryService {
             request,
             ErrorCode::SessionQueryInvalidQuery,
             |r, q: SessionEventSearchRequest, c| {
+                if let Some(team) = &service.team {
+                    return team.search_events(r.corpus().host(), q);
+                }
                 service.searching(c, |search, cancelled| {
                     search.search_events(r.corpus(), q, cancelled)
                 })

@@ -31,9 +31,12 @@ pub struct Cli {
     /// Sessions root (DSH layout).
     #[arg(long, global = true, value_name = "DIR")]
     pub sessions: Option<PathBuf>,
-    /// The plugin's derived index file.
-    #[arg(long, global = true, value_name = "PATH")]
+    /// The plugin's derived index file, or a team's PostgreSQL server as a `postgresql://` URL.
+    #[arg(long, global = true, value_name = "PATH|URL")]
     pub index: Option<PathBuf>,
+    /// With a `postgresql://` index: the collection this host publishes into (default USER@HOST).
+    #[arg(long, global = true, value_name = "NAME")]
+    pub collection: Option<String>,
     /// Claude Code's projects folder, read read-only (sessions `claude:<uuid>`).
     #[arg(long, global = true, value_name = "DIR")]
     pub claude_projects: Option<PathBuf>,

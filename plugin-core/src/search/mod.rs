@@ -29,6 +29,7 @@ pub mod refresh;
 pub mod request;
 pub mod snippet;
 pub mod sql;
+pub mod team;
 
 #[cfg(test)]
 mod fresh_tests;
@@ -655,6 +656,7 @@ impl Search {
                     live: row.is_live,
                     persisted: row.is_persisted,
                     title: title_text(row),
+                    collection: None,
                 })
                 .collect();
             Ok(SessionSearchPage {
@@ -941,6 +943,7 @@ impl HitRow {
             time: self.time,
             surface: label_of(self.surface).as_str().to_string(),
             snippet,
+            collection: None,
         }
     }
 }

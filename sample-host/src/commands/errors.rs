@@ -13,21 +13,28 @@ use super::CommandError;
 pub fn fix(e: &PluginError) -> Option<String> {
     let message = e.message.as_str();
     match e.code {
-        ErrorCode::SessionQueryIndexFailed => Some(if let Some(pid) = holder_pid(message) {
-            format!(
+        ErrorCode::SessionQueryIndexFailed => Some(
+            if message.contains("postgresql://") || message.contains("postgres://") {
+                "check that the PostgreSQL server is running and that the URL's host, database and role are \
+             right (or leave out --index for the embedded index)"
+                .into()
+            } else if let Some(pid) = holder_pid(message) {
+                format!(
                 "another process (pid {pid}) has this index open: stop it (a `watch` or `chat` of this host), \
                  or pass --index PATH to use another index file"
             )
-        } else if message.contains("is a folder") {
-            "--index takes the index file's path, not a folder: pass --index DIR/index.sqlite"
-                .into()
-        } else if message.contains("not a database") || message.contains("not an SQLite") {
-            "this file is not the plugin's index: pass --index PATH with a new file name (the index is rebuilt from the sessions)".into()
-        } else if message.contains("ermission") || message.contains("read-only") {
-            "the index or its folder is not writable by you: fix the permissions or pass --index PATH elsewhere".into()
-        } else {
-            "pass --index PATH to use another index file (it is rebuilt from the sessions)".into()
-        }),
+            } else if message.contains("is a folder") {
+                "--index takes the index file's path, not a folder: pass --index DIR/index.sqlite"
+                    .into()
+            } else if message.contains("not a database") || message.contains("not an SQLite") {
+                "this file is not the plugin's index: pass --index PATH with a new file name (the index is rebuilt from the sessions)".into()
+            } else if message.contains("ermission") || message.contains("read-only") {
+                "the index or its folder is not writable by you: fix the permissions or pass --index PATH elsewhere".into()
+            } else {
+                "pass --index PATH to use another index file (it is rebuilt from the sessions)"
+                    .into()
+            },
+        ),
         ErrorCode::PluginUnavailable => Some(if message.contains("refused") {
             "run `sample-host plugins` to see why each library was refused".into()
         } else {

@@ -29,6 +29,7 @@ pub struct Options {
     pub plugins: Option<PathBuf>,
     pub sessions: Option<PathBuf>,
     pub index: Option<PathBuf>,
+    pub collection: Option<String>,
     pub claude_projects: Option<PathBuf>,
     pub codex_home: Option<PathBuf>,
     pub no_default_sources: bool,
@@ -43,6 +44,7 @@ impl Options {
             plugins: cli.plugins.clone(),
             sessions: cli.sessions.clone(),
             index: cli.index.clone(),
+            collection: cli.collection.clone(),
             claude_projects: cli.claude_projects.clone(),
             codex_home: cli.codex_home.clone(),
             no_default_sources: cli.no_default_sources,
@@ -74,7 +76,17 @@ impl Options {
         let index = self.index.clone().unwrap_or_else(paths::default_index_path);
         // Longer than the spec's default, so the host can fit the snippet to the terminal around its match.
         let path = host_api::abi::config::path_value;
-        let mut config = json!({"indexPath": path(&index), "snippetChars": SNIPPET_CHARS, "longLived": long_lived});
+        let mut config = json!({"snippetChars": SNIPPET_CHARS, "longLived": long_lived});
+        // A team's server is named by URL, which the plugin tells from a path itself.
+        match index.to_str().filter(|i| is_server_url(i)) {
+            Some(url) => {
+                config["index"] = url.into();
+                if let Some(c) = &self.collection {
+                    config["collection"] = c.as_str().into();
+                }
+            }
+            None => config["indexPath"] = path(&index),
+        }
         // `HostContext` lends the root as a string; a root whose name is not UTF-8 crosses as bytes here.
         let sessions = self.sessions_dir();
         if sessions.to_str().is_none() {
@@ -101,6 +113,11 @@ impl Options {
             .clone()
             .unwrap_or_else(paths::default_sessions_dir)
     }
+}
+
+/// Whether `--index` names a PostgreSQL server (the plugin decides the same way).
+fn is_server_url(index: &str) -> bool {
+    index.starts_with("postgresql://") || index.starts_with("postgres://")
 }
 
 /// Why a command failed. Each has a stable code for `--json` and an exit status.

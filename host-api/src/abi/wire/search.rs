@@ -107,6 +107,9 @@ pub struct SessionEventSearchHit {
     /// `current`, `shadowed` or `log-only`.
     pub surface: String,
     pub snippet: String,
+    /// The team collection the session was published into (absent from an embedded index).
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub collection: Option<String>,
 }
 
 /// `SessionSearchHit` (spec §4.6): one session and its best-matching event.
@@ -121,6 +124,9 @@ pub struct SessionSearchHit {
     /// plugin), so a host can show it without an exact read of the log.
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub title: Option<String>,
+    /// The team collection the session was published into (absent from an embedded index).
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub collection: Option<String>,
 }
 
 /// A session or log left out of search (DESIGN.md deviation 2): unreadable, or its live and persisted
