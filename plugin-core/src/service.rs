@@ -418,7 +418,7 @@ impl SessionQuery for QueryService {
             call,
             request,
             BAD,
-            |r, q: SessionRequest, _| r.read_session(&q.session_id),
+            |r, q: SessionRequest, c| r.read_session(&q.session_id, c),
         )
     }
 
@@ -442,7 +442,7 @@ impl SessionQuery for QueryService {
             call,
             request,
             ErrorCode::SessionQueryInvalidFilter,
-            |r, q: FilterEventsRequest, _| r.filter_events(&q.session_id, &q.filters),
+            |r, q: FilterEventsRequest, c| r.filter_events(&q.session_id, &q.filters, c),
         )
     }
 
@@ -452,7 +452,7 @@ impl SessionQuery for QueryService {
             call,
             request,
             BAD,
-            |r, q: SessionRequest, _| r.list_events(&q.session_id),
+            |r, q: SessionRequest, c| r.list_events(&q.session_id, c),
         )
     }
 
@@ -462,7 +462,7 @@ impl SessionQuery for QueryService {
             call,
             request,
             BAD,
-            |r, q: SessionRequest, _| r.read_surface(&q.session_id),
+            |r, q: SessionRequest, c| r.read_surface(&q.session_id, c),
         )
     }
 
