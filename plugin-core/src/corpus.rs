@@ -532,11 +532,23 @@ impl Corpus {
                 ),
             ));
         }
-        let data = Arc::new(SessionData::new(header, events));
+        self.folded_and_remembered(listed, key, stamp, SessionData::new(header, events))
+    }
+
+    /// A log just read, once it folds: its problem cleared, and cached under its revision.
+    fn folded_and_remembered(
+        &self,
+        listed: &ListedSession,
+        key: CacheKey,
+        stamp: Stamp,
+        data: SessionData,
+    ) -> Result<Arc<SessionData>, PluginError> {
+        let data = Arc::new(data);
         // DSH's inspect() ends by constructing a Session, which folds the surface (spec §1.7 step 7), so a
         // stored log that does not fold is corrupt, not merely an invalid surface.
         if let Err(fold_error) = data.fold() {
             let e = LogError::from(fold_error.clone()).at_path(&listed.path);
+            let id = listed.header.id.as_str();
             self.record_read_problem(&listed.path, Some(listed.revision), Some(id), &e);
             return Err(read_failure(id, &e));
         }
@@ -566,17 +578,8 @@ impl Corpus {
             }
         };
         let events = imported.events.into_iter().map(Arc::new).collect();
-        let data = Arc::new(SessionData::new(imported.header, events));
-        if let Err(fold_error) = data.fold() {
-            let e = LogError::from(fold_error.clone()).at_path(&listed.path);
-            self.record_read_problem(&listed.path, Some(listed.revision), Some(id), &e);
-            return Err(read_failure(id, &e));
-        }
-        lock(&self.problems).reads.remove(&listed.path);
-        if Revision::of(&listed.path).ok() == Some(listed.revision) {
-            lock(&self.cache).insert(key, stamp, data.clone());
-        }
-        Ok(data)
+        let data = SessionData::new(imported.header, events);
+        self.folded_and_remembered(listed, key, stamp, data)
     }
 
     /// The live session `id` as the host holds it now, or `None` when it is not live. Only what was
