@@ -759,6 +759,9 @@ fn parse_live_events(
     })
 }
 
+/// A log's header and events, as [`read_stoppable`] reads them.
+type ReadLog = (SessionHeader, Vec<Arc<Event>>);
+
 /// Reads a whole log (stored events, then crash closers, as `read_log` does) looking at `cancel` every
 /// [`STOP_CHECK_EVERY`] events; `Ok(None)` when it said stop. A large log is most of an exact read's
 /// time, so this is where a deadline or a Ctrl-C has to be noticed.
@@ -766,12 +769,12 @@ fn read_stoppable(
     path: &Path,
     opts: &ReadOptions,
     cancel: Cancel<'_>,
-) -> Result<Option<(SessionHeader, Vec<Arc<Event>>)>, LogError> {
+) -> Result<Option<ReadLog>, LogError> {
     let mut reader = LogReader::open(path, opts)?;
     let header = reader.header().clone();
     let mut events = Vec::new();
     for (n, event) in reader.by_ref().enumerate() {
-        if n % STOP_CHECK_EVERY == 0 && cancel.is_cancelled() {
+        if n.is_multiple_of(STOP_CHECK_EVERY) && cancel.is_cancelled() {
             return Ok(None);
         }
         events.push(Arc::new(event?));

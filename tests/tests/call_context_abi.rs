@@ -319,13 +319,11 @@ fn large_log(env: &Env) -> String {
         .id
 }
 
+/// One exact read under a given call: how many items it answered.
+type WholeLogRead = Box<dyn Fn(&PluginHost, &Call) -> Result<usize, host_api::abi::PluginError>>;
+
 /// Each of the exact reads that loads a whole log, as `(name, run it under this call)`.
-fn whole_log_reads(
-    id: &str,
-) -> Vec<(
-    &'static str,
-    Box<dyn Fn(&PluginHost, &Call) -> Result<usize, host_api::abi::PluginError>>,
-)> {
+fn whole_log_reads(id: &str) -> Vec<(&'static str, WholeLogRead)> {
     let a = id.to_string();
     let b = id.to_string();
     let c = id.to_string();

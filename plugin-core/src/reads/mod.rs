@@ -272,7 +272,7 @@ impl Reads {
 /// Every [`STOP_CHECK_EVERY`]-th item of a read's per-event loop: `Err(SESSION_QUERY_ABORTED)` when the
 /// call should stop (the service turns it into the call's own deadline or cancellation code).
 fn stop_point(cancel: Cancel<'_>, n: usize, what: &str) -> Result<(), PluginError> {
-    if n % STOP_CHECK_EVERY == 0 {
+    if n.is_multiple_of(STOP_CHECK_EVERY) {
         cancel.check_with(ErrorCode::SessionQueryAborted, what)?;
     }
     Ok(())
