@@ -94,7 +94,11 @@ fn case(name: &str, per_source: usize, runs: usize) {
 
     let (base50, base99) = time(runs, || {
         for id in &ids {
-            black_box(reads.read_surface(id).unwrap());
+            black_box(
+                reads
+                    .read_surface(id, plugin_core::cancel::Cancel::NEVER)
+                    .unwrap(),
+            );
         }
     });
     let (load50, _) = time(runs, || {

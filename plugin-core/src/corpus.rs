@@ -34,7 +34,7 @@ use std::time::{Duration, Instant};
 use abi_stable::std_types::{RStr, RString};
 use dsh_codec::log::append::AppendValidator;
 use dsh_codec::log::layout::{KnownSessions, ListedSession, Revision, SessionsRoot};
-use dsh_codec::log::read::{read_log, ReadOptions};
+use dsh_codec::log::read::{LogReader, ReadOptions};
 use dsh_codec::log::{ErrorClass, Event, LogError, LogErrorCode, SessionHeader};
 use dsh_codec::surface::{FoldError, SurfaceFold};
 use host_api::abi::{CorpusProblem, ErrorCode, HostContextBox, LiveSession, LogLevel, PluginError};
@@ -47,6 +47,9 @@ use cache::{CacheKey, LogCache, Stamp};
 const CACHE_MAX_SESSIONS: usize = 48;
 /// Most events the cache keeps parsed at once, over all sessions (a few hundred MB at worst).
 const CACHE_MAX_EVENTS: usize = 400_000;
+/// How many events a log read parses between two looks at the call's stop condition: often enough that
+/// a large log stops within milliseconds, rarely enough that the check (a clock read) costs nothing.
+pub const STOP_CHECK_EVERY: usize = 512;
 
 /// One parsed session: header, events in seq order, and its surface fold, computed on first use.
 ///
@@ -441,7 +444,7 @@ impl Corpus {
         if SourceKind::of_id(id) != SourceKind::Dsh && !self.sources.is_empty() {
             if let Some(listed) = self.sources.find(id) {
                 self.check_cancelled(cancel, "reading a session")?;
-                let data = self.read_listed(&listed)?;
+                let data = self.read_listed(&listed, cancel)?;
                 return Ok(LoadedSession {
                     data,
                     live: false,
@@ -468,8 +471,7 @@ impl Corpus {
                 return Err(read_failure(id, &e));
             }
         };
-        self.check_cancelled(cancel, "reading a session")?;
-        let data = self.read_listed(&listed)?;
+        let data = self.read_listed(&listed, cancel)?;
         // The session may have gone live while its log was read; live wins (spec §5 "Load").
         if let Some(loaded) = self.load_live(id)? {
             return Ok(loaded);
@@ -482,8 +484,13 @@ impl Corpus {
     }
 
     /// The parsed log of a listed session, from the cache when its revision is unchanged. A failure is
-    /// recorded as a problem of that path; a later successful read clears it.
-    pub fn read_listed(&self, listed: &ListedSession) -> Result<Arc<SessionData>, PluginError> {
+    /// recorded as a problem of that path; a later successful read clears it. A read `cancel` stops is
+    /// `SESSION_QUERY_ABORTED`, neither a problem of the log nor remembered.
+    pub fn read_listed(
+        &self,
+        listed: &ListedSession,
+        cancel: Cancel<'_>,
+    ) -> Result<Arc<SessionData>, PluginError> {
         let key = CacheKey::Persisted(listed.path.clone());
         let stamp = Stamp::Revision(listed.revision);
         if let Some(data) = lock(&self.cache).get_exact(&key, &stamp) {
@@ -499,15 +506,24 @@ impl Corpus {
             crash_closers: true,
             ..ReadOptions::default()
         };
-        let log = match read_log(&listed.path, &opts) {
-            Ok(log) => log,
+        let (header, events) = match read_stoppable(&listed.path, &opts, cancel) {
+            Ok(Some(log)) => log,
+            Ok(None) => {
+                return Err(PluginError::new(
+                    ErrorCode::SessionQueryAborted,
+                    format!(
+                        "reading {} aborted: the call was cancelled",
+                        describe(id, Some(&listed.path))
+                    ),
+                ))
+            }
             Err(e) => {
                 let e = e.at_path(&listed.path);
                 self.record_read_problem(&listed.path, Some(listed.revision), Some(id), &e);
                 return Err(read_failure(id, &e));
             }
         };
-        if !log.header.compatible_with(&listed.header) {
+        if !header.compatible_with(&listed.header) {
             return Err(PluginError::new(
                 ErrorCode::SessionQuerySourceConflict,
                 format!(
@@ -516,12 +532,23 @@ impl Corpus {
                 ),
             ));
         }
-        let events = log.events.into_iter().map(Arc::new).collect();
-        let data = Arc::new(SessionData::new(log.header, events));
+        self.folded_and_remembered(listed, key, stamp, SessionData::new(header, events))
+    }
+
+    /// A log just read, once it folds: its problem cleared, and cached under its revision.
+    fn folded_and_remembered(
+        &self,
+        listed: &ListedSession,
+        key: CacheKey,
+        stamp: Stamp,
+        data: SessionData,
+    ) -> Result<Arc<SessionData>, PluginError> {
+        let data = Arc::new(data);
         // DSH's inspect() ends by constructing a Session, which folds the surface (spec §1.7 step 7), so a
         // stored log that does not fold is corrupt, not merely an invalid surface.
         if let Err(fold_error) = data.fold() {
             let e = LogError::from(fold_error.clone()).at_path(&listed.path);
+            let id = listed.header.id.as_str();
             self.record_read_problem(&listed.path, Some(listed.revision), Some(id), &e);
             return Err(read_failure(id, &e));
         }
@@ -551,17 +578,8 @@ impl Corpus {
             }
         };
         let events = imported.events.into_iter().map(Arc::new).collect();
-        let data = Arc::new(SessionData::new(imported.header, events));
-        if let Err(fold_error) = data.fold() {
-            let e = LogError::from(fold_error.clone()).at_path(&listed.path);
-            self.record_read_problem(&listed.path, Some(listed.revision), Some(id), &e);
-            return Err(read_failure(id, &e));
-        }
-        lock(&self.problems).reads.remove(&listed.path);
-        if Revision::of(&listed.path).ok() == Some(listed.revision) {
-            lock(&self.cache).insert(key, stamp, data.clone());
-        }
-        Ok(data)
+        let data = SessionData::new(imported.header, events);
+        self.folded_and_remembered(listed, key, stamp, data)
     }
 
     /// The live session `id` as the host holds it now, or `None` when it is not live. Only what was
@@ -640,7 +658,7 @@ impl Corpus {
                 .collect()
         };
         for session in stale {
-            let _ = self.read_listed(session);
+            let _ = self.read_listed(session, Cancel::NEVER);
         }
         self.recorded_problems()
     }
@@ -739,6 +757,29 @@ fn parse_live_events(
         Some(old) => old.extended(header.clone(), more, fold),
         None => SessionData::with_fold(header.clone(), more, fold),
     })
+}
+
+/// A log's header and events, as [`read_stoppable`] reads them.
+type ReadLog = (SessionHeader, Vec<Arc<Event>>);
+
+/// Reads a whole log (stored events, then crash closers, as `read_log` does) looking at `cancel` every
+/// [`STOP_CHECK_EVERY`] events; `Ok(None)` when it said stop. A large log is most of an exact read's
+/// time, so this is where a deadline or a Ctrl-C has to be noticed.
+fn read_stoppable(
+    path: &Path,
+    opts: &ReadOptions,
+    cancel: Cancel<'_>,
+) -> Result<Option<ReadLog>, LogError> {
+    let mut reader = LogReader::open(path, opts)?;
+    let header = reader.header().clone();
+    let mut events = Vec::new();
+    for (n, event) in reader.by_ref().enumerate() {
+        if n.is_multiple_of(STOP_CHECK_EVERY) && cancel.is_cancelled() {
+            return Ok(None);
+        }
+        events.push(Arc::new(event?));
+    }
+    Ok(Some((header, events)))
 }
 
 fn lock<T>(mutex: &Mutex<T>) -> MutexGuard<'_, T> {

@@ -426,7 +426,7 @@ impl SessionQuery for QueryService {
             call,
             request,
             BAD,
-            |r, q: SessionRequest, _| r.read_session(&q.session_id),
+            |r, q: SessionRequest, c| r.read_session(&q.session_id, c),
         )
     }
 
@@ -450,7 +450,7 @@ impl SessionQuery for QueryService {
             call,
             request,
             ErrorCode::SessionQueryInvalidFilter,
-            |r, q: FilterEventsRequest, _| r.filter_events(&q.session_id, &q.filters),
+            |r, q: FilterEventsRequest, c| r.filter_events(&q.session_id, &q.filters, c),
         )
     }
 
@@ -460,7 +460,7 @@ impl SessionQuery for QueryService {
             call,
             request,
             BAD,
-            |r, q: SessionRequest, _| r.list_events(&q.session_id),
+            |r, q: SessionRequest, c| r.list_events(&q.session_id, c),
         )
     }
 
@@ -470,7 +470,7 @@ impl SessionQuery for QueryService {
             call,
             request,
             BAD,
-            |r, q: SessionRequest, _| r.read_surface(&q.session_id),
+            |r, q: SessionRequest, c| r.read_surface(&q.session_id, c),
         )
     }
 

@@ -54,7 +54,9 @@ fn run() -> i32 {
         Err(e) if e.is_broken_pipe() => 0,
         Err(e) => {
             drop(out);
-            fail(&e, json)
+            let status = fail(&e, json);
+            // A call Ctrl-C stopped fails; the command still ends as a signal-ended process does.
+            commands::calls::signal_status().unwrap_or(status)
         }
     }
 }

@@ -304,3 +304,106 @@ fn a_stop_flag_cancels_a_call_in_flight_with_its_cancellation_code() {
     let err = search(&host, &call).unwrap_err();
     assert_eq!(err.code, ErrorCode::SessionQueryAborted, "{err}");
 }
+
+/// One large log (many thousands of events) in the env's sessions root; its id.
+fn large_log(env: &Env) -> String {
+    let options = tests::corpus_gen::SessionOptions {
+        seed: 12,
+        index: 1,
+        plain_bytes: 8_000_000,
+        compression: dsh_codec::log::Compression::None,
+        cwd: Some("/work/large".to_string()),
+    };
+    tests::corpus_gen::write_session(&env.root, &options)
+        .expect("a large log")
+        .id
+}
+
+/// One exact read under a given call: how many items it answered.
+type WholeLogRead = Box<dyn Fn(&PluginHost, &Call) -> Result<usize, host_api::abi::PluginError>>;
+
+/// Each of the exact reads that loads a whole log, as `(name, run it under this call)`.
+fn whole_log_reads(id: &str) -> Vec<(&'static str, WholeLogRead)> {
+    let a = id.to_string();
+    let b = id.to_string();
+    let c = id.to_string();
+    let d = id.to_string();
+    vec![
+        (
+            "read_session",
+            Box::new(move |h: &PluginHost, call: &Call| {
+                h.query(|q| q.read_session(call, &tests::sreq(&a)))
+                    .map(|s| s.events.len())
+            }),
+        ),
+        (
+            "list_events",
+            Box::new(move |h: &PluginHost, call: &Call| {
+                h.query(|q| q.list_events(call, &tests::sreq(&b)))
+                    .map(|e| e.len())
+            }),
+        ),
+        (
+            "read_surface",
+            Box::new(move |h: &PluginHost, call: &Call| {
+                h.query(|q| q.read_surface(call, &tests::sreq(&c)))
+                    .map(|s| s.events.len())
+            }),
+        ),
+        (
+            "filter_events",
+            Box::new(move |h: &PluginHost, call: &Call| {
+                let request = host_api::abi::FilterEventsRequest {
+                    session_id: d.clone(),
+                    filters: Vec::new(),
+                };
+                h.query(|q| q.filter_events(call, &request))
+                    .map(|docs| docs.len())
+            }),
+        ),
+    ]
+}
+
+/// Regression: the exact reads that load a whole log ignored the call context, so a read past its
+/// deadline or cancelled by the host still read and answered the whole log.
+#[test]
+fn whole_log_reads_answer_deadline_exceeded_and_cancelled_and_stop_mid_read() {
+    let Some(env) = env() else { return };
+    let id = large_log(&env);
+    let (_, host) = start(&env, &env.index, json!({}));
+
+    // A Ctrl-C while the large log is being read (nothing has cached it yet) ends the read early.
+    let call = Call::new();
+    let flag = call.cancel_flag();
+    let canceller = std::thread::spawn(move || {
+        std::thread::sleep(std::time::Duration::from_millis(20));
+        flag.store(true, Ordering::SeqCst);
+    });
+    let err = host
+        .query(|q| q.read_session(&call, &tests::sreq(&id)))
+        .unwrap_err();
+    canceller.join().unwrap();
+    assert_eq!(err.code, ErrorCode::PluginCancelled, "{err}");
+    assert!(err.message.contains("read_session"), "{err}");
+    let problems = host
+        .query(|q| q.problems(&Call::new(), &host_api::abi::EmptyRequest {}))
+        .unwrap();
+    assert!(
+        problems.is_empty(),
+        "a stopped read is no problem of the log: {problems:?}"
+    );
+
+    for (name, read) in whole_log_reads(&id) {
+        let answered = read(&host, &Call::new()).unwrap_or_else(|e| panic!("{name}: {e}"));
+        assert!(answered > 0, "{name}: {answered}");
+        let past = Call::new().with_deadline_unix_ms(Some(now_unix_ms() - 1));
+        let err = read(&host, &past).unwrap_err();
+        assert_eq!(err.code, ErrorCode::PluginDeadlineExceeded, "{name}: {err}");
+        assert!(err.message.contains("deadline"), "{name}: {err}");
+        let cancelled = Call::new();
+        cancelled.cancel();
+        let err = read(&host, &cancelled).unwrap_err();
+        assert_eq!(err.code, ErrorCode::PluginCancelled, "{name}: {err}");
+        assert!(err.message.contains(name), "{name}: {err}");
+    }
+}

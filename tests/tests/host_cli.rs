@@ -624,3 +624,82 @@ fn a_search_past_its_timeout_ends_with_deadline_exceeded() {
     let (code, bad, _) = run(&env, &env.plugins, &["sessions", "--timeout", "soon"]);
     assert_eq!(code, 2, "{bad}");
 }
+
+/// A real Ctrl-C (SIGINT) to a one-shot `search` while it builds its index cold: the search stops
+/// promptly (well inside the grace after which the host would end it anyway), says so on stderr and
+/// ends with status 130; the index keeps only what was committed, so the next search answers as a
+/// fresh rebuild does.
+#[test]
+fn ctrl_c_mid_search_ends_with_130_and_leaves_the_index_consistent() {
+    let env = env();
+    let corpus = tempfile::tempdir().unwrap();
+    tests::corpus_gen::generate(
+        corpus.path(),
+        tests::corpus_gen::CorpusParams::sized(20_000_000),
+    )
+    .expect("a corpus");
+    let sessions = tests::corpus_gen::CorpusInfo::root(corpus.path());
+    let search = |index: &Path| {
+        let mut cmd = sample_host(&env.plugins, &sessions, index);
+        cmd.env("HOME", tests::host::isolated_home())
+            .args(["search", "error", "--limit", "50"]);
+        cmd
+    };
+    let mut child = search(&env.index)
+        .stdout(Stdio::null())
+        .stderr(Stdio::piped())
+        .spawn()
+        .unwrap();
+    // The index file appears once the host is up (its signal handler installed) and the build began.
+    let started = Instant::now();
+    while !env.index.exists() {
+        assert!(
+            child.try_wait().unwrap().is_none(),
+            "the search ended before building"
+        );
+        assert!(
+            started.elapsed() < Duration::from_secs(60),
+            "no index appeared"
+        );
+        std::thread::sleep(Duration::from_millis(10));
+    }
+    std::thread::sleep(Duration::from_millis(100));
+    let kill = Command::new("kill")
+        .args(["-INT", &child.id().to_string()])
+        .status()
+        .unwrap();
+    assert!(kill.success());
+    let signalled = Instant::now();
+    let status = child.wait().unwrap();
+    let stopped_in = signalled.elapsed();
+    let mut stderr = String::new();
+    child
+        .stderr
+        .take()
+        .unwrap()
+        .read_to_string(&mut stderr)
+        .unwrap();
+    assert_eq!(status.code(), Some(130), "{stderr}");
+    assert!(
+        stderr.contains("error: ") && stderr.contains("aborted"),
+        "{stderr}"
+    );
+    assert!(
+        stopped_in < Duration::from_secs(2),
+        "stopped after {stopped_in:?}"
+    );
+
+    let answer = |index: &Path| {
+        let out = search(index).arg("--json").output().unwrap();
+        assert_eq!(
+            out.status.code(),
+            Some(0),
+            "{}",
+            String::from_utf8_lossy(&out.stderr)
+        );
+        json_of(&["search"], &out)["items"].clone()
+    };
+    let later = answer(&env.index);
+    assert!(!later.as_array().unwrap().is_empty(), "{later}");
+    assert_eq!(later, answer(&env.root().join("fresh.sqlite")));
+}

@@ -32,7 +32,7 @@ use host_api::abi::*;
 use serde_json::Value;
 
 use crate::cancel::Cancel;
-use crate::corpus::{Corpus, CorpusSession, LoadedSession};
+use crate::corpus::{Corpus, CorpusSession, LoadedSession, STOP_CHECK_EVERY};
 
 /// The exact-read half of the session query service.
 pub struct Reads {
@@ -63,17 +63,17 @@ impl Reads {
     /// `readSession`: the header and every event as JSON text (a persisted log as inspected: stored events
     /// with legacy shapes upgraded, then crash closers). The log must fold, as DSH's replay validation
     /// requires.
-    pub fn read_session(&self, id: &str) -> Result<SessionEvents, PluginError> {
-        let session = self.corpus.load(id, Cancel::NEVER)?;
+    pub fn read_session(&self, id: &str, cancel: Cancel<'_>) -> Result<SessionEvents, PluginError> {
+        let session = self.corpus.load(id, cancel)?;
         fold_of(&session)?;
+        let mut events = Vec::with_capacity(session.data.events().len());
+        for (n, e) in session.data.events().iter().enumerate() {
+            stop_point(cancel, n, "readSession")?;
+            events.push(e.to_json_line());
+        }
         Ok(SessionEvents {
             session: Header::from(session.header()),
-            events: session
-                .data
-                .events()
-                .iter()
-                .map(|e| e.to_json_line())
-                .collect(),
+            events,
         })
     }
 
@@ -99,14 +99,16 @@ impl Reads {
         &self,
         id: &str,
         filters: &[EventScanFilter],
+        cancel: Cancel<'_>,
     ) -> Result<Vec<EventDocument>, PluginError> {
         filters::check_event_ranges(filters)?;
-        let session = self.corpus.load(id, Cancel::NEVER)?;
+        let session = self.corpus.load(id, cancel)?;
         let fold = fold_of(&session)?;
         let matcher = filters::EventMatcher::new(filters, &session)?;
         let sid = session.header().id.clone();
         let mut out = Vec::new();
-        for event in session.data.events() {
+        for (n, event) in session.data.events().iter().enumerate() {
+            stop_point(cancel, n, "filterEvents")?;
             let text = dsh_codec::text::event_text(event);
             if text.is_empty() {
                 continue;
@@ -127,29 +129,36 @@ impl Reads {
     }
 
     /// `listEvents`: every raw event (chunks included) with its label, in seq order.
-    pub fn list_events(&self, id: &str) -> Result<Vec<EventRecord>, PluginError> {
-        let session = self.corpus.load(id, Cancel::NEVER)?;
+    pub fn list_events(
+        &self,
+        id: &str,
+        cancel: Cancel<'_>,
+    ) -> Result<Vec<EventRecord>, PluginError> {
+        let session = self.corpus.load(id, cancel)?;
         let fold = fold_of(&session)?;
         let sid = session.header().id.clone();
-        Ok(session
-            .data
-            .events()
-            .iter()
-            .map(|e| event_record(&sid, fold, e))
-            .collect())
+        let mut records = Vec::with_capacity(session.data.events().len());
+        for (n, e) in session.data.events().iter().enumerate() {
+            stop_point(cancel, n, "listEvents")?;
+            records.push(event_record(&sid, fold, e));
+        }
+        Ok(records)
     }
 
     /// `readSurface`: the current surface nodes' envelopes in surface (model) order, and the seq of the
     /// last raw event observed (`None` for an empty log).
-    pub fn read_surface(&self, id: &str) -> Result<SurfaceSnapshot, PluginError> {
-        let session = self.corpus.load(id, Cancel::NEVER)?;
+    pub fn read_surface(
+        &self,
+        id: &str,
+        cancel: Cancel<'_>,
+    ) -> Result<SurfaceSnapshot, PluginError> {
+        let session = self.corpus.load(id, cancel)?;
         let fold = fold_of(&session)?;
-        let events = fold
-            .nodes()
-            .iter()
-            .filter_map(|&seq| session.data.event(seq))
-            .map(|e| e.to_json_line())
-            .collect();
+        let mut events = Vec::with_capacity(fold.nodes().len());
+        for (n, &seq) in fold.nodes().iter().enumerate() {
+            stop_point(cancel, n, "readSurface")?;
+            events.extend(session.data.event(seq).map(|e| e.to_json_line()));
+        }
         Ok(SurfaceSnapshot {
             session: Header::from(session.header()),
             captured_through_seq: session.data.events().last().map(|e| e.seq),
@@ -258,6 +267,15 @@ impl Reads {
     pub fn problems(&self) -> Vec<CorpusProblem> {
         self.corpus.problems()
     }
+}
+
+/// Every [`STOP_CHECK_EVERY`]-th item of a read's per-event loop: `Err(SESSION_QUERY_ABORTED)` when the
+/// call should stop (the service turns it into the call's own deadline or cancellation code).
+fn stop_point(cancel: Cancel<'_>, n: usize, what: &str) -> Result<(), PluginError> {
+    if n.is_multiple_of(STOP_CHECK_EVERY) {
+        cancel.check_with(ErrorCode::SessionQueryAborted, what)?;
+    }
+    Ok(())
 }
 
 /// `createdAt` descending, then id ascending in byte order.

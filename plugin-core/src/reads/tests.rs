@@ -76,7 +76,7 @@ fn read_session_returns_every_event_as_json_text() {
     write_log(dir.path(), &header("disk", 1), &open);
     host.set_live(&header("live", 2), &open.events);
 
-    let disk = reads.read_session("disk").unwrap();
+    let disk = reads.read_session("disk", Cancel::NEVER).unwrap();
     assert_eq!(disk.session.id.as_str(), "disk");
     assert_eq!(
         disk.events.len(),
@@ -87,15 +87,15 @@ fn read_session_returns_every_event_as_json_text() {
     let closer: serde_json::Value = serde_json::from_str(disk.events[2].as_str()).unwrap();
     assert_eq!(closer["type"], "turn/end");
 
-    let live = reads.read_session("live").unwrap();
+    let live = reads.read_session("live", Cancel::NEVER).unwrap();
     assert_eq!(live.events.len(), 2, "a live session is read as-is");
 
     assert_eq!(
-        code(reads.read_session("missing")),
+        code(reads.read_session("missing", Cancel::NEVER)),
         ErrorCode::SessionQuerySessionNotFound
     );
     host.set_live(&header("bad", 3), &unfoldable());
-    let err = reads.read_session("bad").unwrap_err();
+    let err = reads.read_session("bad", Cancel::NEVER).unwrap_err();
     assert_eq!(err.code, ErrorCode::SessionQueryInvalidSurface);
     assert!(
         err.message.starts_with("invalid session surface: "),
@@ -178,7 +178,7 @@ fn filter_events_builds_documents_and_applies_clauses() {
     let log = compacted();
     host.set_live(&header("s", 1), &log.events);
 
-    let all = reads.filter_events("s", &[]).unwrap();
+    let all = reads.filter_events("s", &[], Cancel::NEVER).unwrap();
     // turn/start, turn/end (completed) and compaction/start have no text.
     let seqs: Vec<u64> = all.iter().map(|d| d.seq).collect();
     assert_eq!(seqs, [1, 2, 5, 6, 7]);
@@ -188,12 +188,12 @@ fn filter_events_builds_documents_and_applies_clauses() {
 
     let text = |t: &str| EventScanFilter::Text(t.into());
     let hits = reads
-        .filter_events("s", &[text("ORIGINAL\n  answer")])
+        .filter_events("s", &[text("ORIGINAL\n  answer")], Cancel::NEVER)
         .unwrap();
     assert_eq!(hits.iter().map(|d| d.seq).collect::<Vec<_>>(), [2]);
     let shadowed = EventFilter::Surface(vec![Surface::Shadowed]);
     let hits = reads
-        .filter_events("s", &[text("summary"), shadowed.into()])
+        .filter_events("s", &[text("summary"), shadowed.into()], Cancel::NEVER)
         .unwrap();
     assert_eq!(hits.iter().map(|d| d.seq).collect::<Vec<_>>(), [5]);
     let kind = EventFilter::Type(vec![String::from("assistant/message")]);
@@ -207,23 +207,23 @@ fn filter_events_builds_documents_and_applies_clauses() {
     });
     assert_eq!(
         reads
-            .filter_events("s", &[kind.into(), seq.into(), time.into()])
+            .filter_events("s", &[kind.into(), seq.into(), time.into()], Cancel::NEVER)
             .unwrap()
             .len(),
         1
     );
     assert!(reads
-        .filter_events("s", &[EventFilter::Type(Vec::new()).into()])
+        .filter_events("s", &[EventFilter::Type(Vec::new()).into()], Cancel::NEVER)
         .unwrap()
         .is_empty());
 
     // Blank text is refused once the session is loaded; a bad range before.
     assert_eq!(
-        code(reads.filter_events("s", &[text(" \n ")])),
+        code(reads.filter_events("s", &[text(" \n ")], Cancel::NEVER)),
         ErrorCode::SessionQueryInvalidFilter
     );
     assert_eq!(
-        code(reads.filter_events("missing", &[text(" ")])),
+        code(reads.filter_events("missing", &[text(" ")], Cancel::NEVER)),
         ErrorCode::SessionQuerySessionNotFound
     );
     let bad = EventFilter::Seq(Range {
@@ -231,13 +231,13 @@ fn filter_events_builds_documents_and_applies_clauses() {
         to: None,
     });
     assert_eq!(
-        code(reads.filter_events("missing", &[bad.into()])),
+        code(reads.filter_events("missing", &[bad.into()], Cancel::NEVER)),
         ErrorCode::SessionQueryInvalidFilter
     );
 
     host.set_live(&header("bad", 1), &unfoldable());
     assert_eq!(
-        code(reads.filter_events("bad", &[])),
+        code(reads.filter_events("bad", &[], Cancel::NEVER)),
         ErrorCode::SessionQueryInvalidSurface
     );
 }
@@ -247,7 +247,7 @@ fn list_events_labels_every_raw_event() {
     let dir = tempfile::tempdir().unwrap();
     let (host, reads) = reads(Some(dir.path()));
     write_log(dir.path(), &header("s", 1), &compacted());
-    let events = reads.list_events("s").unwrap();
+    let events = reads.list_events("s", Cancel::NEVER).unwrap();
     let labels: Vec<&str> = events.iter().map(|e| e.surface.as_str()).collect();
     assert_eq!(
         labels,
@@ -261,7 +261,7 @@ fn list_events_labels_every_raw_event() {
     assert!(events.iter().all(|e| e.session_id.as_str() == "s"));
 
     host.set_live(&header("bad", 1), &unfoldable());
-    let err = reads.list_events("bad").unwrap_err();
+    let err = reads.list_events("bad", Cancel::NEVER).unwrap_err();
     assert_eq!(err.code, ErrorCode::SessionQueryInvalidSurface);
     assert!(
         err.message.starts_with("invalid session surface: "),
@@ -269,7 +269,7 @@ fn list_events_labels_every_raw_event() {
         err.message
     );
     assert_eq!(
-        code(reads.list_events("missing")),
+        code(reads.list_events("missing", Cancel::NEVER)),
         ErrorCode::SessionQuerySessionNotFound
     );
 }
@@ -279,7 +279,7 @@ fn read_surface_is_the_current_surface_in_model_order() {
     let (host, reads) = reads(None);
     let log = compacted();
     host.set_live(&header("s", 1), &log.events);
-    let surface = reads.read_surface("s").unwrap();
+    let surface = reads.read_surface("s", Cancel::NEVER).unwrap();
     assert_eq!(surface.captured_through_seq, Some(7));
     let seqs: Vec<u64> = surface
         .events
@@ -294,12 +294,12 @@ fn read_surface_is_the_current_surface_in_model_order() {
     assert_eq!(surface.events[0].as_str(), log.events[6].to_json_line());
 
     host.set_live(&header("empty", 1), &[]);
-    let empty = reads.read_surface("empty").unwrap();
+    let empty = reads.read_surface("empty", Cancel::NEVER).unwrap();
     assert_eq!(empty.captured_through_seq, None);
     assert!(empty.events.is_empty());
     host.set_live(&header("bad", 1), &unfoldable());
     assert_eq!(
-        code(reads.read_surface("bad")),
+        code(reads.read_surface("bad", Cancel::NEVER)),
         ErrorCode::SessionQueryInvalidSurface
     );
 }
@@ -642,8 +642,8 @@ fn real_fixtures_read_as_host_api_computes_them() {
                 } else {
                     ErrorCode::SessionQueryPersistenceFailed
                 };
-                assert_eq!(code(reads.read_session(id)), want, "{name}");
-                assert_eq!(code(reads.list_events(id)), want, "{name}");
+                assert_eq!(code(reads.read_session(id, Cancel::NEVER)), want, "{name}");
+                assert_eq!(code(reads.list_events(id, Cancel::NEVER)), want, "{name}");
                 let problems = reads.problems();
                 assert!(
                     problems
@@ -658,14 +658,14 @@ fn real_fixtures_read_as_host_api_computes_them() {
         };
         read_ok += 1;
 
-        let session = reads.read_session(id).unwrap();
+        let session = reads.read_session(id, Cancel::NEVER).unwrap();
         assert_eq!(session.session, Header::from(&log.header), "{name}");
         let want: Vec<String> = log.events.iter().map(Event::to_json_line).collect();
         let got: Vec<String> = session.events.iter().map(|t| t.to_string()).collect();
         assert_eq!(got, want, "{name}");
 
         let labels: Vec<Surface> = reads
-            .list_events(id)
+            .list_events(id, Cancel::NEVER)
             .unwrap()
             .iter()
             .map(|e| e.surface)
@@ -673,7 +673,7 @@ fn real_fixtures_read_as_host_api_computes_them() {
         let want: Vec<Surface> = fold.labels().iter().map(|l| Surface::from(*l)).collect();
         assert_eq!(labels, want, "{name}");
 
-        let surface = reads.read_surface(id).unwrap();
+        let surface = reads.read_surface(id, Cancel::NEVER).unwrap();
         let want: Vec<String> = fold
             .nodes()
             .iter()
@@ -694,7 +694,7 @@ fn real_fixtures_read_as_host_api_computes_them() {
             "{name}"
         );
 
-        let docs = reads.filter_events(id, &[]).unwrap();
+        let docs = reads.filter_events(id, &[], Cancel::NEVER).unwrap();
         let want: Vec<(u64, String)> = log
             .events
             .iter()
@@ -748,4 +748,90 @@ fn real_fixtures_read_as_host_api_computes_them() {
         "most real logs read ({read_ok} of {})",
         files.len()
     );
+}
+
+/// A log long enough that every per-event loop passes several stop points.
+fn long_log(turns: u64) -> LogBuilder {
+    let mut log = LogBuilder::new();
+    for turn in 1..=turns {
+        log.turn_start(turn);
+        log.user(&format!("question {turn}"));
+        log.assistant(turn, &format!("answer {turn}"));
+        log.turn_end(turn);
+    }
+    log
+}
+
+/// A stop condition that says "go on" `allowed` times, then "stop"; counts how often it was asked.
+struct StopAfter {
+    asked: std::cell::Cell<usize>,
+    allowed: usize,
+}
+
+impl StopAfter {
+    fn new(allowed: usize) -> Self {
+        Self {
+            asked: std::cell::Cell::new(0),
+            allowed,
+        }
+    }
+
+    fn stopped(&self) -> bool {
+        self.asked.set(self.asked.get() + 1);
+        self.asked.get() > self.allowed
+    }
+}
+
+/// Regression: `readSession`, `listEvents`, `readSurface` and `filterEvents` never looked at the call's
+/// stop condition, so a deadline or a Ctrl-C went unnoticed until a whole large log was read and
+/// answered. Each now stops mid-read (in the log reader) and mid-answer (in its own per-event loop).
+#[test]
+fn exact_reads_of_a_large_log_stop_mid_read_when_the_call_is_stopped() {
+    let dir = tempfile::tempdir().unwrap();
+    let (_, reads) = reads(Some(dir.path()));
+    write_log(dir.path(), &header("big", 1), &long_log(1_500));
+    type Read<'a> = &'a dyn Fn(&Reads, Cancel<'_>) -> Result<usize, PluginError>;
+    let all: [(&str, Read); 4] = [
+        ("readSession", &|r, c| {
+            r.read_session("big", c).map(|s| s.events.len())
+        }),
+        ("listEvents", &|r, c| {
+            r.list_events("big", c).map(|e| e.len())
+        }),
+        ("readSurface", &|r, c| {
+            r.read_surface("big", c).map(|s| s.events.len())
+        }),
+        ("filterEvents", &|r, c| {
+            r.filter_events("big", &[], c).map(|d| d.len())
+        }),
+    ];
+    // The log is not cached yet: the entry check and the first stop point pass, the reader stops at
+    // the next one, well before the end of the log.
+    let stop = StopAfter::new(2);
+    let f = || stop.stopped();
+    let err = all[0].1(&reads, Cancel::new(&f)).unwrap_err();
+    assert_eq!(err.code, ErrorCode::SessionQueryAborted, "{err}");
+    assert!(err.message.contains("big"), "{err}");
+    assert_eq!(
+        stop.asked.get(),
+        3,
+        "stopped at the reader's second stop point"
+    );
+    assert!(
+        reads.problems().is_empty(),
+        "a stopped read is no problem of the log"
+    );
+    for (name, read) in all {
+        // Cached now: the entry check passes, the read's own loop stops at its second stop point.
+        assert!(
+            read(&reads, Cancel::NEVER).unwrap() > 2 * crate::corpus::STOP_CHECK_EVERY,
+            "{name}"
+        );
+        let stop = StopAfter::new(2);
+        let f = || stop.stopped();
+        let err = read(&reads, Cancel::new(&f)).unwrap_err();
+        assert_eq!(err.code, ErrorCode::SessionQueryAborted, "{name}: {err}");
+        assert!(err.message.contains(name), "{name}: {err}");
+        assert_eq!(stop.asked.get(), 3, "{name}");
+    }
 }

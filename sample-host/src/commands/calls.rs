@@ -6,7 +6,7 @@
 //! search, `PLUGIN_CANCELLED` for an exact read, `PLUGIN_DEADLINE_EXCEEDED` past the deadline); the
 //! index keeps what was committed, so the next command carries on from there.
 
-use std::sync::atomic::{AtomicBool, Ordering};
+use std::sync::atomic::{AtomicBool, AtomicI32, Ordering};
 use std::sync::{Arc, OnceLock};
 use std::time::Duration;
 
@@ -19,12 +19,33 @@ struct Defaults {
 
 static DEFAULTS: OnceLock<Defaults> = OnceLock::new();
 
+/// The exit status the signal that cancelled this command asks for (0: none arrived).
+static SIGNAL_STATUS: AtomicI32 = AtomicI32::new(0);
+
+/// The shell's convention, 128 + the signal's number: 130 for Ctrl-C, 143 for SIGTERM (and SIGHUP,
+/// which the listener does not tell apart from it).
+fn status_of(signal: crate::signals::Signal) -> i32 {
+    match signal {
+        crate::signals::Signal::Interrupt => 130,
+        crate::signals::Signal::Terminate => 143,
+    }
+}
+
+/// The exit status of a command a signal cancelled, once one has: a call it stopped ends the command
+/// with this status rather than the failure's own, as if the signal had ended the process.
+pub fn signal_status() -> Option<i32> {
+    match SIGNAL_STATUS.load(Ordering::SeqCst) {
+        0 => None,
+        status => Some(status),
+    }
+}
+
 /// How long after a signal a command that has not ended (it was between calls) is ended anyway.
 const SIGNAL_GRACE: Duration = Duration::from_secs(2);
 
 /// Sets this process's call defaults: the deadline `timeout` from now, and, with `on_signals`, a
 /// cancellation on Ctrl-C/SIGTERM (a second signal, or one the command does not answer within
-/// [`SIGNAL_GRACE`], ends the process with status 130). Only the first call has effect.
+/// [`SIGNAL_GRACE`], ends the process with 128 + the signal's number). Only the first call has effect.
 pub fn install(timeout: Option<Duration>, on_signals: bool) {
     let cancel = Arc::new(AtomicBool::new(false));
     let deadline_unix_ms = timeout
@@ -44,12 +65,14 @@ pub fn install(timeout: Option<Duration>, on_signals: bool) {
         return; // without a handler, a signal ends the process as it always did
     };
     std::thread::spawn(move || {
-        if signals.recv().is_err() {
+        let Ok(signal) = signals.recv() else {
             return;
-        }
+        };
+        let status = status_of(signal);
+        SIGNAL_STATUS.store(status, Ordering::SeqCst);
         flag.store(true, Ordering::SeqCst);
         let _ = signals.recv_timeout(SIGNAL_GRACE);
-        std::process::exit(130);
+        std::process::exit(status);
     });
 }
 
