@@ -161,11 +161,18 @@ impl PgServer {
             std::os::unix::fs::chown(dir.join("server.log"), Some(65534), Some(65534))
                 .expect("chown log");
         }
+        server.spawn(&bin, log);
+        Some(server)
+    }
+
+    /// Runs the server on this folder's data, listening on its Unix socket only, and waits until it
+    /// accepts connections.
+    fn spawn(&mut self, bin: &Path, log: std::fs::File) {
         let child = as_server_user(&bin.join("postgres"))
             .arg("-D")
-            .arg(dir.join("data"))
+            .arg(self.dir.join("data"))
             .arg("-k")
-            .arg(&dir)
+            .arg(&self.dir)
             .args([
                 "-c",
                 "listen_addresses=",
@@ -179,9 +186,8 @@ impl PgServer {
             .stderr(log)
             .spawn()
             .expect("start postgres");
-        server.child = Some(child);
-        server.wait_ready();
-        Some(server)
+        self.child = Some(child);
+        self.wait_ready();
     }
 
     fn wait_ready(&mut self) {
@@ -240,26 +246,7 @@ impl PgServer {
             .append(true)
             .open(self.dir.join("server.log"))
             .expect("log");
-        let child = as_server_user(&bin.join("postgres"))
-            .arg("-D")
-            .arg(self.dir.join("data"))
-            .arg("-k")
-            .arg(&self.dir)
-            .args([
-                "-c",
-                "listen_addresses=",
-                "-c",
-                "fsync=off",
-                "-c",
-                "max_connections=50",
-            ])
-            .stdin(Stdio::null())
-            .stdout(log.try_clone().expect("log"))
-            .stderr(log)
-            .spawn()
-            .expect("restart postgres");
-        self.child = Some(child);
-        self.wait_ready();
+        self.spawn(&bin, log);
     }
 }
 
