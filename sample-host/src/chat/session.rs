@@ -95,6 +95,9 @@ impl ChatError {
     pub fn code(&self) -> String {
         match self {
             ChatError::Plugin(e) => e.code_name(),
+            // A broken log rule or a lost race keeps its own code (`LOG_CONCURRENT_WRITE`, ...), so a
+            // script can tell "retry" from "this batch can never go in".
+            ChatError::Append(LiveError::Log { source, .. }) => source.code.as_str().into(),
             ChatError::Append(_) => "HOST_APPEND_FAILED".into(),
             ChatError::Model(e) => e.code().into(),
             ChatError::BadPrepare(_) => "HOST_BAD_PLUGIN_ANSWER".into(),
@@ -475,5 +478,25 @@ impl<'a> ChatSession<'a> {
             before,
             after,
         })
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use dsh_codec::log::{LogError, LogErrorCode};
+
+    use super::*;
+
+    #[test]
+    fn append_failure_code_hid_the_log_rule_behind_host_append_failed() {
+        let lost = ChatError::Append(LiveError::Log {
+            id: "target".into(),
+            source: LogError::new(LogErrorCode::ConcurrentWrite, "another writer appended"),
+        });
+        assert_eq!(lost.code(), "LOG_CONCURRENT_WRITE");
+        assert_eq!(
+            ChatError::Append(LiveError::NotFound("gone".into())).code(),
+            "HOST_APPEND_FAILED"
+        );
     }
 }
