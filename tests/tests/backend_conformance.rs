@@ -52,6 +52,7 @@ fn session(collection: &str, id: &str, docs: Vec<NewDoc>) -> Write {
         title: None,
         event_count: docs.len() as u64,
         docs,
+        log: None,
     })
 }
 
@@ -62,6 +63,7 @@ fn search<'a>(phrases: &'a [String], limit: u64, offset: u64) -> Search<'a> {
         limit,
         offset,
         snippet_chars: 240,
+        newest: false,
     }
 }
 
