@@ -52,6 +52,9 @@ pub struct Search<'a> {
     pub newest: bool,
 }
 
+/// An order of matches.
+type Cmp = fn(&DocMatch, &DocMatch) -> Ordering;
+
 /// Newer first: time, then seq.
 fn newer(a: &DocMatch, b: &DocMatch) -> Ordering {
     b.time.cmp(&a.time).then(b.seq.cmp(&a.seq))
@@ -174,10 +177,7 @@ pub fn search_sessions(
         .filter(|x| rank::session_passes(&as_row(x), sessions))
         .map(|x| (x.header.id.clone(), x))
         .collect();
-    let (pick, order): (
-        fn(&DocMatch, &DocMatch) -> Ordering,
-        fn(&DocMatch, &DocMatch) -> Ordering,
-    ) = if s.newest {
+    let (pick, order): (Cmp, Cmp) = if s.newest {
         (newer, newer_across)
     } else {
         (within, across)

@@ -185,12 +185,15 @@ fn docs<'a>(
     })
 }
 
+/// The fold of every event, the title as stored, the resume state.
+pub(crate) type PublishedState = (SurfaceFold, Option<String>, Option<Vec<u8>>);
+
 /// What a publisher sends of a log read whole, as the embedded index stores it: the folded title (as
 /// [`title_json`]) and, given the log's checkpoint, the resume state there, with the fold of every event.
 pub(crate) fn published_state(
     log: &SessionLog,
     checkpoint: Option<&ReadCheckpoint>,
-) -> Result<(SurfaceFold, Option<String>, Option<Vec<u8>>), dsh_codec::surface::FoldError> {
+) -> Result<PublishedState, dsh_codec::surface::FoldError> {
     let mut fold = SurfaceFold::new();
     let resume = match checkpoint {
         Some(checkpoint) => {
