@@ -440,6 +440,18 @@ fn diagnostics_report_what_another_collection_left_out() {
             .contains("collection \\\"bob@desk\\\""),
         "{report}"
     );
+
+    // Bob deletes the broken log: his next publish clears what the server recorded.
+    std::fs::remove_file(&broken).unwrap();
+    ok_json(
+        &host_at(&t.env, &t.bob, &t.pg.url(), "bob@desk", &args),
+        &args,
+    );
+    let report = ok_json(
+        &host_at(&t.env, &t.carol, &t.pg.url_as("carol"), "carol@home", &args),
+        &args,
+    );
+    assert_eq!(report["skipped"], serde_json::json!([]), "{report}");
 }
 
 /// What a `cite --json` run appended as its context message, and its citations.

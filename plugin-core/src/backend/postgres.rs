@@ -543,6 +543,27 @@ impl PostgresBackend {
         })
     }
 
+    /// What collection `name`'s last publish left out, as recorded.
+    pub fn skipped_of(
+        &mut self,
+        name: &str,
+    ) -> Result<Vec<host_api::abi::wire::search::Skipped>, BackendError> {
+        self.with_retry(|c, _| {
+            Ok(c.query(
+                "SELECT session_id, path, code, reason FROM dsh_skipped WHERE collection = $1",
+                &[&name],
+            )?
+            .iter()
+            .map(|r| host_api::abi::wire::search::Skipped {
+                id: r.get(0),
+                path: r.get(1),
+                code: r.get(2),
+                reason: r.get(3),
+            })
+            .collect())
+        })
+    }
+
     /// Replaces what collection `name`'s last publish left out (one transaction).
     pub fn record_skipped(
         &mut self,

@@ -134,20 +134,26 @@ impl TeamSearch {
             })?,
             None => Published::default(),
         };
-        // What this publish left out is kept on the server for every reader's diagnostics. Only a
-        // publish that changed something or left something out rewrites it, and a role that may read
-        // but not publish (nothing to write) is not failed for it.
-        if self.root.is_some()
-            && (published.written + published.removed > 0 || !skipped(&published).is_empty())
-        {
-            if let Err(e) = backend.record_skipped(&self.collection, &skipped(&published)) {
-                host.log(
-                    LogLevel::Debug,
-                    RStr::from_str(&format!(
-                        "what collection {:?} left out was not recorded: {e}",
-                        self.collection
-                    )),
-                );
+        // What this publish left out is kept on the server for every reader's diagnostics, rewritten
+        // only when it changed (a log fixed or deleted clears it). A role that may read but not
+        // publish is not failed for it: its own publish reports what it could not write.
+        if self.root.is_some() {
+            let now = skipped(&published);
+            let key = |s: &Skipped| (s.path.clone(), s.id.clone(), s.reason.clone());
+            let mut recorded = backend.skipped_of(&self.collection)?;
+            recorded.sort_by_key(key);
+            let mut sorted = now.clone();
+            sorted.sort_by_key(key);
+            if sorted != recorded {
+                if let Err(e) = backend.record_skipped(&self.collection, &now) {
+                    host.log(
+                        LogLevel::Debug,
+                        RStr::from_str(&format!(
+                            "what collection {:?} left out was not recorded: {e}",
+                            self.collection
+                        )),
+                    );
+                }
             }
         }
         Ok((backend, published))
