@@ -580,3 +580,43 @@ fn with_the_server_down_every_read_is_index_failed_naming_it() {
         );
     }
 }
+
+#[test]
+fn a_session_id_another_collection_holds_is_not_published_and_the_reader_keeps_the_first() {
+    let Some(t) = team() else { return };
+    // Mallory's root holds a log with the id of one of Bob's sessions.
+    root_with(
+        t.mallory.parent().unwrap(),
+        &[(BOB_SESSION, 1_790_000_000_000, "Forged", "a forged story")],
+    );
+    let args = ["--json", "diagnostics"];
+    let report = ok_json(
+        &host_at(
+            &t.env,
+            &t.mallory,
+            &t.pg.url_as("mallory"),
+            "mallory@away",
+            &args,
+        ),
+        &args,
+    );
+    let skipped = &report["skipped"];
+    assert!(
+        skipped.to_string().contains(BOB_SESSION)
+            && skipped
+                .to_string()
+                .contains("another collection already holds this session id"),
+        "{report}"
+    );
+    // Carol still reads Bob's session under that id.
+    let args = ["--json", "event", BOB_SESSION, "1", "--after", "4"];
+    let window = ok_json(
+        &host_at(&t.env, &t.carol, &t.pg.url_as("carol"), "carol@home", &args),
+        &args,
+    );
+    assert!(
+        window.to_string().contains("undefined symbol parse_value"),
+        "{window}"
+    );
+    assert!(!window.to_string().contains("forged"), "{window}");
+}
