@@ -18,6 +18,9 @@
 //! in a new process, from what the search index recorded: [`Corpus::seed_known`]) instead of reading its
 //! header, so listing an unchanged root opens no log.
 //!
+//! With a team's index ([`RemoteSessions`]), sessions published from other machines join the corpus:
+//! listed after the local ones (a local id wins), loaded only when neither live nor on disk here.
+//!
 //! Parsed sessions are kept in a bounded LRU (the `cache` module) keyed by path and revision (persisted) or id and
 //! header (live), so repeated reads of an unchanged log do not re-read it. Every method is thread-safe;
 //! locks guard only in-memory state and are never held across file reads or host calls.
@@ -185,8 +188,19 @@ struct Problems {
     reads: BTreeMap<PathBuf, (Revision, CorpusProblem)>,
 }
 
+/// Sessions this machine does not hold but may read elsewhere (a team's server). Asked only for what
+/// the local corpus lacks; an unreachable store fails the call (`SESSION_QUERY_INDEX_FAILED` naming it).
+pub trait RemoteSessions: Send + Sync {
+    /// Headers of the sessions the store lets this caller read that are not this machine's own.
+    fn list(&self) -> Result<Vec<SessionHeader>, PluginError>;
+    /// Session `id` with every event, when the store holds it and lets this caller read it.
+    fn load(&self, id: &str) -> Result<Option<SessionData>, PluginError>;
+}
+
 /// The merged corpus.
 pub struct Corpus {
+    /// Sessions published from elsewhere, when the index is a team's.
+    remote: Option<Arc<dyn RemoteSessions>>,
     host: Arc<HostContextBox>,
     root: Option<SessionsRoot>,
     /// Other harnesses' transcripts, read read-only beside the sessions root.
@@ -207,6 +221,7 @@ type LastListing = (Instant, Vec<ListedSession>, Vec<CorpusProblem>);
 impl Corpus {
     pub fn new(host: Arc<HostContextBox>, sessions_root: Option<PathBuf>) -> Self {
         Self {
+            remote: None,
             host,
             root: sessions_root.map(SessionsRoot::new),
             sources: Sources::new(SourceRoots::default()),
@@ -216,6 +231,12 @@ impl Corpus {
             reuse: None,
             last: Mutex::new(None),
         }
+    }
+
+    /// Sessions published elsewhere join this corpus (see [`RemoteSessions`]).
+    pub fn with_remote(mut self, remote: Arc<dyn RemoteSessions>) -> Self {
+        self.remote = Some(remote);
+        self
     }
 
     /// For a process that answers one command and exits: a listing of the root finished less than
@@ -340,6 +361,17 @@ impl Corpus {
                 }
             }
         }
+        if let Some(remote) = &self.remote {
+            self.check_cancelled(cancel, "listing sessions")?;
+            for header in remote.list()? {
+                by_id.entry(header.id.clone()).or_insert(CorpusSession {
+                    header,
+                    live: false,
+                    persisted: true,
+                    listed: None,
+                });
+            }
+        }
         Ok(by_id.into_values().collect())
     }
 
@@ -437,6 +469,28 @@ impl Corpus {
     /// Loads one session for an exact read: the live session when `id` is live (persistence is never
     /// consulted then), else the persisted log. `SESSION_NOT_FOUND` when neither has it.
     pub fn load(&self, id: &str, cancel: Cancel<'_>) -> Result<LoadedSession, PluginError> {
+        let local = self.load_local(id, cancel);
+        let Some(remote) = &self.remote else {
+            return local;
+        };
+        match local {
+            Err(e) if e.code == ErrorCode::SessionQuerySessionNotFound => {
+                self.check_cancelled(cancel, "reading a session")?;
+                match remote.load(id)? {
+                    Some(data) => Ok(LoadedSession {
+                        data: Arc::new(data),
+                        live: false,
+                        path: None,
+                    }),
+                    None => Err(e),
+                }
+            }
+            other => other,
+        }
+    }
+
+    /// [`Corpus::load`] from this machine only: live, then the sessions root.
+    fn load_local(&self, id: &str, cancel: Cancel<'_>) -> Result<LoadedSession, PluginError> {
         self.check_cancelled(cancel, "reading a session")?;
         if let Some(loaded) = self.load_live(id)? {
             return Ok(loaded);

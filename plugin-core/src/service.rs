@@ -47,7 +47,7 @@ pub struct Service {
     /// The search index; `None` when the config names no index path.
     search: Option<Search>,
     /// The team's PostgreSQL index, when the config's `index` is a URL (then `search` is `None`).
-    team: Option<TeamSearch>,
+    team: Option<Arc<TeamSearch>>,
     /// Config keys this build does not know (ignored; reported in diagnostics).
     unknown_config_keys: Vec<String>,
     /// Request fields this build ignored, as `method: path`, for diagnostics. Bounded, so a host
@@ -87,11 +87,15 @@ impl Service {
         let team = config
             .index
             .as_deref()
-            .map(|url| TeamSearch::new(&config, url, sessions_root.clone()));
+            .map(|url| Arc::new(TeamSearch::new(&config, url, sessions_root.clone())));
         let mut corpus = Corpus::new(host, sessions_root).with_sources(SourceRoots {
             claude_projects: config.claude_projects.clone(),
             codex_home: config.codex_home.clone(),
         });
+        // Sessions other collections published are listed, read and cited like local ones.
+        if let Some(team) = &team {
+            corpus = corpus.with_remote(team.clone());
+        }
         if !config.long_lived {
             corpus = corpus.reuse_listings_for(crate::search::refresh::ONE_SHOT_REUSE);
         }
@@ -316,6 +320,9 @@ impl TitleSource for IndexTitles<'_> {
         cancelled: &dyn Fn() -> bool,
     ) -> Result<Vec<Option<String>>, PluginError> {
         let service = self.0;
+        if let Some(team) = &service.team {
+            return team.titles(ids);
+        }
         let indexed = match &service.search {
             Some(search) => search.titles(service.reads.corpus(), cancelled),
             None => return ExactTitles(&service.reads).titles(ids, cancelled),
@@ -573,6 +580,10 @@ impl SessionQuery for QueryService {
             request,
             BAD,
             |r, _: EmptyRequest, c| {
+                if let Some(team) = &service.team {
+                    let report = team.diagnostics(r.corpus().host())?;
+                    return service.with_unknown_fields(report);
+                }
                 let report = service.searching(c, |search, cancelled| {
                     search.diagnostics(r.corpus(), cancelled)
                 })?;

@@ -52,6 +52,7 @@ fn session(collection: &str, id: &str, docs: Vec<NewDoc>) -> Write {
         title: None,
         event_count: docs.len() as u64,
         docs,
+        log: None,
     })
 }
 
@@ -62,6 +63,7 @@ fn search<'a>(phrases: &'a [String], limit: u64, offset: u64) -> Search<'a> {
         limit,
         offset,
         snippet_chars: 240,
+        newest: false,
     }
 }
 
@@ -624,4 +626,128 @@ fn a_server_left_by_a_killed_test_run_is_swept() {
                 .is_ok_and(|s| s.contains(") Z ")),
         "the server is stopped"
     );
+}
+
+#[test]
+fn a_publish_sends_each_sessions_title_checkpoint_and_whole_log_in_its_transaction() {
+    let Some(pg) = PgServer::start() else { return };
+    let root = tempfile::tempdir().unwrap();
+    if copy_fixture_root(root.path(), 6) == 0 {
+        return;
+    }
+    // The demo's sessions have titles (the fixtures' first ones have none).
+    sample_host::demo::write_demo_corpus(root.path()).unwrap();
+    let mut b = PostgresBackend::open(&pg.url()).unwrap();
+    b.create_collection("me@here").unwrap();
+    publish_root(&mut b, root.path(), "me@here").unwrap();
+    let listing = dsh_codec::log::layout::SessionsRoot::new(root.path())
+        .list()
+        .unwrap();
+    let stored = b.sessions().unwrap();
+    let mut titled = 0;
+    for listed in &listing.sessions {
+        let log = read_log(&listed.path, &ReadOptions::default()).unwrap();
+        let (collection, header, events) = b.published_log(&listed.header.id).unwrap().unwrap();
+        assert_eq!(collection, "me@here");
+        assert_eq!(header, log.header.to_json_line());
+        let want: Vec<String> = log.events.iter().map(|e| e.to_json_line()).collect();
+        assert_eq!(events, want, "{}: every event, in order", listed.header.id);
+        let s = stored
+            .iter()
+            .find(|s| s.header.id == listed.header.id)
+            .unwrap();
+        assert!(s.checkpoint.is_some(), "{}: a checkpoint", s.header.id);
+        if log.events.iter().any(|e| e.kind == "session/title") {
+            let title: serde_json::Value =
+                serde_json::from_str(s.title.as_deref().unwrap()).unwrap();
+            assert!(
+                title.get("title").is_some() || title.get("error").is_some(),
+                "{title}"
+            );
+            titled += 1;
+        }
+    }
+    assert!(titled > 0, "some session has a title");
+    let ci = stored
+        .iter()
+        .find(|s| s.header.id == sample_host::demo::CI_SESSION)
+        .unwrap();
+    let title: serde_json::Value = serde_json::from_str(ci.title.as_deref().unwrap()).unwrap();
+    assert_eq!(title["title"], "CI failure in parser tests");
+    // A removed log takes its published log with it.
+    let gone = &listing.sessions[0];
+    std::fs::remove_file(&gone.path).unwrap();
+    publish_root(&mut b, root.path(), "me@here").unwrap();
+    assert_eq!(b.published_log(&gone.header.id).unwrap(), None);
+}
+
+#[test]
+fn a_schema_1_database_is_migrated_and_its_sessions_published_again() {
+    let Some(pg) = PgServer::start() else { return };
+    let root = tempfile::tempdir().unwrap();
+    if copy_fixture_root(root.path(), 3) == 0 {
+        return;
+    }
+    let mut b = PostgresBackend::open(&pg.url()).unwrap();
+    b.create_collection("me@here").unwrap();
+    publish_root(&mut b, root.path(), "me@here").unwrap();
+    // Back to what version 1 was: no logs, no skipped table, the version row saying 1.
+    let mut su = raw(&pg.url());
+    su.batch_execute(
+        "DROP TABLE dsh_logs; DROP TABLE dsh_skipped; UPDATE dsh_meta SET value = '1' WHERE key = 'schema'",
+    )
+    .unwrap();
+    su.batch_execute("CREATE ROLE reader LOGIN").unwrap();
+    b.grant_read("me@here", "reader").unwrap();
+    drop(b);
+
+    let mut b = PostgresBackend::open(&pg.url()).unwrap();
+    let version: String = su
+        .query_one("SELECT value FROM dsh_meta WHERE key = 'schema'", &[])
+        .unwrap()
+        .get(0);
+    assert_eq!(
+        version,
+        plugin_core::backend::postgres::SCHEMA_VERSION.to_string()
+    );
+    // Every stored session is stale, so the next publish writes it again, with its log.
+    assert!(b.sessions().unwrap().iter().all(|s| s.stamp.is_empty()));
+    let done = publish_root(&mut b, root.path(), "me@here").unwrap();
+    assert_eq!(done.unchanged, 0, "{done:?}");
+    let id = b.sessions().unwrap()[0].header.id.clone();
+    // An existing collection's reader may read the new table.
+    let mut reader = PostgresBackend::open(&pg.url_as("reader")).unwrap();
+    assert!(reader.published_log(&id).unwrap().is_some());
+}
+
+#[test]
+fn newest_order_is_the_same_in_every_backend() {
+    let mut memory = MemoryBackend::new();
+    memory.apply(small_corpus()).unwrap();
+    // Rank puts s-rank first (three matches); newest puts s-long's later event first, and within
+    // s-rank its newest match (seq 3), not its best-ranked one.
+    let phrases = vec!["alpha".to_string()];
+    let s = Search {
+        newest: true,
+        ..search(&phrases, 100, 0)
+    };
+    let order = |b: &mut dyn IndexBackend| -> Vec<(String, u64, i64)> {
+        search_sessions(b, &[], &s)
+            .unwrap()
+            .items
+            .into_iter()
+            .map(|h| (h.best.session_id, h.best.seq, h.best.time))
+            .collect()
+    };
+    let want = order(&mut memory);
+    assert_eq!(
+        want,
+        [("s-long".to_string(), 1, 30), ("s-rank".to_string(), 3, 7)]
+    );
+    if let Some(pg) = PgServer::start() {
+        let mut b = PostgresBackend::open(&pg.url()).unwrap();
+        b.create_collection("c").unwrap();
+        b.apply(small_corpus()).unwrap();
+        assert_eq!(order(&mut b), want);
+    }
 }

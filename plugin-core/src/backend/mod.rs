@@ -54,6 +54,17 @@ pub struct SessionWrite {
     pub title: Option<String>,
     pub event_count: u64,
     pub docs: Vec<NewDoc>,
+    /// The whole log, for readers on other machines (exact reads, citations); stores that sit beside
+    /// the logs keep none.
+    pub log: Option<PublishedLog>,
+}
+
+/// A log as a reader elsewhere gets it: the header and every event (crash closers included) as the
+/// log's own JSON lines, so a reader's fold labels and orders them exactly as the publisher's did.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct PublishedLog {
+    pub header: String,
+    pub events: Vec<String>,
 }
 
 /// One step of a batch.

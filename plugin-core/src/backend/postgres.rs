@@ -35,7 +35,7 @@ use crate::index::cjk;
 use crate::index::store::{label_code, label_of};
 
 /// The schema this build writes.
-pub const SCHEMA_VERSION: i32 = 1;
+pub const SCHEMA_VERSION: i32 = 2;
 /// What `dsh_meta.application` says in a database of ours.
 pub const APPLICATION: &str = "dsh-session-search";
 /// Attempts per operation when the connection or transaction fails in a way a retry can cure.
@@ -107,6 +107,80 @@ CREATE POLICY dsh_write ON dsh_docs FOR ALL USING
     (collection IN (SELECT name FROM dsh_collections c WHERE pg_has_role(current_user, c.publisher, 'MEMBER')));
 GRANT SELECT ON dsh_meta, dsh_state, dsh_collections, dsh_sessions, dsh_docs TO PUBLIC;
 ";
+
+// ---- Schema version 2: what readers on other machines need without the logs. ----
+//
+// `dsh_logs` holds each published session's whole log (header and events as JSON lines), so exact
+// reads and citations of a session that is not local answer from what was published; `dsh_skipped`
+// holds what each collection's last publish left out, for diagnostics. Both carry their collection and
+// the same row-level security as the documents.
+
+/// The tables version 2 adds, created on a new database and by the migration from version 1.
+const CREATE_V2: &str = "
+CREATE TABLE dsh_logs (
+    session_id text PRIMARY KEY,
+    collection text NOT NULL,
+    header text NOT NULL,
+    events text[] NOT NULL);
+CREATE TABLE dsh_skipped (
+    collection text NOT NULL,
+    session_id text,
+    path text,
+    code text NOT NULL,
+    reason text NOT NULL);
+CREATE INDEX dsh_skipped_collection ON dsh_skipped (collection);
+ALTER TABLE dsh_logs ENABLE ROW LEVEL SECURITY;
+ALTER TABLE dsh_skipped ENABLE ROW LEVEL SECURITY;
+CREATE POLICY dsh_read ON dsh_logs FOR SELECT USING
+    (collection IN (SELECT name FROM dsh_collections c WHERE pg_has_role(current_user, c.reader, 'MEMBER')));
+CREATE POLICY dsh_read ON dsh_skipped FOR SELECT USING
+    (collection IN (SELECT name FROM dsh_collections c WHERE pg_has_role(current_user, c.reader, 'MEMBER')));
+CREATE POLICY dsh_write ON dsh_logs FOR ALL USING
+    (collection IN (SELECT name FROM dsh_collections c WHERE pg_has_role(current_user, c.publisher, 'MEMBER')));
+CREATE POLICY dsh_write ON dsh_skipped FOR ALL USING
+    (collection IN (SELECT name FROM dsh_collections c WHERE pg_has_role(current_user, c.publisher, 'MEMBER')));
+GRANT SELECT ON dsh_logs, dsh_skipped TO PUBLIC;
+";
+
+/// A collection's roles' rights on the version 2 tables (quoted role names).
+fn v2_grants(reader: &str, publisher: &str) -> String {
+    format!(
+        "GRANT SELECT ON dsh_logs, dsh_skipped TO {reader};
+         GRANT INSERT, UPDATE, DELETE ON dsh_logs, dsh_skipped TO {publisher};"
+    )
+}
+
+/// Version 1 → 2 in the schema transaction: the new tables, their grants to every existing collection,
+/// and every session's stamp cleared, so its publisher's next run writes it again with its log and title.
+fn migrate_v1_to_v2(tx: &mut postgres::Transaction<'_>) -> Result<(), postgres::Error> {
+    tx.batch_execute(CREATE_V2)?;
+    let roles: Vec<(String, String)> = tx
+        .query("SELECT reader, publisher FROM dsh_collections", &[])?
+        .iter()
+        .map(|r| (r.get(0), r.get(1)))
+        .collect();
+    for (reader, publisher) in roles {
+        tx.batch_execute(&v2_grants(&quote_ident(&reader), &quote_ident(&publisher)))?;
+    }
+    tx.batch_execute("UPDATE dsh_sessions SET stamp = ''")?;
+    tx.execute("UPDATE dsh_meta SET value = '2' WHERE key = 'schema'", &[])?;
+    Ok(())
+}
+
+/// A session's published log: its collection, header line and event lines.
+pub type StoredLog = (String, String, Vec<String>);
+
+/// A collection this role may read: its name, sessions and documents, and what its last publish left
+/// out.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct CollectionReport {
+    pub name: String,
+    pub sessions: u64,
+    pub documents: u64,
+    pub skipped: Vec<host_api::abi::wire::search::Skipped>,
+}
+
+// ---- End of schema version 2. ----
 
 /// A document ready to insert: sanitised text, its code-point length, its `tsvector` literal and
 /// whether that holds every token.
@@ -276,6 +350,7 @@ impl PostgresBackend {
                  GRANT INSERT, UPDATE, DELETE ON dsh_sessions, dsh_docs TO {p};
                  GRANT UPDATE ON dsh_state TO {p};"
             ))?;
+            tx.batch_execute(&v2_grants(&r, &p))?;
             tx.execute(
                 "INSERT INTO dsh_collections (name, reader, publisher) VALUES ($1, $2, $3) ON CONFLICT (name) DO NOTHING",
                 &[&name, &reader, &publisher],
@@ -345,6 +420,7 @@ fn ensure_schema(c: &mut Client, server: &str) -> Result<(), OpError> {
         .collect();
     if tables.is_empty() {
         tx.batch_execute(CREATE)?;
+        tx.batch_execute(CREATE_V2)?;
         tx.execute(
             "INSERT INTO dsh_meta (key, value) VALUES ('application', $1), ('schema', $2)",
             &[&APPLICATION, &SCHEMA_VERSION.to_string()],
@@ -385,6 +461,9 @@ fn ensure_schema(c: &mut Client, server: &str) -> Result<(), OpError> {
         return Err(foreign(format!(
             "its schema version {version} is not one this plugin wrote"
         )));
+    }
+    if version < 2 {
+        migrate_v1_to_v2(&mut tx)?;
     }
     tx.commit()?;
     Ok(())
@@ -430,6 +509,119 @@ fn event_predicates(
                 out.push(format!("label = ANY({p}::smallint[])"));
             }
         }
+    }
+}
+
+/// The read side beyond the search (schema version 2): published logs and per-collection reports.
+impl PostgresBackend {
+    /// The published log of session `id`, when this role may read it (row-level security hides the
+    /// rest: another collection's session without a grant is simply absent).
+    pub fn published_log(&mut self, id: &str) -> Result<Option<StoredLog>, BackendError> {
+        self.with_retry(|c, _| {
+            Ok(c.query_opt(
+                "SELECT collection, header, events FROM dsh_logs WHERE session_id = $1",
+                &[&id],
+            )?
+            .map(|r| (r.get(0), r.get(1), r.get(2))))
+        })
+    }
+
+    /// The published headers (collection, header line) of every session this role may read outside
+    /// collection `except`.
+    pub fn published_headers(
+        &mut self,
+        except: &str,
+    ) -> Result<Vec<(String, String)>, BackendError> {
+        self.with_retry(|c, _| {
+            Ok(c.query(
+                "SELECT collection, header FROM dsh_logs WHERE collection <> $1",
+                &[&except],
+            )?
+            .iter()
+            .map(|r| (r.get(0), r.get(1)))
+            .collect())
+        })
+    }
+
+    /// What collection `name`'s last publish left out, as recorded.
+    pub fn skipped_of(
+        &mut self,
+        name: &str,
+    ) -> Result<Vec<host_api::abi::wire::search::Skipped>, BackendError> {
+        self.with_retry(|c, _| {
+            Ok(c.query(
+                "SELECT session_id, path, code, reason FROM dsh_skipped WHERE collection = $1",
+                &[&name],
+            )?
+            .iter()
+            .map(|r| host_api::abi::wire::search::Skipped {
+                id: r.get(0),
+                path: r.get(1),
+                code: r.get(2),
+                reason: r.get(3),
+            })
+            .collect())
+        })
+    }
+
+    /// Replaces what collection `name`'s last publish left out (one transaction).
+    pub fn record_skipped(
+        &mut self,
+        name: &str,
+        skipped: &[host_api::abi::wire::search::Skipped],
+    ) -> Result<(), BackendError> {
+        self.with_retry(|c, _| {
+            let mut tx = c.transaction()?;
+            tx.execute("DELETE FROM dsh_skipped WHERE collection = $1", &[&name])?;
+            for s in skipped {
+                tx.execute(
+                    "INSERT INTO dsh_skipped (collection, session_id, path, code, reason) VALUES ($1, $2, $3, $4, $5)",
+                    &[&name, &s.id, &s.path, &s.code, &s.reason],
+                )?;
+            }
+            tx.commit()?;
+            Ok(())
+        })
+    }
+
+    /// Every collection this role may read, by name, with its counts and skipped logs.
+    pub fn collections(&mut self) -> Result<Vec<CollectionReport>, BackendError> {
+        self.with_retry(|c, _| {
+            let mut out: Vec<CollectionReport> = c
+                .query(
+                    "SELECT c.name,
+                            (SELECT count(*) FROM dsh_sessions s WHERE s.collection = c.name),
+                            (SELECT count(*) FROM dsh_docs d WHERE d.collection = c.name)
+                     FROM dsh_collections c
+                     WHERE pg_has_role(current_user, c.reader, 'MEMBER')
+                     ORDER BY c.name",
+                    &[],
+                )?
+                .iter()
+                .map(|r| CollectionReport {
+                    name: r.get(0),
+                    sessions: r.get::<_, i64>(1) as u64,
+                    documents: r.get::<_, i64>(2) as u64,
+                    skipped: Vec::new(),
+                })
+                .collect();
+            for r in c.query(
+                "SELECT collection, session_id, path, code, reason FROM dsh_skipped
+                 ORDER BY collection, path, session_id",
+                &[],
+            )? {
+                let name: String = r.get(0);
+                if let Some(report) = out.iter_mut().find(|x| x.name == name) {
+                    report.skipped.push(host_api::abi::wire::search::Skipped {
+                        id: r.get(1),
+                        path: r.get(2),
+                        code: r.get(3),
+                        reason: r.get(4),
+                    });
+                }
+            }
+            Ok(out)
+        })
     }
 }
 
@@ -504,11 +696,13 @@ impl IndexBackend for PostgresBackend {
             for (w, docs) in &prepared {
                 match w {
                     Write::Remove { collection, id } => {
+                        tx.execute("DELETE FROM dsh_logs WHERE session_id = $1 AND collection = $2", &[id, collection])?;
                         tx.execute("DELETE FROM dsh_docs WHERE session_id = $1 AND collection = $2", &[id, collection])?;
                         tx.execute("DELETE FROM dsh_sessions WHERE id = $1 AND collection = $2", &[id, collection])?;
                     }
                     Write::Put(p) => {
                         let id = &p.header.id;
+                        tx.execute("DELETE FROM dsh_logs WHERE session_id = $1 AND collection = $2", &[id, &p.collection])?;
                         tx.execute("DELETE FROM dsh_docs WHERE session_id = $1 AND collection = $2", &[id, &p.collection])?;
                         tx.execute("DELETE FROM dsh_sessions WHERE id = $1 AND collection = $2", &[id, &p.collection])?;
                         let inserted = tx.execute(
@@ -536,6 +730,12 @@ impl IndexBackend for PostgresBackend {
                                   AS u(seq, kind, time, label, len, body, lexemes, complete)",
                             &[id, &p.collection, &seqs, &kinds, &times, &labels, &lens, &bodies, &lexemes, &complete],
                         )?;
+                        if let Some(log) = &p.log {
+                            tx.execute(
+                                "INSERT INTO dsh_logs (session_id, collection, header, events) VALUES ($1, $2, $3, $4)",
+                                &[id, &p.collection, &log.header, &log.events],
+                            )?;
+                        }
                     }
                 }
             }

@@ -2,16 +2,21 @@
 //! one already stored is left alone, a changed or new one is read, folded and written whole, one that
 //! is gone is removed; each batch is one [`IndexBackend::apply`], so a failure publishes nothing of the
 //! sessions in that batch and the next run writes them again.
+//!
+//! A session is published with what a reader on another machine needs without the log: the folded
+//! title, the resume checkpoint the embedded index would keep, and the whole log (header and events as
+//! JSON lines) for exact reads and citations, all in the batch's one transaction.
 
 use std::collections::HashMap;
 use std::path::Path;
 
+use dsh_codec::log::checkpoint::ReadCheckpoint;
 use dsh_codec::log::layout::SessionsRoot;
-use dsh_codec::log::read::{read_log, ReadOptions, SessionLog};
-use dsh_codec::surface::{Label, SurfaceFold};
+use dsh_codec::log::read::{read_log_with_checkpoint, ReadOptions, SessionLog};
+use dsh_codec::surface::Label;
 
-use super::{BackendError, IndexBackend, NewDoc, SessionWrite, Write};
-use crate::search::refresh::hit_header;
+use super::{BackendError, IndexBackend, NewDoc, PublishedLog, SessionWrite, Write};
+use crate::search::refresh::{hit_header, published_state};
 
 /// Sessions per transaction.
 pub const BATCH: usize = 64;
@@ -28,13 +33,24 @@ pub struct Published {
     pub problems: Vec<(String, String)>,
 }
 
-/// The write for one read log: its documents (spec §3) labelled by the fold (spec §2.2).
+/// The write for one read log: its documents (spec §3) labelled by the fold (spec §2.2), its title
+/// and the whole log.
 pub fn session_write(
     log: &SessionLog,
     collection: &str,
     stamp: &str,
 ) -> Result<SessionWrite, String> {
-    let fold = SurfaceFold::fold(log.events.iter()).map_err(|e| e.to_string())?;
+    session_write_at(log, None, collection, stamp)
+}
+
+/// [`session_write`] with the resume state at `checkpoint` (where the log was read up to).
+pub fn session_write_at(
+    log: &SessionLog,
+    checkpoint: Option<&ReadCheckpoint>,
+    collection: &str,
+    stamp: &str,
+) -> Result<SessionWrite, String> {
+    let (fold, title, resume) = published_state(log, checkpoint).map_err(|e| e.to_string())?;
     let docs = log
         .events
         .iter()
@@ -53,10 +69,14 @@ pub fn session_write(
         collection: collection.to_string(),
         header: hit_header(&log.header),
         stamp: stamp.to_string(),
-        checkpoint: None,
-        title: None,
+        checkpoint: resume,
+        title,
         event_count: log.events.len() as u64,
         docs,
+        log: Some(PublishedLog {
+            header: log.header.to_json_line(),
+            events: log.events.iter().map(|e| e.to_json_line()).collect(),
+        }),
     })
 }
 
@@ -93,10 +113,11 @@ pub fn publish_root(
             expected_id: Some(id.clone()),
             ..ReadOptions::default()
         };
-        match read_log(&listed.path, &opts)
+        match read_log_with_checkpoint(&listed.path, &opts)
             .map_err(|e| e.to_string())
-            .and_then(|log| session_write(&log, collection, &stamp))
-        {
+            .and_then(|(log, checkpoint)| {
+                session_write_at(&log, Some(&checkpoint), collection, &stamp)
+            }) {
             Ok(w) => batch.push(Write::Put(w)),
             Err(why) => out.problems.push((listed.path.display().to_string(), why)),
         }

@@ -47,6 +47,25 @@ pub struct Search<'a> {
     pub limit: u64,
     pub offset: u64,
     pub snippet_chars: usize,
+    /// Contract 2.2's `order: "newest"`: the newest matching event first (time, then seq), sessions by
+    /// their newest match, ties by session id (bytes); else spec §4.4's ranking.
+    pub newest: bool,
+}
+
+/// An order of matches.
+type Cmp = fn(&DocMatch, &DocMatch) -> Ordering;
+
+/// Newer first: time, then seq.
+fn newer(a: &DocMatch, b: &DocMatch) -> Ordering {
+    b.time.cmp(&a.time).then(b.seq.cmp(&a.seq))
+}
+
+/// Sessions by their newest match: time, session id (bytes), seq.
+fn newer_across(a: &DocMatch, b: &DocMatch) -> Ordering {
+    b.time
+        .cmp(&a.time)
+        .then(a.session.as_bytes().cmp(b.session.as_bytes()))
+        .then(b.seq.cmp(&a.seq))
 }
 
 /// Within a session: `match_count DESC, document_length ASC, time DESC, seq DESC`.
@@ -158,6 +177,11 @@ pub fn search_sessions(
         .filter(|x| rank::session_passes(&as_row(x), sessions))
         .map(|x| (x.header.id.clone(), x))
         .collect();
+    let (pick, order): (Cmp, Cmp) = if s.newest {
+        (newer, newer_across)
+    } else {
+        (within, across)
+    };
     let mut best: HashMap<String, DocMatch> = HashMap::new();
     for m in backend.matches(&MatchQuery {
         phrases: &phrases,
@@ -168,14 +192,14 @@ pub fn search_sessions(
             continue;
         }
         match best.get(&m.session) {
-            Some(b) if within(&m, b) != Ordering::Less => {}
+            Some(b) if pick(&m, b) != Ordering::Less => {}
             _ => {
                 best.insert(m.session.clone(), m);
             }
         }
     }
     let mut ranked: Vec<DocMatch> = best.into_values().collect();
-    ranked.sort_by(across);
+    ranked.sort_by(order);
     let (page, has_more) = window(ranked, s.limit, s.offset);
     let page: Vec<(DocMatch, String)> = page
         .into_iter()
@@ -219,7 +243,7 @@ pub fn search_events(
         events: s.events,
         session: Some(id),
     })?;
-    all.sort_by(within);
+    all.sort_by(if s.newest { newer } else { within });
     let (page, has_more) = window(all, s.limit, s.offset);
     let page: Vec<(DocMatch, String)> = page
         .into_iter()

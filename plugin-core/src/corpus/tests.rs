@@ -513,3 +513,95 @@ fn a_one_shot_corpus_reuses_a_listing_only_within_its_window() {
     write_log(dir.path(), &header("third", 3), &conversation("q", "a"));
     assert_eq!(long_lived.list(Cancel::NEVER).unwrap().len(), 3);
 }
+
+/// A team's server as the corpus sees it: a fixed set of sessions, or down.
+struct FakeRemote {
+    sessions: Vec<(SessionHeader, Vec<Event>)>,
+    down: bool,
+}
+
+impl RemoteSessions for FakeRemote {
+    fn list(&self) -> Result<Vec<SessionHeader>, PluginError> {
+        if self.down {
+            return Err(PluginError::new(
+                ErrorCode::SessionQueryIndexFailed,
+                "the index at postgresql:///team is unreachable",
+            ));
+        }
+        Ok(self.sessions.iter().map(|(h, _)| h.clone()).collect())
+    }
+
+    fn load(&self, id: &str) -> Result<Option<SessionData>, PluginError> {
+        self.list()?;
+        Ok(self
+            .sessions
+            .iter()
+            .find(|(h, _)| h.id == id)
+            .map(|(h, e)| SessionData::new(h.clone(), e.iter().cloned().map(Arc::new).collect())))
+    }
+}
+
+#[test]
+fn remote_sessions_join_the_listing_and_answer_only_what_is_not_local() {
+    let root = tempfile::tempdir().unwrap();
+    let local = conversation("local question", "local answer");
+    write_log(root.path(), &header("here", 1), &local);
+    let remote = FakeRemote {
+        sessions: vec![
+            (
+                header("there", 2),
+                conversation("remote question", "remote answer").into_events(),
+            ),
+            // The same id as a local log: the local one wins, in the listing and in a read.
+            (
+                header("here", 1),
+                conversation("stale copy", "stale").into_events(),
+            ),
+        ],
+        down: false,
+    };
+    let (_host, corpus) = corpus(Some(root.path()));
+    let corpus = corpus.with_remote(Arc::new(remote));
+    let mut ids: Vec<String> = corpus
+        .list(Cancel::NEVER)
+        .unwrap()
+        .into_iter()
+        .map(|s| s.header.id)
+        .collect();
+    ids.sort();
+    assert_eq!(ids, ["here", "there"]);
+    let here = corpus.load("here", Cancel::NEVER).unwrap();
+    assert!(here.path.is_some());
+    assert!(here.data.events()[1]
+        .to_json_line()
+        .contains("local question"));
+    let there = corpus.load("there", Cancel::NEVER).unwrap();
+    assert!(!there.live && there.path.is_none());
+    assert!(there.data.fold().is_ok());
+    assert!(there.data.events()[1]
+        .to_json_line()
+        .contains("remote question"));
+    let err = corpus.load("nowhere", Cancel::NEVER).unwrap_err();
+    assert_eq!(err.code, ErrorCode::SessionQuerySessionNotFound);
+}
+
+#[test]
+fn an_unreachable_remote_fails_the_listing_and_a_read_it_must_answer_but_not_local_reads() {
+    let root = tempfile::tempdir().unwrap();
+    write_log(root.path(), &header("here", 1), &conversation("q", "a"));
+    let (_host, corpus) = corpus(Some(root.path()));
+    let corpus = corpus.with_remote(Arc::new(FakeRemote {
+        sessions: Vec::new(),
+        down: true,
+    }));
+    let err = corpus.list(Cancel::NEVER).unwrap_err();
+    assert_eq!(err.code, ErrorCode::SessionQueryIndexFailed);
+    assert!(corpus.load("here", Cancel::NEVER).is_ok());
+    let err = corpus.load("there", Cancel::NEVER).unwrap_err();
+    assert_eq!(err.code, ErrorCode::SessionQueryIndexFailed);
+    assert!(
+        err.message.contains("postgresql:///team"),
+        "{}",
+        err.message
+    );
+}

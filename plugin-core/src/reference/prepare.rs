@@ -9,7 +9,7 @@
 //! failing source is then always the one reported, and cancellation is checked between reads.
 
 use host_api::abi::wire::reference::{CitedSource, PrepareRequest, Prepared};
-use host_api::abi::PluginError;
+use host_api::abi::{ErrorCode, PluginError};
 use serde_json::Value;
 
 use super::errors::{
@@ -101,7 +101,12 @@ pub fn prepare(
     for reference in &references {
         let source = Source::read(reads.corpus(), &reference.session_id);
         check()?;
-        sources.push(source.map_err(|e| read_failed(&e))?);
+        // A team's index that cannot be reached is the index's failure, not the source's: it keeps
+        // its own code, naming the server.
+        sources.push(source.map_err(|e| match e.code {
+            ErrorCode::SessionQueryIndexFailed => e,
+            _ => read_failed(&e),
+        })?);
     }
 
     let mut retained: Vec<Retained> = Vec::with_capacity(sources.len());

@@ -3,6 +3,13 @@
 //! the search is answered by [`backend::query`] over every collection the server lets this role read,
 //! in the same page and hit shape as the embedded index, each hit naming its collection.
 //!
+//! The rest of the read side goes through the same connection: as the corpus's [`RemoteSessions`],
+//! the sessions other collections published join the listing, and an exact read or a citation of a
+//! session that is not local answers from its published log (row-level security hides a collection the
+//! role may not read, so its sessions are unknown, exactly as an id no one has); `diagnostics` reports
+//! every readable collection with what its last publish left out; candidates' titles are the
+//! published ones.
+//!
 //! Cursors are the embedded index's ([`Cursors`]), bound to the request and the server's generation (a
 //! session page) or the target session's (an event page), so a publish in between makes them stale.
 //! Their key is derived from the server and collection, not from a stored secret: it makes a cursor
@@ -13,9 +20,10 @@ use std::path::PathBuf;
 use std::sync::{Mutex, MutexGuard};
 
 use abi_stable::std_types::RStr;
+use dsh_codec::log::{Event, SessionHeader};
 use host_api::abi::wire::search::{
-    SessionEventSearchHit, SessionEventSearchPage, SessionEventSearchRequest, SessionSearchHit,
-    SessionSearchPage, SessionSearchRequest, Skipped,
+    Diagnostics, SessionEventSearchHit, SessionEventSearchPage, SessionEventSearchRequest,
+    SessionSearchHit, SessionSearchPage, SessionSearchRequest, Skipped,
 };
 use host_api::abi::{ErrorCode, HostContextBox, LogLevel, PluginError};
 
@@ -26,6 +34,7 @@ use crate::backend::publish::{publish_root, Published};
 use crate::backend::query::{self, EventHit};
 use crate::backend::{BackendError, IndexBackend};
 use crate::config::{Config, LIMIT_CEILING};
+use crate::corpus::{RemoteSessions, SessionData};
 
 /// The collection a host publishes into when the config names none: `<user>@<host>`.
 pub fn default_collection() -> String {
@@ -51,13 +60,6 @@ pub struct TeamSearch {
     snippet_chars: usize,
     cursors: Cursors,
     backend: Mutex<Option<PostgresBackend>>,
-}
-
-fn unsupported(what: &str) -> PluginError {
-    PluginError::new(
-        ErrorCode::SessionQueryInvalidQuery,
-        format!("{what} is not supported with a PostgreSQL index yet"),
-    )
 }
 
 impl TeamSearch {
@@ -87,28 +89,39 @@ impl TeamSearch {
         self.backend.lock().unwrap_or_else(|p| p.into_inner())
     }
 
+    /// The connection, opened (and this host's collection created, where the role may) on first use.
+    fn connected<'a>(
+        &self,
+        slot: &'a mut Option<PostgresBackend>,
+        host: Option<&HostContextBox>,
+    ) -> Result<&'a mut PostgresBackend, PluginError> {
+        if slot.is_none() {
+            let mut b = PostgresBackend::open(&self.url)?;
+            // Creating the collection needs an administrator's rights; a publisher granted an existing
+            // collection has none, and its publish says so if it may not write either.
+            if let Err(e) = b.create_collection(&self.collection) {
+                if let Some(host) = host {
+                    host.log(
+                        LogLevel::Debug,
+                        RStr::from_str(&format!(
+                            "collection {:?} was not created here: {e}",
+                            self.collection
+                        )),
+                    );
+                }
+            }
+            *slot = Some(b);
+        }
+        Ok(slot.as_mut().expect("just opened"))
+    }
+
     /// The connection, publishing the sessions root into this host's collection first.
     fn published<'a>(
         &self,
         slot: &'a mut Option<PostgresBackend>,
         host: &HostContextBox,
     ) -> Result<(&'a mut PostgresBackend, Published), PluginError> {
-        if slot.is_none() {
-            let mut b = PostgresBackend::open(&self.url)?;
-            // Creating the collection needs an administrator's rights; a publisher granted an existing
-            // collection has none, and its publish below says so if it may not write either.
-            if let Err(e) = b.create_collection(&self.collection) {
-                host.log(
-                    LogLevel::Debug,
-                    RStr::from_str(&format!(
-                        "collection {:?} was not created here: {e}",
-                        self.collection
-                    )),
-                );
-            }
-            *slot = Some(b);
-        }
-        let backend = slot.as_mut().expect("just opened");
+        let backend = self.connected(slot, Some(host))?;
         let published = match &self.root {
             Some(root) => publish_root(backend, root, &self.collection).map_err(|e| match e {
                 BackendError::Failed { server, cause } if server == backend.server() => {
@@ -121,7 +134,110 @@ impl TeamSearch {
             })?,
             None => Published::default(),
         };
+        // What this publish left out is kept on the server for every reader's diagnostics, rewritten
+        // only when it changed (a log fixed or deleted clears it). A role that may read but not
+        // publish is not failed for it: its own publish reports what it could not write.
+        if self.root.is_some() {
+            let now = skipped(&published);
+            let key = |s: &Skipped| (s.path.clone(), s.id.clone(), s.reason.clone());
+            let mut recorded = backend.skipped_of(&self.collection)?;
+            recorded.sort_by_key(key);
+            let mut sorted = now.clone();
+            sorted.sort_by_key(key);
+            if sorted != recorded {
+                if let Err(e) = backend.record_skipped(&self.collection, &now) {
+                    host.log(
+                        LogLevel::Debug,
+                        RStr::from_str(&format!(
+                            "what collection {:?} left out was not recorded: {e}",
+                            self.collection
+                        )),
+                    );
+                }
+            }
+        }
         Ok((backend, published))
+    }
+
+    /// `diagnostics`: after publishing, the embedded index's report shape for the server (sessions and
+    /// documents this role may read, the generation, every collection's skipped logs, each reason
+    /// naming its collection), plus `collection` (this host's) and `collections` (each readable one
+    /// with its counts and skipped logs).
+    pub fn diagnostics(&self, host: &HostContextBox) -> Result<serde_json::Value, PluginError> {
+        let mut slot = self.lock();
+        let result = (|| {
+            let (backend, published) = self.published(&mut slot, host)?;
+            let generation = backend.generation()?;
+            let collections = backend.collections()?;
+            let report = Diagnostics {
+                skipped: collections
+                    .iter()
+                    .flat_map(|c| {
+                        c.skipped.iter().map(|s| Skipped {
+                            reason: format!("collection {:?}: {}", c.name, s.reason),
+                            ..s.clone()
+                        })
+                    })
+                    .collect(),
+                indexed_sessions: collections.iter().map(|c| c.sessions).sum(),
+                indexed_events: collections.iter().map(|c| c.documents).sum(),
+                generation,
+                index_path: backend.server(),
+                watching: false,
+                whole_reads: published.written as u64,
+                resumed_reads: 0,
+                sources: Vec::new(),
+                index_notes: vec![format!(
+                    "a team's PostgreSQL index: this host publishes into collection {:?} and reads {} collection(s)",
+                    self.collection,
+                    collections.len()
+                )],
+            };
+            let mut value = serde_json::to_value(report).map_err(|e| {
+                PluginError::new(
+                    ErrorCode::PluginBadMessage,
+                    format!("diagnostics: the report could not be encoded: {e}"),
+                )
+            })?;
+            value["collection"] = self.collection.clone().into();
+            value["collections"] = collections
+                .iter()
+                .map(|c| {
+                    serde_json::json!({
+                        "name": c.name,
+                        "sessions": c.sessions,
+                        "events": c.documents,
+                        "skipped": c.skipped,
+                    })
+                })
+                .collect();
+            Ok(value)
+        })();
+        forget_broken(&mut slot, &result);
+        result
+    }
+
+    /// Each session's published title text (spec §7.1), for candidates' labels.
+    pub fn titles(&self, ids: &[&str]) -> Result<Vec<Option<String>>, PluginError> {
+        let mut slot = self.lock();
+        let result = (|| {
+            let backend = self.connected(&mut slot, None)?;
+            let stored: std::collections::HashMap<String, Option<String>> = backend
+                .sessions()?
+                .into_iter()
+                .map(|s| (s.header.id, s.title))
+                .collect();
+            Ok(ids
+                .iter()
+                .map(|id| {
+                    let title = stored.get(*id)?.as_deref()?;
+                    let value: serde_json::Value = serde_json::from_str(title).ok()?;
+                    value.get("title")?.as_str().map(str::to_string)
+                })
+                .collect())
+        })();
+        forget_broken(&mut slot, &result);
+        result
     }
 
     /// `searchSessions` over every collection this role may read.
@@ -161,6 +277,7 @@ impl TeamSearch {
                     limit,
                     offset,
                     snippet_chars: self.snippet_chars,
+                    newest: mode.order == Order::Newest,
                 },
             )?;
             Ok(SessionSearchPage {
@@ -235,6 +352,7 @@ impl TeamSearch {
                     limit,
                     offset,
                     snippet_chars: self.snippet_chars,
+                    newest: mode.order == Order::Newest,
                 },
             )?
             .ok_or_else(|| not_found(session_id, &backend.server()))?;
@@ -263,9 +381,6 @@ fn forget_broken<T>(slot: &mut Option<PostgresBackend>, result: &Result<T, Plugi
 
 /// The phrases [`query`] matches: the normalised text, or each of its words for all-words.
 fn phrases(text: &str, mode: Mode) -> Result<Vec<String>, PluginError> {
-    if mode.order == Order::Newest {
-        return Err(unsupported("order \"newest\""));
-    }
     Ok(match mode.matching {
         Matching::Phrase => vec![text.to_string()],
         Matching::AllWords => text.split(' ').map(str::to_string).collect(),
@@ -310,4 +425,80 @@ fn skipped(p: &Published) -> Vec<Skipped> {
         reason: "not published: another collection already holds this session id".into(),
     }));
     out
+}
+
+/// The corpus's view of the server: sessions of the other collections this role may read. This host's
+/// own collection is its sessions root, so its published copies are never listed or loaded from here
+/// (one the root no longer holds is a removal the next publish makes).
+impl RemoteSessions for TeamSearch {
+    fn list(&self) -> Result<Vec<SessionHeader>, PluginError> {
+        let mut slot = self.lock();
+        let result = (|| {
+            let backend = self.connected(&mut slot, None)?;
+            let server = backend.server();
+            backend
+                .published_headers(&self.collection)?
+                .into_iter()
+                .map(|(collection, line)| header_of(&line, &collection, &server))
+                .collect()
+        })();
+        forget_broken(&mut slot, &result);
+        result
+    }
+
+    fn load(&self, id: &str) -> Result<Option<SessionData>, PluginError> {
+        let mut slot = self.lock();
+        let result = (|| {
+            let backend = self.connected(&mut slot, None)?;
+            let server = backend.server();
+            let Some((collection, header, events)) = backend.published_log(id)? else {
+                return Ok(None);
+            };
+            if collection == self.collection {
+                return Ok(None);
+            }
+            let header = header_of(&header, &collection, &server)?;
+            let events = events
+                .iter()
+                .enumerate()
+                .map(|(n, line)| {
+                    serde_json::from_str(line)
+                        .map_err(|e| e.to_string())
+                        .and_then(|v| Event::from_value(v).map_err(|e| e.to_string()))
+                        .map(std::sync::Arc::new)
+                        .map_err(|why| {
+                            corrupt(
+                                id,
+                                &collection,
+                                &server,
+                                &format!("published event {n} does not read: {why}"),
+                            )
+                        })
+                })
+                .collect::<Result<Vec<_>, _>>()?;
+            Ok(Some(SessionData::new(header, events)))
+        })();
+        forget_broken(&mut slot, &result);
+        result
+    }
+}
+
+fn header_of(line: &str, collection: &str, server: &str) -> Result<SessionHeader, PluginError> {
+    SessionHeader::parse(line.as_bytes(), false)
+        .map(|(h, _)| h)
+        .map_err(|e| {
+            corrupt(
+                "?",
+                collection,
+                server,
+                &format!("a published header does not read: {e}"),
+            )
+        })
+}
+
+fn corrupt(id: &str, collection: &str, server: &str, why: &str) -> PluginError {
+    PluginError::new(
+        ErrorCode::SessionQueryCorruptSession,
+        format!("session {id:?} of collection {collection:?} at {server}: {why}"),
+    )
 }

@@ -427,6 +427,19 @@ pub fn diagnostics(
             ),
         )?;
     }
+    // A team's index: each collection this role may read.
+    for c in report["collections"].as_array().into_iter().flatten() {
+        print(
+            out,
+            format!(
+                "collection {}: {} and {}, {} left out",
+                c["name"].as_str().unwrap_or("?"),
+                plural(c["sessions"].as_u64().unwrap_or(0), "session", "sessions"),
+                plural(c["events"].as_u64().unwrap_or(0), "event", "events"),
+                c["skipped"].as_array().map_or(0, Vec::len),
+            ),
+        )?;
+    }
     let skipped = report["skipped"].as_array().cloned().unwrap_or_default();
     print(
         out,

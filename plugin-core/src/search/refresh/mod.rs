@@ -185,6 +185,39 @@ fn docs<'a>(
     })
 }
 
+/// The fold of every event, the title as stored, the resume state.
+pub(crate) type PublishedState = (SurfaceFold, Option<String>, Option<Vec<u8>>);
+
+/// What a publisher sends of a log read whole, as the embedded index stores it: the folded title (as
+/// [`title_json`]) and, given the log's checkpoint, the resume state there, with the fold of every event.
+pub(crate) fn published_state(
+    log: &SessionLog,
+    checkpoint: Option<&ReadCheckpoint>,
+) -> Result<PublishedState, dsh_codec::surface::FoldError> {
+    let mut fold = SurfaceFold::new();
+    let resume = match checkpoint {
+        Some(checkpoint) => {
+            let pre_closers = readers::fold_to_checkpoint(&mut fold, log, checkpoint, false)?;
+            resume::encode_resume(pre_closers.as_ref().unwrap_or(&fold), checkpoint)
+        }
+        None => {
+            for event in &log.events {
+                fold.apply(event)?;
+            }
+            None
+        }
+    };
+    let session = LoadedSession {
+        data: Arc::new(SessionData::new(
+            log.header.clone(),
+            log.events.iter().cloned().map(Arc::new).collect(),
+        )),
+        live: false,
+        path: None,
+    };
+    Ok((fold, title_json(&session), resume))
+}
+
 /// The session's folded title (spec §7.1) as stored: `{title, messageSeqs, source, eventSeq, updatedAt}`
 /// or `{error}` when the title event breaks the title contract.
 fn title_json(session: &LoadedSession) -> Option<String> {
