@@ -2,16 +2,24 @@
 //! one already stored is left alone, a changed or new one is read, folded and written whole, one that
 //! is gone is removed; each batch is one [`IndexBackend::apply`], so a failure publishes nothing of the
 //! sessions in that batch and the next run writes them again.
+//!
+//! When to publish is [`Publisher`]'s: a host that answers and exits publishes before its search (a
+//! listing by `stat` and one query of the collection's stamps when nothing changed); a long-lived one
+//! watches the root, as the embedded index does, and publishes only when the watch reports a change or
+//! the sweep interval has passed, from the stamps its last publish left, so an unchanged root costs a
+//! search nothing.
 
 use std::collections::HashMap;
-use std::path::Path;
+use std::path::{Path, PathBuf};
+use std::time::{Duration, Instant};
 
 use dsh_codec::log::layout::SessionsRoot;
 use dsh_codec::log::read::{read_log, ReadOptions, SessionLog};
 use dsh_codec::surface::{Label, SurfaceFold};
 
 use super::{BackendError, IndexBackend, NewDoc, SessionWrite, Write};
-use crate::search::refresh::hit_header;
+use crate::index::watch::RootWatch;
+use crate::search::refresh::{hit_header, SWEEP_EVERY};
 
 /// Sessions per transaction.
 pub const BATCH: usize = 64;
@@ -66,18 +74,25 @@ pub fn publish_root(
     root: &Path,
     collection: &str,
 ) -> Result<Published, BackendError> {
+    let stored = backend.stamps(collection)?;
+    publish_over(backend, root, collection, &stored).map(|(published, _)| published)
+}
+
+/// [`publish_root`] against `stored` (id → stamp, as the collection holds them); also what the
+/// collection holds afterwards.
+fn publish_over(
+    backend: &mut dyn IndexBackend,
+    root: &Path,
+    collection: &str,
+    stored: &HashMap<String, String>,
+) -> Result<(Published, HashMap<String, String>), BackendError> {
     let listing = SessionsRoot::new(root)
         .list()
         .map_err(|e| BackendError::Failed {
             server: root.display().to_string(),
             cause: e.to_string(),
         })?;
-    let stored: HashMap<String, String> = backend
-        .sessions()?
-        .into_iter()
-        .filter(|s| s.collection == collection)
-        .map(|s| (s.header.id, s.stamp))
-        .collect();
+    let mut now_held = stored.clone();
     let mut out = Published::default();
     let mut batch = Vec::new();
     let mut seen = std::collections::HashSet::new();
@@ -97,7 +112,10 @@ pub fn publish_root(
             .map_err(|e| e.to_string())
             .and_then(|log| session_write(&log, collection, &stamp))
         {
-            Ok(w) => batch.push(Write::Put(w)),
+            Ok(w) => {
+                now_held.insert(id, stamp);
+                batch.push(Write::Put(w));
+            }
             Err(why) => out.problems.push((listed.path.display().to_string(), why)),
         }
         if batch.len() >= BATCH {
@@ -105,6 +123,7 @@ pub fn publish_root(
         }
     }
     for id in stored.keys().filter(|id| !seen.contains(*id)) {
+        now_held.remove(id);
         batch.push(Write::Remove {
             collection: collection.to_string(),
             id: id.clone(),
@@ -112,7 +131,116 @@ pub fn publish_root(
         out.removed += 1;
     }
     flush(backend, &mut batch, &mut out)?;
-    Ok(out)
+    for id in &out.conflicts {
+        now_held.remove(id);
+    }
+    Ok((out, now_held))
+}
+
+/// When a host publishes its root: before every search for a host that answers and exits, on the
+/// watch's word (or every [`SWEEP_EVERY`]) for one that lives long.
+pub struct Publisher {
+    root: PathBuf,
+    collection: String,
+    /// The root's watch; only a long-lived host has one.
+    watch: Option<RootWatch>,
+    long_lived: bool,
+    sweep_every: Duration,
+    /// What the collection held after this publisher's last complete run; `None` asks the server.
+    held: Option<HashMap<String, String>>,
+    /// The last run's report, repeated while nothing is published (its problems still stand).
+    last: Published,
+    swept_at: Option<Instant>,
+    /// Root listings made so far (what a no-change search is spared).
+    listings: u64,
+}
+
+impl Publisher {
+    pub fn new(root: PathBuf, collection: &str, long_lived: bool) -> Self {
+        Self {
+            root,
+            collection: collection.to_string(),
+            watch: None,
+            long_lived,
+            sweep_every: SWEEP_EVERY,
+            held: None,
+            last: Published::default(),
+            swept_at: None,
+            listings: 0,
+        }
+    }
+
+    /// A shorter sweep interval (tests).
+    pub fn sweep_every(mut self, every: Duration) -> Self {
+        self.sweep_every = every;
+        self
+    }
+
+    pub fn collection(&self) -> &str {
+        &self.collection
+    }
+
+    /// How many times the root was listed.
+    pub fn listings(&self) -> u64 {
+        self.listings
+    }
+
+    /// Publishes what changed since the last run, or nothing when a long-lived host's watch saw no
+    /// change since and the sweep is not due. A failure forgets what the collection held, so the next
+    /// run asks the server and writes again what this one did not finish.
+    pub fn publish(&mut self, backend: &mut dyn IndexBackend) -> Result<Published, BackendError> {
+        let mut changed = true;
+        if self.long_lived {
+            // A root that did not exist (so could not be watched) is watched once it does.
+            if self
+                .watch
+                .as_ref()
+                .is_none_or(|w| !w.is_watching() && self.root.is_dir())
+            {
+                self.watch = Some(RootWatch::new(Some(&self.root)));
+            }
+            // Taken before the listing, so a change landing while it lists is seen next time.
+            changed = self.watch.as_ref().is_none_or(RootWatch::take_dirty);
+            if self.swept_at.is_none_or(|t| t.elapsed() >= self.sweep_every) {
+                // The sweep: a watch misses writes through network mounts and overflows unnoticed,
+                // and another host may have changed the collection; the server's stamps are the truth.
+                self.held = None;
+            }
+        }
+        let swept = self.held.is_none();
+        let held = match self.held.take() {
+            Some(held) if !changed => {
+                self.held = Some(held);
+                return Ok(self.last.clone());
+            }
+            Some(held) => held,
+            None => backend.stamps(&self.collection)?,
+        };
+        self.listings += 1;
+        match publish_over(backend, &self.root, &self.collection, &held) {
+            Ok((published, now_held)) => {
+                if self.long_lived {
+                    if swept {
+                        self.swept_at = Some(Instant::now());
+                    }
+                    self.held = Some(now_held);
+                }
+                self.last = Published {
+                    written: 0,
+                    unchanged: 0,
+                    removed: 0,
+                    ..published.clone()
+                };
+                Ok(published)
+            }
+            Err(e) => {
+                if let Some(w) = &self.watch {
+                    w.mark_dirty();
+                }
+                Err(e)
+            }
+        }
+    }
 }
 
 fn flush(
