@@ -62,10 +62,11 @@ FROM dsh_collections c";
 impl Admin {
     /// Connects to the server `url` names.
     pub fn connect(url: &str) -> Result<Self, AdminError> {
-        let client = connect(url, APPLICATION, CONNECT_ATTEMPTS).map_err(|e| AdminError::Unreachable {
-            server: e.server,
-            cause: e.cause,
-        })?;
+        let client =
+            connect(url, APPLICATION, CONNECT_ATTEMPTS).map_err(|e| AdminError::Unreachable {
+                server: e.server,
+                cause: e.cause,
+            })?;
         Ok(Self {
             server: redact(url),
             client,
@@ -128,7 +129,11 @@ impl Admin {
     ) -> Result<Collection, AdminError> {
         let held_by = self.holder(collection, right)?;
         self.check_role(role)?;
-        let sql = format!("REVOKE {} FROM {}", quote_ident(&held_by), quote_ident(role));
+        let sql = format!(
+            "REVOKE {} FROM {}",
+            quote_ident(&held_by),
+            quote_ident(role)
+        );
         self.client
             .batch_execute(&sql)
             .map_err(|e| self.failed(e, Some(collection)))?;

@@ -71,10 +71,7 @@ fn passing(e: &postgres::Error) -> bool {
         }
         // A socket that is not there (yet) or refuses passes; one that did not answer in time would
         // only make the caller wait the timeout again.
-        None => {
-            e.is_closed()
-                || io_kind(e).is_some_and(|k| k != std::io::ErrorKind::TimedOut)
-        }
+        None => e.is_closed() || io_kind(e).is_some_and(|k| k != std::io::ErrorKind::TimedOut),
     }
 }
 
@@ -117,14 +114,25 @@ mod tests {
         let t = std::time::Instant::now();
         let err = connect(&url, "test", CONNECT_ATTEMPTS).unwrap_err();
         assert!(err.cause.contains("gave up after 5 attempts"), "{err}");
-        assert!(err.to_string().contains(&dir.display().to_string()), "{err}");
+        assert!(
+            err.to_string().contains(&dir.display().to_string()),
+            "{err}"
+        );
         assert!(!err.to_string().contains("s3cret"), "{err}");
-        assert!(t.elapsed() >= Duration::from_millis(1400), "it waited between attempts");
+        assert!(
+            t.elapsed() >= Duration::from_millis(1400),
+            "it waited between attempts"
+        );
     }
 
     #[test]
     fn a_bad_url_is_refused_at_once() {
-        let err = connect("postgresql://u@h/db?sslmode=sometimes", "test", CONNECT_ATTEMPTS).unwrap_err();
+        let err = connect(
+            "postgresql://u@h/db?sslmode=sometimes",
+            "test",
+            CONNECT_ATTEMPTS,
+        )
+        .unwrap_err();
         assert!(err.cause.starts_with("not a PostgreSQL URL"), "{err}");
     }
 }

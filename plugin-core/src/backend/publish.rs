@@ -201,7 +201,10 @@ impl Publisher {
             }
             // Taken before the listing, so a change landing while it lists is seen next time.
             changed = self.watch.as_ref().is_none_or(RootWatch::take_dirty);
-            if self.swept_at.is_none_or(|t| t.elapsed() >= self.sweep_every) {
+            if self
+                .swept_at
+                .is_none_or(|t| t.elapsed() >= self.sweep_every)
+            {
                 // The sweep: a watch misses writes through network mounts and overflows unnoticed,
                 // and another host may have changed the collection; the server's stamps are the truth.
                 self.held = None;

@@ -185,9 +185,9 @@ impl TeamSearch {
                         best_match: wire_hit(h.best),
                     })
                     .collect(),
-                next_cursor: page.has_more.then(|| {
-                    cursors.encode("sessions", &fingerprint, &generation, offset + limit)
-                }),
+                next_cursor: page
+                    .has_more
+                    .then(|| cursors.encode("sessions", &fingerprint, &generation, offset + limit)),
                 skipped: skipped(&published),
             })
         })();
