@@ -260,3 +260,100 @@ fn flush(
     out.conflicts.extend(applied.conflicts);
     Ok(())
 }
+
+#[cfg(test)]
+mod tests {
+    use std::path::Path;
+    use std::time::{Duration, Instant};
+
+    use dsh_codec::log::layout::session_log_path;
+    use dsh_codec::log::Compression;
+
+    use super::Publisher;
+    use crate::backend::memory::MemoryBackend;
+    use crate::backend::IndexBackend;
+    use crate::corpus::testing::{header, LogBuilder};
+
+    fn write_log(root: &Path, id: &str, text: &str) -> std::path::PathBuf {
+        let h = header(id, 1);
+        let path = session_log_path(root, &h, Compression::None).unwrap();
+        std::fs::create_dir_all(path.parent().unwrap()).unwrap();
+        let mut log = LogBuilder::new();
+        log.turn_start(1);
+        log.user(text);
+        log.turn_end(1);
+        std::fs::write(&path, log.text(&h)).unwrap();
+        path
+    }
+
+    fn ids(b: &mut MemoryBackend) -> Vec<String> {
+        let mut ids: Vec<String> = b.stamps("me").unwrap().into_keys().collect();
+        ids.sort();
+        ids
+    }
+
+    #[test]
+    fn a_long_lived_publisher_lists_the_root_only_when_its_watch_saw_a_change() {
+        let root = tempfile::tempdir().unwrap();
+        for id in ["a", "b"] {
+            write_log(root.path(), id, "the plum cluster");
+        }
+        let mut b = MemoryBackend::new();
+        let mut p = Publisher::new(root.path().to_path_buf(), "me", true);
+        assert_eq!(p.publish(&mut b).unwrap().written, 2);
+        assert_eq!(p.listings(), 1);
+        for _ in 0..5 {
+            assert_eq!(p.publish(&mut b).unwrap().written, 0);
+        }
+        assert_eq!(p.listings(), 1, "no change, no listing");
+
+        write_log(root.path(), "c", "the damson cluster");
+        let t = Instant::now();
+        while ids(&mut b).len() < 3 {
+            assert!(
+                t.elapsed() < Duration::from_secs(10),
+                "the watch never reported c"
+            );
+            p.publish(&mut b).unwrap();
+            std::thread::sleep(Duration::from_millis(20));
+        }
+        assert_eq!(ids(&mut b), ["a", "b", "c"]);
+        let listed = p.listings();
+        p.publish(&mut b).unwrap();
+        assert_eq!(p.listings(), listed, "the change was taken once");
+    }
+
+    #[test]
+    fn the_sweep_publishes_what_the_watch_missed() {
+        let root = tempfile::tempdir().unwrap();
+        write_log(root.path(), "a", "the plum cluster");
+        let mut b = MemoryBackend::new();
+        let mut p =
+            Publisher::new(root.path().to_path_buf(), "me", true).sweep_every(Duration::ZERO);
+        p.publish(&mut b).unwrap();
+        // Another writer emptied the collection behind the publisher's back: only the server knows.
+        b.apply(vec![crate::backend::Write::Remove {
+            collection: "me".into(),
+            id: "a".into(),
+        }])
+        .unwrap();
+        assert_eq!(p.publish(&mut b).unwrap().written, 1);
+        assert_eq!(ids(&mut b), ["a"]);
+        assert_eq!(p.listings(), 2);
+    }
+
+    #[test]
+    fn a_one_shot_publisher_looks_every_time_and_writes_only_what_changed() {
+        let root = tempfile::tempdir().unwrap();
+        let log = write_log(root.path(), "a", "the plum cluster");
+        let mut b = MemoryBackend::new();
+        let mut p = Publisher::new(root.path().to_path_buf(), "me", false);
+        assert_eq!(p.publish(&mut b).unwrap().written, 1);
+        let again = p.publish(&mut b).unwrap();
+        assert_eq!((again.written, again.unchanged), (0, 1));
+        assert_eq!(p.listings(), 2);
+        std::fs::remove_file(log).unwrap();
+        assert_eq!(p.publish(&mut b).unwrap().removed, 1);
+        assert!(ids(&mut b).is_empty());
+    }
+}
