@@ -112,7 +112,7 @@ mod tests {
         let dir = std::env::temp_dir().join(format!("dsh-team-none-{}", std::process::id()));
         let url = format!("postgresql://alice:s3cret@/postgres?host={}", dir.display());
         let t = std::time::Instant::now();
-        let err = connect(&url, "test", CONNECT_ATTEMPTS).unwrap_err();
+        let err = connect(&url, "test", CONNECT_ATTEMPTS).err().unwrap();
         assert!(err.cause.contains("gave up after 5 attempts"), "{err}");
         assert!(
             err.to_string().contains(&dir.display().to_string()),
@@ -132,7 +132,8 @@ mod tests {
             "test",
             CONNECT_ATTEMPTS,
         )
-        .unwrap_err();
+        .err()
+        .unwrap();
         assert!(err.cause.starts_with("not a PostgreSQL URL"), "{err}");
     }
 }
