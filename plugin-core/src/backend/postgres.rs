@@ -12,9 +12,11 @@
 //! only through its publisher role (`dsh_publish:<collection>`), so hand-written SQL sees what the
 //! plugin sees. The schema is created and migrated by the plugin under an advisory lock, guarded by a
 //! `dsh_meta` row naming this application and the schema version: a database holding other tables, or
-//! ours at a newer version, is refused untouched.
+//! ours at a newer version, is refused untouched. `dsh_meta` also keeps the server's random cursor
+//! secret (schema 2), made with the schema, so cursors are bound to this database and not to its URL.
 //!
-//! Every batch is one transaction; a connection lost or a transaction killed is retried on a fresh
+//! The first connection is retried a bounded number of times ([`dsh_team::connect`]), like every call:
+//! every batch is one transaction; a connection lost or a transaction killed is retried on a fresh
 //! connection a bounded number of times, so a failure leaves the last committed batch and the next
 //! refresh writes again what this one did not finish.
 
@@ -191,6 +193,10 @@ impl PostgresBackend {
                 // One attempt each: this loop already waits between them.
                 match Self::connect(&self.url, 1) {
                     Ok(c) => self.client = c,
+                    Err(BackendError::Unreachable { cause, .. }) => {
+                        last = cause;
+                        continue;
+                    }
                     Err(e) => {
                         last = e.to_string();
                         continue;
