@@ -172,6 +172,10 @@ pub enum Command {
     },
     /// Keep running and hot-reload plugin libraries as they change.
     Watch,
+    /// A team's PostgreSQL index (--index postgresql://…): who may read and publish each collection.
+    /// The server enforces these rights itself (roles and row-level security); this only grants them.
+    #[command(subcommand)]
+    Team(TeamCommand),
     /// Serve the sessions to an agent over the Model Context Protocol on stdio (tools search_sessions,
     /// search_events, read_session, list_sessions, cite). Hot-reloads the plugin while it runs.
     Mcp {
@@ -179,6 +183,30 @@ pub enum Command {
         #[arg(long, value_name = "ID")]
         session: Option<OsString>,
     },
+}
+
+/// `team …`: administering a team's collections (the global `--index URL` names the server,
+/// `--collection NAME` the collection).
+#[derive(Debug, Clone, PartialEq, Eq, Subcommand)]
+pub enum TeamCommand {
+    /// Let roles read (--reader) or publish into (--publisher) the collection named by --collection.
+    Grant(TeamRoles),
+    /// Take those rights back from roles.
+    Revoke(TeamRoles),
+    /// Every collection, with the roles that may read and publish it.
+    Collections,
+}
+
+/// The roles a `team grant` / `team revoke` is about.
+#[derive(Debug, Clone, PartialEq, Eq, clap::Args)]
+#[group(required = true, multiple = true)]
+pub struct TeamRoles {
+    /// A role (PostgreSQL login or group) to read the collection (repeatable).
+    #[arg(long, value_name = "ROLE")]
+    pub reader: Vec<String>,
+    /// A role to publish into the collection, and so read it too (repeatable).
+    #[arg(long, value_name = "ROLE")]
+    pub publisher: Vec<String>,
 }
 
 /// Where `chat`, `cite` and `demo` get replies: the stand-in model unless `--model` names a server.
@@ -472,6 +500,36 @@ mod tests {
         );
         assert_eq!(cli.sessions, Some(PathBuf::from("/s")));
         assert_eq!(run(&["mcp"]).command, Command::Mcp { session: None });
+    }
+
+    #[test]
+    fn team_grant_takes_the_global_collection_and_at_least_one_role() {
+        let cli = run(&[
+            "--index",
+            "postgresql://u@/db",
+            "team",
+            "grant",
+            "--collection",
+            "alice@laptop",
+            "--reader",
+            "carol",
+            "--reader",
+            "dave",
+        ]);
+        assert_eq!(cli.collection.as_deref(), Some("alice@laptop"));
+        assert_eq!(
+            cli.command,
+            Command::Team(TeamCommand::Grant(TeamRoles {
+                reader: vec!["carol".into(), "dave".into()],
+                publisher: vec![],
+            }))
+        );
+        let err = usage(&["team", "revoke", "--collection", "c", "--json"]);
+        assert!(err.message.contains("--reader"), "{}", err.message);
+        assert_eq!(
+            run(&["team", "collections"]).command,
+            Command::Team(TeamCommand::Collections)
+        );
     }
 
     #[test]

@@ -163,6 +163,18 @@ pub trait IndexBackend {
     fn generation(&mut self) -> Result<u64, BackendError>;
     /// Every session this caller may see.
     fn sessions(&mut self) -> Result<Vec<StoredSession>, BackendError>;
+    /// The stamps of `collection`'s sessions (id → stamp): what a publish compares the root with.
+    fn stamps(
+        &mut self,
+        collection: &str,
+    ) -> Result<std::collections::HashMap<String, String>, BackendError> {
+        Ok(self
+            .sessions()?
+            .into_iter()
+            .filter(|s| s.collection == collection)
+            .map(|s| (s.header.id, s.stamp))
+            .collect())
+    }
     /// Commits `batch` whole, or nothing of it.
     fn apply(&mut self, batch: Vec<Write>) -> Result<Applied, BackendError>;
     /// Every visible document in which each phrase occurs and that passes the event clauses.

@@ -12,9 +12,11 @@
 //! only through its publisher role (`dsh_publish:<collection>`), so hand-written SQL sees what the
 //! plugin sees. The schema is created and migrated by the plugin under an advisory lock, guarded by a
 //! `dsh_meta` row naming this application and the schema version: a database holding other tables, or
-//! ours at a newer version, is refused untouched.
+//! ours at a newer version, is refused untouched. `dsh_meta` also keeps the server's random cursor
+//! secret (schema 3), made with the schema, so cursors are bound to this database and not to its URL.
 //!
-//! Every batch is one transaction; a connection lost or a transaction killed is retried on a fresh
+//! The first connection is retried a bounded number of times ([`dsh_team::connect`]), like every call:
+//! every batch is one transaction; a connection lost or a transaction killed is retried on a fresh
 //! connection a bounded number of times, so a failure leaves the last committed batch and the next
 //! refresh writes again what this one did not finish.
 
@@ -25,7 +27,9 @@ use host_api::abi::wire::search::HitHeader;
 use host_api::abi::EventFilter;
 use postgres::error::SqlState;
 use postgres::types::ToSql;
-use postgres::{Client, NoTls};
+use postgres::Client;
+
+use dsh_team::{cause, quote_ident, Right};
 
 use super::lexer::{self, Lexer};
 use super::{
@@ -34,9 +38,10 @@ use super::{
 use crate::index::cjk;
 use crate::index::store::{label_code, label_of};
 
-/// The schema this build writes.
-pub const SCHEMA_VERSION: i32 = 2;
-/// What `dsh_meta.application` says in a database of ours.
+/// The schema this build writes (2: each session's whole log and each collection's skipped logs;
+/// 3: the cursor secret in `dsh_meta`).
+pub const SCHEMA_VERSION: i32 = 3;
+/// What `dsh_meta.application` says in a database of ours, and the connections' `application_name`.
 pub const APPLICATION: &str = "dsh-session-search";
 /// Attempts per operation when the connection or transaction fails in a way a retry can cure.
 pub const ATTEMPTS: u32 = 3;
@@ -47,25 +52,7 @@ const MAX_TSVECTOR_BYTES: usize = 1 << 19;
 /// The advisory lock key under which the schema is created or migrated ("DSHQ").
 const SCHEMA_LOCK: i64 = 0x4453_4851;
 
-/// Whether an index location names a PostgreSQL server rather than an SQLite path.
-pub fn is_url(index: &str) -> bool {
-    index.starts_with("postgresql://") || index.starts_with("postgres://")
-}
-
-/// `url` without its password, for messages.
-pub fn redact(url: &str) -> String {
-    let Some((scheme, rest)) = url.split_once("://") else {
-        return url.to_string();
-    };
-    let (auth, tail) = match rest.find('@') {
-        Some(at) if !rest[..at].contains('/') => (&rest[..at], &rest[at..]),
-        _ => return url.to_string(),
-    };
-    match auth.split_once(':') {
-        Some((user, _)) => format!("{scheme}://{user}:***{tail}"),
-        None => format!("{scheme}://{auth}{tail}"),
-    }
-}
+pub use dsh_team::{is_url, redact};
 
 const CREATE: &str = "
 CREATE TABLE dsh_meta (key text PRIMARY KEY, value text NOT NULL);
@@ -190,10 +177,8 @@ type PreparedDoc = (String, i64, String, bool);
 pub struct PostgresBackend {
     url: String,
     client: Client,
-}
-
-fn quote_ident(s: &str) -> String {
-    format!("\"{}\"", s.replace('"', "\"\""))
+    /// The server's cursor secret (`dsh_meta`'s `cursor_secret`), read at open.
+    cursor_secret: Vec<u8>,
 }
 
 /// A token as a `tsvector`/`tsquery` literal element.
@@ -241,22 +226,6 @@ fn retryable(e: &postgres::Error) -> bool {
     }
 }
 
-fn cause(e: &postgres::Error) -> String {
-    match e.as_db_error() {
-        Some(db) => format!("{} ({})", db.message(), db.code().code()),
-        None => {
-            let mut s = e.to_string();
-            let mut source = std::error::Error::source(e);
-            while let Some(inner) = source {
-                s.push_str(": ");
-                s.push_str(&inner.to_string());
-                source = inner.source();
-            }
-            s
-        }
-    }
-}
-
 fn header_json(h: &HitHeader) -> String {
     serde_json::to_string(h).unwrap_or_else(|_| "null".into())
 }
@@ -265,30 +234,24 @@ impl PostgresBackend {
     /// Connects to `url`, then creates or migrates the schema; a database that holds something else is
     /// refused untouched.
     pub fn open(url: &str) -> Result<Self, BackendError> {
-        let client = Self::connect(url)?;
+        // The first connection is retried like every later one: a server restarting as a host starts
+        // is a moment's wait, not a failed command.
+        let client = Self::connect(url, dsh_team::CONNECT_ATTEMPTS)?;
         let mut b = Self {
             url: url.to_string(),
             client,
+            cursor_secret: Vec::new(),
         };
-        b.with_retry(ensure_schema)?;
+        b.cursor_secret = b.with_retry(ensure_schema)?;
         Ok(b)
     }
 
-    fn connect(url: &str) -> Result<Client, BackendError> {
-        let mut config: postgres::Config =
-            url.parse()
-                .map_err(|e: postgres::Error| BackendError::Unreachable {
-                    server: redact(url),
-                    cause: format!("not a PostgreSQL URL: {}", cause(&e)),
-                })?;
-        config.connect_timeout(Duration::from_secs(5));
-        config.application_name("dsh-session-search");
-        config
-            .connect(NoTls)
-            .map_err(|e| BackendError::Unreachable {
-                server: redact(url),
-                cause: cause(&e),
-            })
+    /// A connection to `url`, trying `attempts` times when a moment can cure the failure.
+    fn connect(url: &str, attempts: u32) -> Result<Client, BackendError> {
+        dsh_team::connect(url, APPLICATION, attempts).map_err(|e| BackendError::Unreachable {
+            server: e.server,
+            cause: e.cause,
+        })
     }
 
     /// Runs `op`, reconnecting and running it again (at most [`ATTEMPTS`] in all) when the connection
@@ -302,8 +265,13 @@ impl PostgresBackend {
         for attempt in 0..ATTEMPTS {
             if attempt > 0 {
                 std::thread::sleep(Duration::from_millis(100 << attempt));
-                match Self::connect(&self.url) {
+                // One attempt each: this loop already waits between them.
+                match Self::connect(&self.url, 1) {
                     Ok(c) => self.client = c,
+                    Err(BackendError::Unreachable { cause, .. }) => {
+                        last = cause;
+                        continue;
+                    }
                     Err(e) => {
                         last = e.to_string();
                         continue;
@@ -330,8 +298,8 @@ impl PostgresBackend {
 
     /// Creates collection `name` with its reader and publisher roles (an administrator's step; idempotent).
     pub fn create_collection(&mut self, name: &str) -> Result<(), BackendError> {
-        let reader = format!("dsh_read:{name}");
-        let publisher = format!("dsh_publish:{name}");
+        let reader = Right::Read.role(name);
+        let publisher = Right::Publish.role(name);
         self.with_retry(|c, _| {
             let mut tx = c.transaction()?;
             tx.execute("SELECT pg_advisory_xact_lock($1)", &[&SCHEMA_LOCK])?;
@@ -360,23 +328,20 @@ impl PostgresBackend {
         })
     }
 
+    /// The server's cursor secret: a cursor signed with it is refused by any other server.
+    pub fn cursor_secret(&self) -> &[u8] {
+        &self.cursor_secret
+    }
+
     /// Lets `role` read collection `name` (an administrator's step).
     pub fn grant_read(&mut self, name: &str, role: &str) -> Result<(), BackendError> {
-        let sql = format!(
-            "GRANT {} TO {}",
-            quote_ident(&format!("dsh_read:{name}")),
-            quote_ident(role)
-        );
+        let sql = Right::Read.grant_sql(name, role);
         self.with_retry(|c, _| Ok(c.batch_execute(&sql)?))
     }
 
     /// Lets `role` publish into collection `name` (an administrator's step).
     pub fn grant_publish(&mut self, name: &str, role: &str) -> Result<(), BackendError> {
-        let sql = format!(
-            "GRANT {} TO {}",
-            quote_ident(&format!("dsh_publish:{name}")),
-            quote_ident(role)
-        );
+        let sql = Right::Publish.grant_sql(name, role);
         self.with_retry(|c, _| Ok(c.batch_execute(&sql)?))
     }
 }
@@ -399,7 +364,19 @@ impl From<BackendError> for OpError {
     }
 }
 
-fn ensure_schema(c: &mut Client, server: &str) -> Result<(), OpError> {
+/// A new cursor secret: 32 random bytes, hex.
+fn new_cursor_secret() -> Result<String, BackendError> {
+    let mut bytes = [0u8; 32];
+    getrandom::fill(&mut bytes).map_err(|e| BackendError::Failed {
+        server: "this machine".into(),
+        cause: format!("no random bytes for the cursor secret: {e}"),
+    })?;
+    Ok(bytes.iter().map(|b| format!("{b:02x}")).collect())
+}
+
+/// Creates the schema in an empty database or migrates ours to [`SCHEMA_VERSION`], refusing anything
+/// else untouched; the server's cursor secret.
+fn ensure_schema(c: &mut Client, server: &str) -> Result<Vec<u8>, OpError> {
     let foreign = |cause: String| {
         OpError::Backend(BackendError::Foreign {
             server: server.to_string(),
@@ -419,14 +396,15 @@ fn ensure_schema(c: &mut Client, server: &str) -> Result<(), OpError> {
         .map(|r| r.get(0))
         .collect();
     if tables.is_empty() {
+        let secret = new_cursor_secret()?;
         tx.batch_execute(CREATE)?;
         tx.batch_execute(CREATE_V2)?;
         tx.execute(
-            "INSERT INTO dsh_meta (key, value) VALUES ('application', $1), ('schema', $2)",
-            &[&APPLICATION, &SCHEMA_VERSION.to_string()],
+            "INSERT INTO dsh_meta (key, value) VALUES ('application', $1), ('schema', $2), ('cursor_secret', $3)",
+            &[&APPLICATION, &SCHEMA_VERSION.to_string(), &secret],
         )?;
         tx.commit()?;
-        return Ok(());
+        return Ok(secret.into_bytes());
     }
     if !tables.iter().any(|t| t == "dsh_meta") {
         return Err(foreign(format!(
@@ -456,17 +434,56 @@ fn ensure_schema(c: &mut Client, server: &str) -> Result<(), OpError> {
             "its schema version {version} is newer than this plugin's {SCHEMA_VERSION}"
         )));
     }
-    // Migrations from older versions go here, each in this same transaction; version 1 is the first.
+    // Migrations from older versions, each in this same transaction; version 1 is the first.
     if version < 1 {
         return Err(foreign(format!(
             "its schema version {version} is not one this plugin wrote"
         )));
     }
     if version < 2 {
-        migrate_v1_to_v2(&mut tx)?;
+        migrate_v1_to_v2(&mut tx).map_err(|e| owner_only(e, server, version))?;
     }
+    let mut secret = get("cursor_secret");
+    if version < 3 {
+        // 2 → 3: cursors were keyed by the URL, which anyone who knows it could forge; now by a secret
+        // the server keeps, readable only by roles that may log in.
+        let fresh = new_cursor_secret()?;
+        let migrated = tx
+            .execute(
+                "INSERT INTO dsh_meta (key, value) VALUES ('cursor_secret', $1) ON CONFLICT (key) DO NOTHING",
+                &[&fresh],
+            )
+            .and_then(|_| {
+                tx.execute(
+                    "UPDATE dsh_meta SET value = $1 WHERE key = 'schema'",
+                    &[&SCHEMA_VERSION.to_string()],
+                )
+            });
+        match migrated {
+            Ok(_) => secret = secret.or(Some(fresh)),
+            Err(e) => return Err(owner_only(e, server, version)),
+        }
+    }
+    let Some(secret) = secret else {
+        return Err(foreign("its dsh_meta holds no cursor_secret".into()));
+    };
     tx.commit()?;
-    Ok(())
+    Ok(secret.into_bytes())
+}
+
+/// A migration's failure; one for want of the owner's rights says who must run it.
+fn owner_only(e: postgres::Error, server: &str, version: i32) -> OpError {
+    if e.code() == Some(&SqlState::INSUFFICIENT_PRIVILEGE) {
+        return OpError::Backend(BackendError::Failed {
+            server: server.to_string(),
+            cause: format!(
+                "its schema version {version} must be migrated to {SCHEMA_VERSION} by its owner \
+                 (a search as the owner does it): {}",
+                cause(&e)
+            ),
+        });
+    }
+    e.into()
 }
 
 fn event_predicates(
@@ -664,6 +681,22 @@ impl IndexBackend for PostgresBackend {
         })
     }
 
+    fn stamps(
+        &mut self,
+        collection: &str,
+    ) -> Result<std::collections::HashMap<String, String>, BackendError> {
+        // Only the two columns a publish compares, not every visible session's header.
+        self.with_retry(|c, _| {
+            Ok(c.query(
+                "SELECT id, stamp FROM dsh_sessions WHERE collection = $1",
+                &[&collection],
+            )?
+            .iter()
+            .map(|r| (r.get(0), r.get(1)))
+            .collect())
+        })
+    }
+
     fn apply(&mut self, batch: Vec<Write>) -> Result<Applied, BackendError> {
         let lexer = Lexer::new()?;
         // Tokenise once, outside the retried transaction.
@@ -830,20 +863,6 @@ impl IndexBackend for PostgresBackend {
 #[cfg(test)]
 mod tests {
     use super::*;
-
-    #[test]
-    fn urls_are_told_from_paths_and_passwords_never_shown() {
-        assert!(is_url("postgresql://u@h/db"));
-        assert!(!is_url("/var/index.sqlite"));
-        assert_eq!(
-            redact("postgresql://alice:s3cret@db.example/team"),
-            "postgresql://alice:***@db.example/team"
-        );
-        assert_eq!(
-            redact("postgresql:///team?host=/tmp"),
-            "postgresql:///team?host=/tmp"
-        );
-    }
 
     #[test]
     fn tsvector_quotes_and_gives_up_on_huge_lexemes() {

@@ -1,5 +1,6 @@
 //! Search over a team's PostgreSQL index (an index given as a `postgresql://` URL): before each search
-//! the sessions root is published into this host's collection ([`backend::publish`], incremental), then
+//! what changed under the sessions root is published into this host's collection
+//! ([`backend::publish`]: incremental, and in a long-lived host only on its watch's word), then
 //! the search is answered by [`backend::query`] over every collection the server lets this role read,
 //! in the same page and hit shape as the embedded index, each hit naming its collection.
 //!
@@ -12,9 +13,10 @@
 //!
 //! Cursors are the embedded index's ([`Cursors`]), bound to the request and the server's generation (a
 //! session page) or the target session's (an event page), so a publish in between makes them stale.
-//! Their key is derived from the server and collection, not from a stored secret: it makes a cursor
-//! tamper-evident and refuses one from another server, but a reader who knows the key could forge an
-//! offset; that reveals nothing, as row-level security decides what any page may hold.
+//! Their key is the server's own random secret (`dsh_meta`, made with the schema) with the collection,
+//! so a cursor is tamper-evident, one from another server or database is refused as invalid, and
+//! knowing the URL is not enough to forge one (a forged offset would reveal nothing anyway: row-level
+//! security decides what any page may hold).
 
 use std::path::PathBuf;
 use std::sync::{Mutex, MutexGuard};
@@ -29,8 +31,8 @@ use host_api::abi::{ErrorCode, HostContextBox, LogLevel, PluginError};
 
 use super::cursor::Cursors;
 use super::request::{self, Matching, Mode, Order};
-use crate::backend::postgres::{redact, PostgresBackend};
-use crate::backend::publish::{publish_root, Published};
+use crate::backend::postgres::PostgresBackend;
+use crate::backend::publish::{Published, Publisher};
 use crate::backend::query::{self, EventHit};
 use crate::backend::{BackendError, IndexBackend};
 use crate::config::{Config, LIMIT_CEILING};
@@ -54,11 +56,11 @@ pub fn default_collection() -> String {
 pub struct TeamSearch {
     url: String,
     collection: String,
-    root: Option<PathBuf>,
+    /// Publishes the sessions root (when there is one) into `collection`; taken only under `backend`'s lock.
+    publisher: Mutex<Option<Publisher>>,
     default_limit: u64,
     max_limit: u64,
     snippet_chars: usize,
-    cursors: Cursors,
     backend: Mutex<Option<PostgresBackend>>,
 }
 
@@ -66,15 +68,13 @@ impl TeamSearch {
     /// Nothing is connected yet: the first search connects (and reports an unreachable server).
     pub fn new(config: &Config, url: &str, root: Option<PathBuf>) -> Self {
         let collection = config.collection.clone().unwrap_or_else(default_collection);
-        let key = format!("dsh-team-cursor\0{}\0{collection}", redact(url));
         Self {
             url: url.to_string(),
+            publisher: Mutex::new(root.map(|r| Publisher::new(r, &collection, config.long_lived))),
             collection,
-            root,
             default_limit: config.default_limit,
             max_limit: config.max_limit.min(LIMIT_CEILING),
             snippet_chars: usize::try_from(config.snippet_chars).unwrap_or(usize::MAX),
-            cursors: Cursors::new(key.as_bytes()),
             backend: Mutex::new(None),
         }
     }
@@ -82,6 +82,15 @@ impl TeamSearch {
     /// The collection this host publishes into.
     pub fn collection(&self) -> &str {
         &self.collection
+    }
+
+    /// Cursors signed with the server's secret, for this collection.
+    fn cursors(&self, backend: &PostgresBackend) -> Cursors {
+        let mut key = b"dsh-team-cursor\0".to_vec();
+        key.extend_from_slice(backend.cursor_secret());
+        key.push(0);
+        key.extend_from_slice(self.collection.as_bytes());
+        Cursors::new(&key)
     }
 
     fn lock(&self) -> MutexGuard<'_, Option<PostgresBackend>> {
@@ -122,8 +131,10 @@ impl TeamSearch {
         host: &HostContextBox,
     ) -> Result<(&'a mut PostgresBackend, Published), PluginError> {
         let backend = self.connected(slot, Some(host))?;
-        let published = match &self.root {
-            Some(root) => publish_root(backend, root, &self.collection).map_err(|e| match e {
+        let mut publisher = self.publisher.lock().unwrap_or_else(|p| p.into_inner());
+        let listings = publisher.as_ref().map(Publisher::listings);
+        let published = match publisher.as_mut() {
+            Some(publisher) => publisher.publish(backend).map_err(|e| match e {
                 BackendError::Failed { server, cause } if server == backend.server() => {
                     BackendError::Failed {
                         server,
@@ -136,8 +147,9 @@ impl TeamSearch {
         };
         // What this publish left out is kept on the server for every reader's diagnostics, rewritten
         // only when it changed (a log fixed or deleted clears it). A role that may read but not
-        // publish is not failed for it: its own publish reports what it could not write.
-        if self.root.is_some() {
+        // publish is not failed for it: its own publish reports what it could not write. A run that
+        // did not list the root (a long-lived host whose watch saw nothing) has nothing new to say.
+        if listings.is_some() && listings != publisher.as_ref().map(Publisher::listings) {
             let now = skipped(&published);
             let key = |s: &Skipped| (s.path.clone(), s.id.clone(), s.reason.clone());
             let mut recorded = backend.skipped_of(&self.collection)?;
@@ -261,11 +273,10 @@ impl TeamSearch {
         let mut slot = self.lock();
         let result = (|| {
             let (backend, published) = self.published(&mut slot, host)?;
+            let cursors = self.cursors(backend);
             let generation = backend.generation()?.to_string();
             let offset = match &cursor {
-                Some(c) => self
-                    .cursors
-                    .decode(c, "sessions", &fingerprint, &generation)?,
+                Some(c) => cursors.decode(c, "sessions", &fingerprint, &generation)?,
                 None => 0,
             };
             let page = query::search_sessions(
@@ -293,10 +304,9 @@ impl TeamSearch {
                         best_match: wire_hit(h.best),
                     })
                     .collect(),
-                next_cursor: page.has_more.then(|| {
-                    self.cursors
-                        .encode("sessions", &fingerprint, &generation, offset + limit)
-                }),
+                next_cursor: page
+                    .has_more
+                    .then(|| cursors.encode("sessions", &fingerprint, &generation, offset + limit)),
                 skipped: skipped(&published),
             })
         })();
@@ -330,10 +340,11 @@ impl TeamSearch {
         let mut slot = self.lock();
         let result = (|| {
             let (backend, published) = self.published(&mut slot, host)?;
+            let cursors = self.cursors(backend);
             // The target's generation is only known after the read, so the cursor is checked against
             // the page's session; a stale one is refused before anything is shown.
             let offset_of = |generation: &str| match &cursor {
-                Some(c) => self.cursors.decode(c, "events", &fingerprint, generation),
+                Some(c) => cursors.decode(c, "events", &fingerprint, generation),
                 None => Ok(0),
             };
             let target_generation = backend
@@ -361,8 +372,7 @@ impl TeamSearch {
                 title: target.title,
                 items: page.items.into_iter().map(wire_hit).collect(),
                 next_cursor: page.has_more.then(|| {
-                    self.cursors
-                        .encode("events", &fingerprint, &target_generation, offset + limit)
+                    cursors.encode("events", &fingerprint, &target_generation, offset + limit)
                 }),
                 skipped: skipped(&published),
             })

@@ -9,6 +9,7 @@ pub mod ids;
 pub mod plugins;
 pub mod read;
 pub mod search;
+pub mod team;
 pub mod watch;
 
 use std::ffi::OsStr;
@@ -117,7 +118,7 @@ impl Options {
 
 /// Whether `--index` names a PostgreSQL server (the plugin decides the same way).
 fn is_server_url(index: &str) -> bool {
-    index.starts_with("postgresql://") || index.starts_with("postgres://")
+    dsh_team::is_url(index)
 }
 
 /// Why a command failed. Each has a stable code for `--json` and an exit status.
@@ -148,6 +149,9 @@ pub enum CommandError {
     /// `--model` and its options cannot be used (a bad URL, a missing API key variable).
     #[error("{0}")]
     Model(#[from] crate::openai::ModelError),
+    /// Administering a team's collections (`team …`).
+    #[error("{0}")]
+    Team(#[from] dsh_team::AdminError),
 }
 
 impl CommandError {
@@ -162,6 +166,7 @@ impl CommandError {
             Self::Ambiguous(_) => "SESSION_ID_AMBIGUOUS".into(),
             Self::NoSessionsFolder(_) => "SESSIONS_FOLDER_NOT_FOUND".into(),
             Self::Model(e) => e.code().into(),
+            Self::Team(e) => team::code(e).into(),
         }
     }
 
@@ -174,6 +179,7 @@ impl CommandError {
                     .into(),
             ),
             Self::Ambiguous(_) => Some("type more of the id".into()),
+            Self::Team(e) => Some(team::fix(e).into()),
             _ => None,
         }
     }
@@ -265,6 +271,7 @@ pub fn run(cli: Cli, out: &mut dyn Write) -> Result<i32, CommandError> {
             | Command::Plugins
             | Command::Watch
             | Command::Chat { .. }
+            | Command::Team(_)
     );
     if reads_sessions {
         errors::check_sessions_dir(options.sessions.as_deref(), &paths::default_sessions_dir())?;
@@ -361,6 +368,7 @@ pub fn run(cli: Cli, out: &mut dyn Write) -> Result<i32, CommandError> {
             let host = start_host(&options, options.sessions_dir())?;
             search::diagnostics(&host, &options, out)
         }
+        Command::Team(team) => team::run(&team, &options, out),
         Command::Trace { id, seq } => {
             let id = session_id(&id)?;
             let host = start_host(&options, options.sessions_dir())?;
