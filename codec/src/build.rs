@@ -17,7 +17,12 @@ use crate::log::{Event, SessionHeader};
 
 /// `user/message` data: a user line with `source.kind: user`.
 pub fn user_data(id: &str, text: &str) -> Value {
-    json!({"id": id, "role": "user", "content": [{"type": "text", "text": text}], "source": {"kind": "user"}})
+    user_content_data(id, json!([{"type": "text", "text": text}]))
+}
+
+/// `user/message` data with any `content` blocks (a line with its citations resolved).
+pub fn user_content_data(id: &str, content: Value) -> Value {
+    json!({"id": id, "role": "user", "content": content, "source": {"kind": "user"}})
 }
 
 /// `assistant/message` data: a model's text answer at `turn`/`step`.
@@ -128,6 +133,13 @@ pub fn turn_end_with(turn: u64, reason: Value) -> Value {
 /// The text of a compaction checkpoint message, as DSH's compact plugin writes it.
 pub fn checkpoint_text(summary: &str) -> String {
     format!("This conversation was compacted. Summary of the earlier part:\n<compacted-summary>\n{summary}\n</compacted-summary>")
+}
+
+/// The data of a compaction's checkpoint message: a user message from the compact plugin.
+pub fn checkpoint_data(id: &str, compaction_id: &str, text: &str) -> Value {
+    let mut data = user_data(id, text);
+    data["source"] = json!({"kind": "plugin", "plugin": "compact", "compactionId": compaction_id});
+    data
 }
 
 /// One session's events with consecutive seqs and times, in the order they are added.
@@ -372,9 +384,7 @@ impl Script {
         end: u64,
         sources: &[u64],
     ) -> u64 {
-        let mut data = user_data(id, text);
-        data["source"] =
-            json!({"kind": "plugin", "plugin": "compact", "compactionId": compaction_id});
+        let data = checkpoint_data(id, compaction_id, text);
         self.replacing("user/message", data, start, end, sources)
     }
 
