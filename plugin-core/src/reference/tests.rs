@@ -223,20 +223,12 @@ fn cancellation_before_and_between_reads() {
     let e = prepare(&reads, &req, &Limits::default(), &|| true, &new_uuid).unwrap_err();
     assert_eq!(e.code, ErrorCode::SessionReferenceCancelled);
     // Tripped while the first source is being read.
-    let calls = Cell::new(0);
-    let later = || {
-        calls.set(calls.get() + 1);
-        calls.get() > 1
-    };
+    let later = cancelled_after(1);
     let e = prepare(&reads, &req, &Limits::default(), &later, &new_uuid).unwrap_err();
     assert_eq!(e.code, ErrorCode::SessionReferenceCancelled);
     // A read failure under a tripped token is reported as the cancellation.
     let req = request(json!([{"sessionId": "nowhere"}]));
-    let calls = Cell::new(0);
-    let later = || {
-        calls.set(calls.get() + 1);
-        calls.get() > 1
-    };
+    let later = cancelled_after(1);
     let e = prepare(&reads, &req, &Limits::default(), &later, &new_uuid).unwrap_err();
     assert_eq!(e.code, ErrorCode::SessionReferenceCancelled);
 }
@@ -532,6 +524,15 @@ fn candidates_reads() -> Reads {
     Reads::new(corpus, 50)
 }
 
+/// A cancellation check that trips once it has been asked more than `checks` times.
+fn cancelled_after(checks: u32) -> impl Fn() -> bool {
+    let calls = Cell::new(0);
+    move || {
+        calls.set(calls.get() + 1);
+        calls.get() > checks
+    }
+}
+
 /// `listCandidates` for `query` on behalf of [`AGENT`], titles read exactly, stopped when `cancelled`.
 fn candidates(
     reads: &Reads,
@@ -613,11 +614,7 @@ fn candidates_refuse_bad_limits_and_honour_cancellation() {
     let e = candidates(&reads, "x", None, &|| true).unwrap_err();
     assert_eq!(e.code, ErrorCode::SessionReferenceCancelled);
     // Tripped while titles are being read.
-    let calls = Cell::new(0);
-    let later = || {
-        calls.set(calls.get() + 1);
-        calls.get() > 3
-    };
+    let later = cancelled_after(3);
     let e = candidates(&reads, "x", None, &later).unwrap_err();
     assert_eq!(e.code, ErrorCode::SessionReferenceCancelled);
 }

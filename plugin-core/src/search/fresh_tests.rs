@@ -15,7 +15,7 @@ use dsh_codec::log::{Compression, SessionHeader};
 use host_api::abi::wire::search::{SessionSearchRequest, Skipped};
 use serde_json::json;
 
-use super::test_support::{event_lines, never};
+use super::test_support::{event_lines, never, settle};
 use super::Search;
 use crate::config::Config;
 use crate::corpus::testing::{conversation, corpus_and_host, header, FakeState, LogBuilder};
@@ -105,17 +105,7 @@ impl Env {
 
     /// Waits until the watch has reported what the file system just did.
     fn settle(&self) {
-        let deadline = std::time::Instant::now() + Duration::from_secs(5);
-        while std::time::Instant::now() < deadline {
-            let pending = match &*self.search.lock() {
-                super::State::Open(engine) => engine.change_pending(),
-                _ => None,
-            };
-            if pending != Some(false) {
-                return;
-            }
-            std::thread::sleep(Duration::from_millis(2));
-        }
+        settle(&self.search);
     }
 }
 

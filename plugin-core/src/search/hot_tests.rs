@@ -6,7 +6,7 @@
 use host_api::abi::wire::search::{SessionEventSearchRequest, SessionSearchRequest};
 use serde_json::json;
 
-use super::test_support::{never, side, Side};
+use super::test_support::{never, settle, side, Side};
 use super::State;
 use crate::corpus::testing::{header, write_log, LogBuilder};
 use crate::index::hot;
@@ -15,17 +15,7 @@ impl Side {
     /// Waits until the root's watch has reported the file system's changes (inotify reports
     /// asynchronously) and indexes them.
     fn settle(&self) {
-        let deadline = std::time::Instant::now() + std::time::Duration::from_secs(5);
-        while std::time::Instant::now() < deadline {
-            let pending = match &*self.search.lock() {
-                State::Open(engine) => engine.change_pending(),
-                _ => None,
-            };
-            if pending != Some(false) {
-                break;
-            }
-            std::thread::sleep(std::time::Duration::from_millis(2));
-        }
+        settle(&self.search);
         // Several files changed: index until the watch stays quiet, so that no page of a comparison
         // sees a newer corpus than the page before it.
         loop {

@@ -3,11 +3,12 @@
 
 use std::path::Path;
 use std::sync::Arc;
+use std::time::{Duration, Instant};
 
 use host_api::abi::wire::search::SessionEventSearchRequest;
 use serde_json::json;
 
-use super::Search;
+use super::{Search, State};
 use crate::config::Config;
 use crate::corpus::testing::{corpus_and_host, FakeState};
 use crate::corpus::Corpus;
@@ -42,4 +43,20 @@ pub(super) fn event_lines(search: &Search, corpus: &Corpus, id: &str, q: &str) -
         .into_iter()
         .map(|x| format!("  {} {} {} {}", x.seq, x.kind, x.surface, x.snippet))
         .collect()
+}
+
+/// Waits (up to 5 s) until the watch of `search` has reported what the file system just did
+/// (inotify reports asynchronously).
+pub(super) fn settle(search: &Search) {
+    let deadline = Instant::now() + Duration::from_secs(5);
+    while Instant::now() < deadline {
+        let pending = match &*search.lock() {
+            State::Open(engine) => engine.change_pending(),
+            _ => None,
+        };
+        if pending != Some(false) {
+            return;
+        }
+        std::thread::sleep(Duration::from_millis(2));
+    }
 }

@@ -11,7 +11,7 @@ use host_api::abi::wire::search::{
 use host_api::abi::{ErrorCode, PluginError};
 use serde_json::{json, Value};
 
-use super::test_support::{event_lines, never, side, Side};
+use super::test_support::{event_lines, never, settle, side, Side};
 use super::Search;
 use crate::config::Config;
 use crate::corpus::testing::{
@@ -60,6 +60,31 @@ impl Env {
         self.search.search_events(&self.corpus, req, &never)
     }
 
+    /// This environment with its search closed and opened again over the same index; `between` runs
+    /// while no search holds the index file.
+    fn reopened(self, between: impl FnOnce(&Path)) -> Env {
+        let Env {
+            search,
+            corpus,
+            index,
+            state,
+            root,
+            _dir,
+        } = self;
+        drop(search);
+        between(&index);
+        let host = corpus_and_host(None).2;
+        let search = Search::open(&Config::default(), &index, host).unwrap();
+        Env {
+            _dir,
+            root,
+            index,
+            state,
+            corpus,
+            search,
+        }
+    }
+
     /// Session ids of a cross-session search for `q`, in rank order.
     fn ids(&self, q: &str) -> Vec<String> {
         self.sessions(json!({"query": q}))
@@ -97,17 +122,7 @@ impl Env {
     /// Waits until the root's watch has reported what the file system just did (inotify reports
     /// asynchronously); returns at once when no watch runs yet (the first search lists anyway).
     fn settle(&self) {
-        let deadline = std::time::Instant::now() + std::time::Duration::from_secs(5);
-        while std::time::Instant::now() < deadline {
-            let pending = match &*self.search.lock() {
-                super::State::Open(engine) => engine.change_pending(),
-                _ => None,
-            };
-            if pending != Some(false) {
-                return;
-            }
-            std::thread::sleep(std::time::Duration::from_millis(2));
-        }
+        settle(&self.search);
     }
 }
 
@@ -1070,29 +1085,10 @@ fn index_files_are_private_and_an_older_schema_is_rebuilt() {
     let mode = |p: &Path| std::fs::metadata(p).unwrap().permissions().mode() & 0o777;
     assert_eq!(mode(&e.index), 0o600);
     assert_eq!(mode(e.index.parent().unwrap()), 0o700);
-    let Env {
-        search,
-        corpus,
-        index,
-        state,
-        root,
-        _dir,
-    } = e;
-    drop(search);
-    {
-        let conn = crate::index::connect_by_hand(&index).unwrap();
+    let e = e.reopened(|index| {
+        let conn = crate::index::connect_by_hand(index).unwrap();
         conn.execute_batch("PRAGMA user_version = 1").unwrap();
-    }
-    let host = corpus_and_host(None).2;
-    let search = Search::open(&Config::default(), &index, host).unwrap();
-    let e = Env {
-        _dir,
-        root,
-        index,
-        state,
-        corpus,
-        search,
-    };
+    });
     assert_eq!(e.ids("needle"), ["a"], "rebuilt and re-indexed");
 }
 
@@ -1104,25 +1100,7 @@ fn cursors_survive_a_reopen_of_an_unchanged_index() {
     }
     let first = e.sessions(json!({"query": "needle", "limit": 1})).unwrap();
     let cursor = first.next_cursor.unwrap();
-    let Env {
-        search,
-        corpus,
-        index,
-        state,
-        root,
-        _dir,
-    } = e;
-    drop(search);
-    let host = corpus_and_host(None).2;
-    let search = Search::open(&Config::default(), &index, host).unwrap();
-    let e = Env {
-        _dir,
-        root,
-        index,
-        state,
-        corpus,
-        search,
-    };
+    let e = e.reopened(|_| {});
     let second = e
         .sessions(json!({"query": "needle", "limit": 1, "cursor": cursor}))
         .unwrap();
