@@ -17,7 +17,12 @@ use crate::log::{Event, SessionHeader};
 
 /// `user/message` data: a user line with `source.kind: user`.
 pub fn user_data(id: &str, text: &str) -> Value {
-    json!({"id": id, "role": "user", "content": [{"type": "text", "text": text}], "source": {"kind": "user"}})
+    user_content_data(id, json!([{"type": "text", "text": text}]))
+}
+
+/// `user/message` data with any `content` blocks (a line with its citations resolved).
+pub fn user_content_data(id: &str, content: Value) -> Value {
+    json!({"id": id, "role": "user", "content": content, "source": {"kind": "user"}})
 }
 
 /// `assistant/message` data: a model's text answer at `turn`/`step`.
@@ -29,19 +34,112 @@ pub fn assistant_data(
     provider: &str,
     model: &str,
 ) -> Value {
-    json!({"turn": turn, "step": step, "message": {"id": id, "role": "assistant",
-        "content": [{"type": "text", "text": text}],
+    let content = vec![json!({"type": "text", "text": text})];
+    assistant_content_data(turn, step, id, content, provider, model)
+}
+
+/// `assistant/message` data with any content blocks (reasoning, text, tool calls) at `turn`/`step`.
+pub fn assistant_content_data(
+    turn: u64,
+    step: u64,
+    id: &str,
+    content: Vec<Value>,
+    provider: &str,
+    model: &str,
+) -> Value {
+    json!({"turn": turn, "step": step, "message": {"id": id, "role": "assistant", "content": content,
         "source": {"kind": "model", "provider": provider, "model": model}}})
+}
+
+/// `tool/call` data: the call `call_id` to tool `name` with its JSON `arguments` text.
+pub fn tool_call_data(turn: u64, step: u64, call_id: &str, name: &str, arguments: &str) -> Value {
+    json!({"turn": turn, "step": step, "callId": call_id, "name": name, "arguments": arguments})
+}
+
+/// `tool/result` data: the text `output` of the call `call_id`, as message `id`.
+pub fn tool_result_data(turn: u64, step: u64, id: &str, call_id: &str, output: &str) -> Value {
+    json!({"turn": turn, "step": step, "message": {"id": id, "role": "user",
+        "content": [{"type": "tool-result", "toolCallId": call_id, "content": [{"type": "text", "text": output}]}],
+        "source": {"kind": "tool", "callId": call_id}}})
+}
+
+/// A tool result's data with its output replaced by `text`, as the tool-result pruner rewrites it.
+pub fn pruned_result_data(mut data: Value, text: &str) -> Value {
+    data["message"]["content"][0]["content"] = json!([{"type": "text", "text": text}]);
+    data
+}
+
+/// `turn/start` data.
+pub fn turn_start_data(turn: u64) -> Value {
+    json!({"turn": turn})
+}
+
+/// `step/start` and `step/end` data.
+pub fn step_data(turn: u64, step: u64) -> Value {
+    json!({"turn": turn, "step": step})
+}
+
+/// `request/header` data of a turn's first request, with the system prompt when there is one.
+pub fn request_header_data(provider: &str, model: &str, system: Option<&str>) -> Value {
+    let mut header = json!({"config": {"provider": provider, "model": model}});
+    if let Some(system) = system {
+        header["system"] = json!(system);
+    }
+    json!({"header": header, "reason": "initial"})
+}
+
+/// `session/title` data naming `message_seqs`, with its `source` object.
+pub fn title_data(title: &str, message_seqs: &[u64], source: Value) -> Value {
+    json!({"title": title, "messageSeqs": message_seqs, "source": source})
+}
+
+/// `compaction/start` and `compaction/end` data (`turn` null for a compaction between turns).
+pub fn compaction_marker_data(compaction_id: &str, turn: Option<u64>) -> Value {
+    json!({"compactionId": compaction_id, "turn": turn})
+}
+
+/// `compaction/summary` data: `summary` stands for the surface nodes `range` (start, end; surface
+/// order), which are the events `shadowed`.
+pub fn compaction_summary_data(
+    compaction_id: &str,
+    summary: &str,
+    range: (u64, u64),
+    shadowed: &[u64],
+    tokens: u64,
+    provider: &str,
+    model: &str,
+) -> Value {
+    json!({"compactionId": compaction_id, "summary": [{"type": "text", "text": summary}],
+        "shadowedRange": {"start": range.0, "end": range.1}, "shadowedSeqs": shadowed,
+        "shadowedTokenCount": tokens, "provider": provider, "model": model})
+}
+
+/// `compaction/prune` data for the one tool result `target`.
+pub fn prune_data(target: u64, tokens: u64) -> Value {
+    json!({"shadowedRange": {"start": target, "end": target}, "shadowedSeqs": [target],
+        "shadowedTokenCount": tokens})
 }
 
 /// `turn/end` data for a turn that completed.
 pub fn turn_end_data(turn: u64) -> Value {
-    json!({"turn": turn, "reason": {"kind": "completed"}})
+    turn_end_with(turn, json!({"kind": "completed"}))
+}
+
+/// `turn/end` data with any `reason` (error, aborted, max-tokens, ...).
+pub fn turn_end_with(turn: u64, reason: Value) -> Value {
+    json!({"turn": turn, "reason": reason})
 }
 
 /// The text of a compaction checkpoint message, as DSH's compact plugin writes it.
 pub fn checkpoint_text(summary: &str) -> String {
     format!("This conversation was compacted. Summary of the earlier part:\n<compacted-summary>\n{summary}\n</compacted-summary>")
+}
+
+/// The data of a compaction's checkpoint message: a user message from the compact plugin.
+pub fn checkpoint_data(id: &str, compaction_id: &str, text: &str) -> Value {
+    let mut data = user_data(id, text);
+    data["source"] = json!({"kind": "plugin", "plugin": "compact", "compactionId": compaction_id});
+    data
 }
 
 /// One session's events with consecutive seqs and times, in the order they are added.
@@ -142,6 +240,21 @@ impl Script {
         self.push(e)
     }
 
+    /// An event appended to the surface that cites `sources` (a message folded from its chunks, a
+    /// result from its call).
+    pub fn appended_citing(&mut self, kind: &str, data: Value, sources: &[u64]) -> u64 {
+        let mut e = Event::appended(kind, self.next_seq(), self.time, data);
+        e.source_event_seqs = Some(json!(sources));
+        self.push(e)
+    }
+
+    /// Takes the events added so far (one append batch, for a generator that writes as it goes); the
+    /// next event still gets the next seq.
+    pub fn take_events(&mut self) -> Vec<Event> {
+        self.first_seq += self.events.len() as u64;
+        std::mem::take(&mut self.events)
+    }
+
     /// An event replacing the surface nodes `start..=end` (surface order), citing `sources`.
     pub fn replacing(
         &mut self,
@@ -161,7 +274,7 @@ impl Script {
     pub fn turn_start(&mut self, turn: u64) -> u64 {
         self.turn = turn;
         self.step = 1;
-        self.plain("turn/start", json!({"turn": turn}))
+        self.plain("turn/start", turn_start_data(turn))
     }
 
     /// `turn/end` (completed) alone, for turn `turn`.
@@ -172,17 +285,14 @@ impl Script {
     /// The next turn's `turn/start`, a `request/header` and `step/start`.
     pub fn begin_turn(&mut self) {
         self.turn_start(self.turn + 1);
-        let config = json!({"provider": self.provider, "model": self.model});
-        self.plain(
-            "request/header",
-            json!({"header": {"config": config}, "reason": "initial"}),
-        );
-        self.plain("step/start", json!({"turn": self.turn, "step": self.step}));
+        let header = request_header_data(&self.provider, &self.model, None);
+        self.plain("request/header", header);
+        self.plain("step/start", step_data(self.turn, self.step));
     }
 
     /// `step/end` and `turn/end` (completed) of the current turn.
     pub fn end_turn(&mut self) {
-        self.plain("step/end", json!({"turn": self.turn, "step": self.step}));
+        self.plain("step/end", step_data(self.turn, self.step));
         self.turn_end(self.turn);
     }
 
@@ -204,25 +314,22 @@ impl Script {
     pub fn tool(&mut self, name: &str, arguments: &str, output: &str) -> u64 {
         let call_id = self.id("call");
         let id = self.id("assistant");
-        let source = json!({"kind": "model", "provider": self.provider, "model": self.model});
-        let data = json!({"turn": self.turn, "step": self.step, "message": {"id": id, "role": "assistant",
-            "content": [{"type": "tool-call", "id": call_id, "name": name, "arguments": arguments}],
-            "source": source}});
+        let block =
+            json!({"type": "tool-call", "id": call_id, "name": name, "arguments": arguments});
+        let (turn, step) = (self.turn, self.step);
+        let data =
+            assistant_content_data(turn, step, &id, vec![block], &self.provider, &self.model);
         self.appended("assistant/message", data);
-        self.plain("tool/call", json!({"turn": self.turn, "step": self.step, "callId": call_id, "name": name, "arguments": arguments}));
+        let call = tool_call_data(turn, step, &call_id, name, arguments);
+        self.plain("tool/call", call);
         let result_id = self.id("result");
-        let data = json!({"turn": self.turn, "step": self.step, "message": {"id": result_id, "role": "user",
-            "content": [{"type": "tool-result", "toolCallId": call_id, "content": [{"type": "text", "text": output}]}],
-            "source": {"kind": "tool", "callId": call_id}}});
+        let data = tool_result_data(turn, step, &result_id, &call_id, output);
         self.appended("tool/result", data)
     }
 
     /// A `session/title` naming `message_seqs`, with its `source` object.
     pub fn title_from(&mut self, title: &str, message_seqs: &[u64], source: Value) -> u64 {
-        self.plain(
-            "session/title",
-            json!({"title": title, "messageSeqs": message_seqs, "source": source}),
-        )
+        self.plain("session/title", title_data(title, message_seqs, source))
     }
 
     /// A fallback `session/title` naming one message.
@@ -236,14 +343,18 @@ impl Script {
         let compaction_id = self.id("compaction");
         let marker = self.plain(
             "compaction/start",
-            json!({"compactionId": compaction_id, "turn": null}),
+            compaction_marker_data(&compaction_id, None),
         );
-        let summary_seq = self.plain(
-            "compaction/summary",
-            json!({"compactionId": compaction_id, "summary": [{"type": "text", "text": summary}],
-                "shadowedRange": {"start": start, "end": end}, "shadowedSeqs": shadowed, "shadowedTokenCount": 1200,
-                "provider": self.provider, "model": self.model}),
+        let data = compaction_summary_data(
+            &compaction_id,
+            summary,
+            (start, end),
+            shadowed,
+            1200,
+            &self.provider,
+            &self.model,
         );
+        let summary_seq = self.plain("compaction/summary", data);
         let id = self.id("checkpoint");
         let mut sources = vec![marker, summary_seq];
         sources.extend_from_slice(shadowed);
@@ -257,7 +368,7 @@ impl Script {
         );
         self.plain(
             "compaction/end",
-            json!({"compactionId": compaction_id, "turn": null}),
+            compaction_marker_data(&compaction_id, None),
         );
         seq
     }
@@ -273,9 +384,7 @@ impl Script {
         end: u64,
         sources: &[u64],
     ) -> u64 {
-        let mut data = user_data(id, text);
-        data["source"] =
-            json!({"kind": "plugin", "plugin": "compact", "compactionId": compaction_id});
+        let data = checkpoint_data(id, compaction_id, text);
         self.replacing("user/message", data, start, end, sources)
     }
 
@@ -285,10 +394,8 @@ impl Script {
         let Some(original) = self.events.iter().find(|e| e.seq == target).cloned() else {
             return target;
         };
-        let prune = self.plain("compaction/prune", json!({"shadowedRange": {"start": target, "end": target}, "shadowedSeqs": [target], "shadowedTokenCount": 300}));
-        let mut data = original.data;
-        data["message"]["content"][0]["content"] =
-            json!([{"type": "text", "text": replacement_text}]);
+        let prune = self.plain("compaction/prune", prune_data(target, 300));
+        let data = pruned_result_data(original.data, replacement_text);
         self.replacing("tool/result", data, target, target, &[prune, target])
     }
 

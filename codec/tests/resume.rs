@@ -754,15 +754,7 @@ fn damaged_or_foreign_checkpoint_is_refused_or_checked_against_the_options() {
 
 /// Every real fixture log, or `None` (skipped, or failing where the fixtures are required).
 fn real_fixtures() -> Option<Vec<PathBuf>> {
-    let dir = dsh_fixtures::real_fixtures_dir()?;
-    let mut paths: Vec<PathBuf> = fs::read_dir(&dir)
-        .unwrap()
-        .flatten()
-        .map(|e| e.path())
-        .filter(|p| p.to_string_lossy().ends_with(".jsonl"))
-        .collect();
-    paths.sort();
-    Some(paths)
+    dsh_fixtures::real_fixture_logs()
 }
 
 /// The fixture re-encoded as a zstd log: the header frame, then frames of 7 lines each.

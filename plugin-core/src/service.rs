@@ -416,180 +416,56 @@ struct ResolverService(Held);
 
 const BAD: ErrorCode = ErrorCode::PluginBadMessage;
 
+/// Contract methods that parse their request as `$req` and answer through [`Service::serve`] under
+/// their own name, with `$code` for a request that does not parse; `$svc` names the service for
+/// bodies that need more than the reads.
+macro_rules! served {
+    ($svc:ident => $( fn $name:ident($code:expr, |$r:ident, $q:tt: $req:ty, $c:tt| $body:expr); )*) => {$(
+        fn $name(&self, call: CallRef<'_>, request: RStr<'_>) -> RResult<RString, PluginError> {
+            #[allow(unused_variables)]
+            let $svc: &Service = &self.0;
+            $svc.serve(stringify!($name), call, request, $code, |$r, $q: $req, $c| $body)
+        }
+    )*};
+}
+
 impl SessionQuery for QueryService {
-    fn list_sessions(&self, call: CallRef<'_>, request: RStr<'_>) -> RResult<RString, PluginError> {
-        self.0.serve(
-            "list_sessions",
-            call,
-            request,
-            BAD,
-            |r, _: EmptyRequest, c| r.list_sessions(c),
-        )
-    }
-
-    fn read_session(&self, call: CallRef<'_>, request: RStr<'_>) -> RResult<RString, PluginError> {
-        self.0.serve(
-            "read_session",
-            call,
-            request,
-            BAD,
-            |r, q: SessionRequest, c| r.read_session(&q.session_id, c),
-        )
-    }
-
-    fn filter_sessions(
-        &self,
-        call: CallRef<'_>,
-        request: RStr<'_>,
-    ) -> RResult<RString, PluginError> {
-        self.0.serve(
-            "filter_sessions",
-            call,
-            request,
-            ErrorCode::SessionQueryInvalidFilter,
-            |r, q: FilterSessionsRequest, c| r.filter_sessions(&q.filters, c),
-        )
-    }
-
-    fn filter_events(&self, call: CallRef<'_>, request: RStr<'_>) -> RResult<RString, PluginError> {
-        self.0.serve(
-            "filter_events",
-            call,
-            request,
-            ErrorCode::SessionQueryInvalidFilter,
-            |r, q: FilterEventsRequest, c| r.filter_events(&q.session_id, &q.filters, c),
-        )
-    }
-
-    fn list_events(&self, call: CallRef<'_>, request: RStr<'_>) -> RResult<RString, PluginError> {
-        self.0.serve(
-            "list_events",
-            call,
-            request,
-            BAD,
-            |r, q: SessionRequest, c| r.list_events(&q.session_id, c),
-        )
-    }
-
-    fn read_surface(&self, call: CallRef<'_>, request: RStr<'_>) -> RResult<RString, PluginError> {
-        self.0.serve(
-            "read_surface",
-            call,
-            request,
-            BAD,
-            |r, q: SessionRequest, c| r.read_surface(&q.session_id, c),
-        )
-    }
-
-    fn read_event(&self, call: CallRef<'_>, request: RStr<'_>) -> RResult<RString, PluginError> {
-        self.0.serve(
-            "read_event",
-            call,
-            request,
-            ErrorCode::SessionQueryInvalidWindow,
-            |r, q: ReadEventRequest, c| r.read_event(&q, c),
-        )
-    }
-
-    fn trace_session(&self, call: CallRef<'_>, request: RStr<'_>) -> RResult<RString, PluginError> {
-        self.0.serve(
-            "trace_session",
-            call,
-            request,
-            BAD,
-            |r, q: SessionRequest, c| r.trace_session(&q.session_id, c),
-        )
-    }
-
-    fn trace_event(&self, call: CallRef<'_>, request: RStr<'_>) -> RResult<RString, PluginError> {
-        self.0.serve(
-            "trace_event",
-            call,
-            request,
-            ErrorCode::SessionQueryEventNotFound,
-            |r, q: TraceEventRequest, c| r.trace_event(&q.session_id, q.seq, c),
-        )
-    }
-
-    fn read_title_snapshots(
-        &self,
-        call: CallRef<'_>,
-        request: RStr<'_>,
-    ) -> RResult<RString, PluginError> {
-        self.0.serve(
-            "read_title_snapshots",
-            call,
-            request,
-            BAD,
-            |r, q: TitleSnapshotsRequest, c| r.read_title_snapshots(&q.session_ids, c),
-        )
-    }
-
-    fn search_sessions(
-        &self,
-        call: CallRef<'_>,
-        request: RStr<'_>,
-    ) -> RResult<RString, PluginError> {
-        let service = &*self.0;
-        service.serve(
-            "search_sessions",
-            call,
-            request,
-            ErrorCode::SessionQueryInvalidQuery,
-            |r, q: SessionSearchRequest, c| {
-                if let Some(team) = &service.team {
-                    return team.search_sessions(r.corpus().host(), q);
-                }
-                service.searching(c, |search, cancelled| {
-                    search.search_sessions(r.corpus(), q, cancelled)
-                })
-            },
-        )
-    }
-
-    fn search_events(&self, call: CallRef<'_>, request: RStr<'_>) -> RResult<RString, PluginError> {
-        let service = &*self.0;
-        service.serve(
-            "search_events",
-            call,
-            request,
-            ErrorCode::SessionQueryInvalidQuery,
-            |r, q: SessionEventSearchRequest, c| {
-                if let Some(team) = &service.team {
-                    return team.search_events(r.corpus().host(), q);
-                }
-                service.searching(c, |search, cancelled| {
-                    search.search_events(r.corpus(), q, cancelled)
-                })
-            },
-        )
-    }
-
-    fn problems(&self, call: CallRef<'_>, request: RStr<'_>) -> RResult<RString, PluginError> {
-        self.0
-            .serve("problems", call, request, BAD, |r, _: EmptyRequest, _| {
-                Ok(r.problems())
-            })
-    }
-
-    fn diagnostics(&self, call: CallRef<'_>, request: RStr<'_>) -> RResult<RString, PluginError> {
-        let service = &*self.0;
-        service.serve(
-            "diagnostics",
-            call,
-            request,
-            BAD,
-            |r, _: EmptyRequest, c| {
-                if let Some(team) = &service.team {
-                    let report = team.diagnostics(r.corpus().host())?;
-                    return service.with_unknown_fields(report);
-                }
-                let report = service.searching(c, |search, cancelled| {
-                    search.diagnostics(r.corpus(), cancelled)
-                })?;
-                service.with_unknown_fields(report)
-            },
-        )
+    served! { service =>
+        fn list_sessions(BAD, |r, _: EmptyRequest, c| r.list_sessions(c));
+        fn read_session(BAD, |r, q: SessionRequest, c| r.read_session(&q.session_id, c));
+        fn filter_sessions(ErrorCode::SessionQueryInvalidFilter,
+            |r, q: FilterSessionsRequest, c| r.filter_sessions(&q.filters, c));
+        fn filter_events(ErrorCode::SessionQueryInvalidFilter,
+            |r, q: FilterEventsRequest, c| r.filter_events(&q.session_id, &q.filters, c));
+        fn list_events(BAD, |r, q: SessionRequest, c| r.list_events(&q.session_id, c));
+        fn read_surface(BAD, |r, q: SessionRequest, c| r.read_surface(&q.session_id, c));
+        fn read_event(ErrorCode::SessionQueryInvalidWindow,
+            |r, q: ReadEventRequest, c| r.read_event(&q, c));
+        fn trace_session(BAD, |r, q: SessionRequest, c| r.trace_session(&q.session_id, c));
+        fn trace_event(ErrorCode::SessionQueryEventNotFound,
+            |r, q: TraceEventRequest, c| r.trace_event(&q.session_id, q.seq, c));
+        fn read_title_snapshots(BAD,
+            |r, q: TitleSnapshotsRequest, c| r.read_title_snapshots(&q.session_ids, c));
+        fn search_sessions(ErrorCode::SessionQueryInvalidQuery, |r, q: SessionSearchRequest, c| {
+            match &service.team {
+                Some(team) => team.search_sessions(r.corpus().host(), q),
+                None => service.searching(c, |s, stop| s.search_sessions(r.corpus(), q, stop)),
+            }
+        });
+        fn search_events(ErrorCode::SessionQueryInvalidQuery, |r, q: SessionEventSearchRequest, c| {
+            match &service.team {
+                Some(team) => team.search_events(r.corpus().host(), q),
+                None => service.searching(c, |s, stop| s.search_events(r.corpus(), q, stop)),
+            }
+        });
+        fn problems(BAD, |r, _: EmptyRequest, _| Ok(r.problems()));
+        fn diagnostics(BAD, |r, _: EmptyRequest, c| {
+            let report = match &service.team {
+                Some(team) => team.diagnostics(r.corpus().host())?,
+                None => service.searching(c, |s, stop| s.diagnostics(r.corpus(), stop))?,
+            };
+            service.with_unknown_fields(report)
+        });
     }
 }
 

@@ -15,7 +15,7 @@ use serde_json::json;
 
 use crate::chat::mention;
 use crate::chat::model::Model;
-use crate::chat::repl::{cache_line, engine_line};
+use crate::chat::repl::show_cache_figures;
 use crate::chat::session::{ChatEnv, ChatSession, Turn};
 use crate::chat::transcript::human_bytes;
 use crate::replay::rebuild_request;
@@ -330,14 +330,7 @@ log-only = never a message (tool calls, turn markers). All three are searchable.
                         writeln!(out, "{}", c.line())?;
                     }
                     writeln!(out, "assistant> {}", turn.reply)?;
-                    writeln!(
-                        out,
-                        "    {}",
-                        cache_line(&turn.cache, turn.request.messages)
-                    )?;
-                    if let Some(engine) = &turn.engine {
-                        writeln!(out, "    {}", engine_line(engine))?;
-                    }
+                    show_cache_figures(&turn, out)?;
                     Ok(Some(turn))
                 }
                 Err(e) => {

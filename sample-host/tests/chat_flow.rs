@@ -3,13 +3,11 @@
 //! byte-identical), and replay after the cited session changes or disappears.
 
 use std::path::{Path, PathBuf};
-use std::sync::Arc;
 
 use dsh_codec::log::read::{read_log, ReadOptions};
 use dsh_codec::log::Event;
 use dsh_codec::surface::{Label, SurfaceFold};
 use host_api::abi::{ErrorCode, PluginError};
-use sample_host::chat::fake::FakeServices;
 use sample_host::chat::mention;
 use sample_host::chat::{ChatEnv, ChatSession, Services};
 use sample_host::demo;
@@ -18,26 +16,8 @@ use sample_host::request::SYSTEM_PROMPT;
 use sample_host::Shared;
 use serde_json::Value;
 
-struct Fixture {
-    _dir: tempfile::TempDir,
-    root: PathBuf,
-    shared: Arc<Shared>,
-    services: FakeServices,
-}
-
-fn fixture() -> Fixture {
-    let dir = tempfile::tempdir().unwrap();
-    let root = dir.path().join("sessions");
-    demo::write_demo_corpus(&root).unwrap();
-    let shared = Shared::new(Some(root.clone()), false);
-    let services = FakeServices::new(shared.clone());
-    Fixture {
-        _dir: dir,
-        root,
-        shared,
-        services,
-    }
-}
+mod support;
+use support::{fixture, Fixture};
 
 impl Fixture {
     fn env(&self) -> ChatEnv<'_> {

@@ -6,18 +6,19 @@
 use std::io::{BufRead, BufReader, Read, Write};
 use std::net::TcpListener;
 use std::path::PathBuf;
-use std::sync::{mpsc, Arc};
+use std::sync::mpsc;
 use std::thread;
 use std::time::Duration;
 
-use sample_host::chat::fake::FakeServices;
 use sample_host::chat::mention;
 use sample_host::chat::model::Model;
 use sample_host::chat::{ChatEnv, ChatSession};
 use sample_host::demo;
 use sample_host::openai::{ModelConfig, OpenAiClient};
-use sample_host::Shared;
 use serde_json::Value;
+
+mod support;
+use support::{fixture, Fixture};
 
 /// One scripted answer: what the server writes after reading a request (then it closes).
 #[derive(Clone)]
@@ -96,27 +97,6 @@ fn client(url: &str, key_env: Option<&str>, read_timeout: Duration) -> OpenAiCli
         ..ModelConfig::new(url)
     };
     OpenAiClient::new(&config).unwrap()
-}
-
-struct Fixture {
-    _dir: tempfile::TempDir,
-    root: PathBuf,
-    shared: Arc<Shared>,
-    services: FakeServices,
-}
-
-fn fixture() -> Fixture {
-    let dir = tempfile::tempdir().unwrap();
-    let root = dir.path().join("sessions");
-    demo::write_demo_corpus(&root).unwrap();
-    let shared = Shared::new(Some(root.clone()), false);
-    let services = FakeServices::new(shared.clone());
-    Fixture {
-        _dir: dir,
-        root,
-        shared,
-        services,
-    }
 }
 
 fn log_of(f: &Fixture, id: &str) -> PathBuf {

@@ -245,6 +245,43 @@ struct Hit {
     seq: u64,
 }
 
+/// The result line a child process of this bench printed (after [`CHILD_TAG`]); `who` names the child
+/// in the error when there is none.
+fn child_result(out: &std::process::Output, who: &str) -> Result<String, String> {
+    let stdout = String::from_utf8_lossy(&out.stdout);
+    let line = stdout.lines().find_map(|l| l.strip_prefix(CHILD_TAG));
+    line.map(str::to_string).ok_or_else(|| {
+        format!(
+            "{who} printed no result (status {}): {}",
+            out.status,
+            String::from_utf8_lossy(&out.stderr)
+        )
+    })
+}
+
+/// Appends one user line (`text` of its seq) to the scratch log at `path`, with a writer of its own
+/// as another host would; its id is `bench-<what>-<seq>`.
+fn append_user_line(
+    path: &Path,
+    what: &str,
+    text: impl FnOnce(u64) -> String,
+) -> Result<(), String> {
+    let mut writer = LogWriter::open_append(path, WriteOptions::default())
+        .map_err(|e| format!("opening the scratch log: {e}"))?;
+    let seq = writer.next_seq();
+    let data = dsh_codec::build::user_data(&format!("bench-{what}-{seq}"), &text(seq));
+    let event = Event::appended("user/message", seq, 1_790_000_000_000, data);
+    writer
+        .append(&[event])
+        .map_err(|e| format!("appending to the scratch log: {e}"))
+}
+
+impl Hit {
+    fn new(session: String, seq: u64) -> Self {
+        Self { session, seq }
+    }
+}
+
 type Hits = Result<Vec<Hit>, String>;
 
 /// A cold build's figures, as a child process reports them.
@@ -279,23 +316,13 @@ fn build_in_child(which: &str, root: &Path, index: &Path) -> Result<Build, Strin
         .arg(index)
         .output()
         .map_err(|e| format!("starting the {which} build: {e}"))?;
-    let stdout = String::from_utf8_lossy(&out.stdout);
-    let line = stdout
-        .lines()
-        .find_map(|l| l.strip_prefix(CHILD_TAG))
-        .ok_or_else(|| {
-            format!(
-                "the {which} build printed no result (status {}): {}",
-                out.status,
-                String::from_utf8_lossy(&out.stderr)
-            )
-        })?;
+    let line = child_result(&out, &format!("the {which} build"))?;
     // What the build said on the side (skipped sessions, warnings) is worth seeing next to its figures.
     for note in String::from_utf8_lossy(&out.stderr).lines().take(20) {
         eprintln!("{which} build: {note}");
     }
     let value: serde_json::Value =
-        serde_json::from_str(line).map_err(|e| format!("the {which} build's result: {e}"))?;
+        serde_json::from_str(&line).map_err(|e| format!("the {which} build's result: {e}"))?;
     if let Some(message) = value.get("error").and_then(|m| m.as_str()) {
         return Err(message.to_string());
     }
@@ -313,6 +340,8 @@ fn build_in_child(which: &str, root: &Path, index: &Path) -> Result<Build, Strin
 
 #[path = "search_corpus/contention.rs"]
 mod contention;
+#[path = "common/disk_search.rs"]
+mod disk_search;
 
 mod naive {
     use super::*;
@@ -403,13 +432,25 @@ mod naive {
              SELECT session_id, seq FROM best WHERE rn = 1 \
              ORDER BY matches DESC, len ASC, time DESC, session_id ASC, seq DESC LIMIT ?2"
         );
-        let mut stmt = conn.prepare_cached(&sql_text).map_err(sql("preparing"))?;
+        hits(
+            conn,
+            &sql_text,
+            params![phrase(query), (limit + 1) as i64],
+            limit,
+        )
+    }
+
+    /// The first `limit` (session, seq) rows `sql_text` answers with `params`.
+    fn hits(
+        conn: &Connection,
+        sql_text: &str,
+        params: impl rusqlite::Params,
+        limit: usize,
+    ) -> Hits {
+        let mut stmt = conn.prepare_cached(sql_text).map_err(sql("preparing"))?;
         let rows = stmt
-            .query_map(params![phrase(query), (limit + 1) as i64], |r| {
-                Ok(Hit {
-                    session: r.get(0)?,
-                    seq: r.get::<_, i64>(1)? as u64,
-                })
+            .query_map(params, |r| {
+                Ok(Hit::new(r.get(0)?, r.get::<_, i64>(1)? as u64))
             })
             .map_err(sql("searching"))?;
         let mut hits = rows
@@ -425,20 +466,8 @@ mod naive {
             "{SCORED} AND session_id = ?3) \
              ORDER BY matches DESC, len ASC, time DESC, seq DESC LIMIT ?2"
         );
-        let mut stmt = conn.prepare_cached(&sql_text).map_err(sql("preparing"))?;
-        let rows = stmt
-            .query_map(params![phrase(query), (limit + 1) as i64, session], |r| {
-                Ok(Hit {
-                    session: r.get(0)?,
-                    seq: r.get::<_, i64>(1)? as u64,
-                })
-            })
-            .map_err(sql("searching"))?;
-        let mut hits = rows
-            .collect::<Result<Vec<_>, _>>()
-            .map_err(sql("reading hits"))?;
-        hits.truncate(limit);
-        Ok(hits)
+        let params = params![phrase(query), (limit + 1) as i64, session];
+        hits(conn, &sql_text, params, limit)
     }
 }
 
@@ -568,9 +597,6 @@ mod scan {
 /// The plugin's index through `plugin-core`'s plain Rust API (`Search` over a `Corpus`), with a host
 /// that lends no live sessions: the corpus is the sessions root alone.
 mod ours {
-    use std::sync::Arc;
-
-    use host_api::abi::host::DiskOnlyHost;
     use host_api::abi::wire::search::{SessionEventSearchRequest, SessionSearchRequest};
     use plugin_core::config::Config;
     use plugin_core::corpus::Corpus;
@@ -619,20 +645,12 @@ mod ours {
         }
 
         fn open_with(root: &Path, index: &Path, long_lived: bool) -> Result<Self, String> {
-            let host = Arc::new(
-                DiskOnlyHost {
-                    sessions_root: Some(root.display().to_string()),
-                }
-                .boxed(),
-            );
             let config = Config {
-                index_path: Some(index.to_path_buf()),
-                sessions_root: Some(root.to_path_buf()),
                 long_lived,
                 ..Config::default()
             };
-            let search = Search::open(&config, index, host.clone()).map_err(err)?;
-            let corpus = Corpus::new(host, Some(root.to_path_buf()));
+            let (search, corpus) =
+                disk_search::open(root, index, config).map_err(|e| format!("our index: {e}"))?;
             corpus.seed_known(search.known_listing());
             Ok(Self { search, corpus })
         }
@@ -645,33 +663,22 @@ mod ours {
         pub fn search_shared(&self, query: &str, limit: usize) -> Hits {
             let req = SessionSearchRequest {
                 query: json!(query),
-                session_filters: None,
-                event_filters: None,
                 limit: Some(json!(limit)),
-                cursor: None,
                 ..Default::default()
             };
             let page = self
                 .search
                 .search_sessions(&self.corpus, req, &|| false)
                 .map_err(err)?;
-            Ok(page
-                .items
-                .into_iter()
-                .map(|h| Hit {
-                    session: h.best_match.session_id,
-                    seq: h.best_match.seq,
-                })
-                .collect())
+            let hits = page.items.into_iter().map(|h| h.best_match);
+            Ok(hits.map(|h| Hit::new(h.session_id, h.seq)).collect())
         }
 
         pub fn search_events(&mut self, session: &str, query: &str, limit: usize) -> Hits {
             let req = SessionEventSearchRequest {
                 session_id: json!(session),
                 query: json!(query),
-                filters: None,
                 limit: Some(json!(limit)),
-                cursor: None,
                 ..Default::default()
             };
             let page = self
@@ -681,10 +688,7 @@ mod ours {
             Ok(page
                 .items
                 .into_iter()
-                .map(|h| Hit {
-                    session: h.session_id,
-                    seq: h.seq,
-                })
+                .map(|h| Hit::new(h.session_id, h.seq))
                 .collect())
         }
 
@@ -1195,22 +1199,10 @@ fn measure(
 
     let scratch_path = root.join(&scratch.path);
     let fresh_term = "rqappendedzz";
-    let append = || -> Result<(), String> {
-        let mut writer = LogWriter::open_append(&scratch_path, WriteOptions::default())
-            .map_err(|e| format!("opening the scratch log: {e}"))?;
-        let seq = writer.next_seq();
-        let data = dsh_codec::build::user_data(
-            &format!("bench-append-{seq}"),
-            &format!("one more line: {fresh_term}"),
-        );
-        writer
-            .append(&[Event::appended(
-                "user/message",
-                seq,
-                1_790_000_000_000,
-                data,
-            )])
-            .map_err(|e| format!("appending to the scratch log: {e}"))
+    let append = || {
+        append_user_line(&scratch_path, "append", |_| {
+            format!("one more line: {fresh_term}")
+        })
     };
     let mut append_ours = None;
     if let Some(o) = ours.as_mut() {

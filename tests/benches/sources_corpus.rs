@@ -20,12 +20,10 @@ use std::collections::BTreeSet;
 use std::fs;
 use std::io::{BufWriter, Write};
 use std::path::{Path, PathBuf};
-use std::sync::Arc;
 use std::time::{Duration, Instant};
 
 use dsh_codec::log::read::{read_log, ReadOptions};
 use dsh_codec::log::Event;
-use host_api::abi::host::DiskOnlyHost;
 use host_api::abi::wire::search::SessionSearchRequest;
 use plugin_core::config::Config;
 use plugin_core::corpus::Corpus;
@@ -33,6 +31,9 @@ use plugin_core::search::Search;
 use plugin_core::sources::SourceRoots;
 use serde_json::{json, Value};
 use tests::corpus_gen::{ensure_corpus, CorpusInfo, CorpusParams};
+
+#[path = "common/disk_search.rs"]
+mod disk_search;
 
 const COMMON: &str = "error";
 const LIMIT: usize = 20;
@@ -233,30 +234,29 @@ fn to_claude(id: &str, cwd: &str, events: &[Event], out: &mut impl Write) -> std
 /// A DSH session as a Codex rollout.
 fn to_codex(id: &str, cwd: &str, events: &[Event], out: &mut impl Write) -> std::io::Result<()> {
     let created = events.first().map_or(0, |e| e.time);
-    let rec = |time: i64, kind: &str, payload: Value| json!({"timestamp": iso(time), "type": kind, "payload": payload});
-    writeln!(
-        out,
-        "{}",
-        rec(
-            created,
-            "session_meta",
-            json!({"id": id, "timestamp": iso(created), "cwd": cwd,
-        "originator": "codex_cli_rs", "cli_version": "0.50.0", "source": "cli", "model_provider": "openai",
-        "git": {"branch": "main"}})
+    // One rollout line: a record of `kind` at `time`.
+    let mut put = |time: i64, kind: &str, payload: Value| {
+        writeln!(
+            out,
+            "{}",
+            json!({"timestamp": iso(time), "type": kind, "payload": payload})
         )
+    };
+    put(
+        created,
+        "session_meta",
+        json!({"id": id, "timestamp": iso(created), "cwd": cwd,
+        "originator": "codex_cli_rs", "cli_version": "0.50.0", "source": "cli", "model_provider": "openai",
+        "git": {"branch": "main"}}),
     )?;
     let mut last_user = String::new();
     for e in events {
         let t = e.time;
         match e.kind.as_str() {
-            "turn/start" => writeln!(
-                out,
-                "{}",
-                rec(
-                    t,
-                    "turn_context",
-                    json!({"cwd": cwd, "model": "gpt-5-codex"})
-                )
+            "turn/start" => put(
+                t,
+                "turn_context",
+                json!({"cwd": cwd, "model": "gpt-5-codex"}),
             )?,
             "user/message" if is_checkpoint(e) => {
                 let summary = text_of(&e.data["content"]);
@@ -264,41 +264,25 @@ fn to_codex(id: &str, cwd: &str, events: &[Event], out: &mut impl Write) -> std:
                     {"type": "message", "role": "user", "content": [{"type": "input_text", "text": last_user}]},
                     {"type": "message", "role": "user", "content": [{"type": "input_text", "text": summary}]},
                 ]);
-                writeln!(
-                    out,
-                    "{}",
-                    rec(
-                        t,
-                        "compacted",
-                        json!({"message": summary, "replacement_history": history})
-                    )
+                put(
+                    t,
+                    "compacted",
+                    json!({"message": summary, "replacement_history": history}),
                 )?;
-                writeln!(
-                    out,
-                    "{}",
-                    rec(t, "event_msg", json!({"type": "context_compacted"}))
-                )?;
+                put(t, "event_msg", json!({"type": "context_compacted"}))?;
             }
             "user/message" => {
                 let text = text_of(&e.data["content"]);
-                writeln!(
-                    out,
-                    "{}",
-                    rec(
-                        t,
-                        "response_item",
-                        json!({"type": "message", "role": "user",
-                    "content": [{"type": "input_text", "text": text}]})
-                    )
+                put(
+                    t,
+                    "response_item",
+                    json!({"type": "message", "role": "user",
+                    "content": [{"type": "input_text", "text": text}]}),
                 )?;
-                writeln!(
-                    out,
-                    "{}",
-                    rec(
-                        t,
-                        "event_msg",
-                        json!({"type": "user_message", "message": text, "images": []})
-                    )
+                put(
+                    t,
+                    "event_msg",
+                    json!({"type": "user_message", "message": text, "images": []}),
                 )?;
                 last_user = text;
             }
@@ -310,47 +294,31 @@ fn to_codex(id: &str, cwd: &str, events: &[Event], out: &mut impl Write) -> std:
                 {
                     match block["type"].as_str() {
                         Some("text") => {
-                            writeln!(
-                                out,
-                                "{}",
-                                rec(
-                                    t,
-                                    "response_item",
-                                    json!({"type": "message", "role": "assistant",
-                                "content": [{"type": "output_text", "text": block["text"]}]})
-                                )
+                            put(
+                                t,
+                                "response_item",
+                                json!({"type": "message", "role": "assistant",
+                                "content": [{"type": "output_text", "text": block["text"]}]}),
                             )?;
-                            writeln!(
-                                out,
-                                "{}",
-                                rec(
-                                    t,
-                                    "event_msg",
-                                    json!({"type": "agent_message", "message": block["text"]})
-                                )
+                            put(
+                                t,
+                                "event_msg",
+                                json!({"type": "agent_message", "message": block["text"]}),
                             )?;
                         }
                         Some("reasoning") => {
-                            writeln!(
-                                out,
-                                "{}",
-                                rec(
-                                    t,
-                                    "response_item",
-                                    json!({"type": "reasoning",
-                                "summary": [{"type": "summary_text", "text": block["text"]}], "encrypted_content": "gAAA"})
-                                )
-                            )?;
-                        }
-                        Some("tool-call") => writeln!(
-                            out,
-                            "{}",
-                            rec(
+                            put(
                                 t,
                                 "response_item",
-                                json!({"type": "function_call",
-                            "name": block["name"], "arguments": block["arguments"], "call_id": block["id"]})
-                            )
+                                json!({"type": "reasoning",
+                                "summary": [{"type": "summary_text", "text": block["text"]}], "encrypted_content": "gAAA"}),
+                            )?;
+                        }
+                        Some("tool-call") => put(
+                            t,
+                            "response_item",
+                            json!({"type": "function_call",
+                            "name": block["name"], "arguments": block["arguments"], "call_id": block["id"]}),
                         )?,
                         _ => {}
                     }
@@ -358,22 +326,14 @@ fn to_codex(id: &str, cwd: &str, events: &[Event], out: &mut impl Write) -> std:
             }
             "tool/result" => {
                 let r = &e.data["message"]["content"][0];
-                writeln!(
-                    out,
-                    "{}",
-                    rec(
-                        t,
-                        "response_item",
-                        json!({"type": "function_call_output",
-                    "call_id": r["toolCallId"], "output": text_of(&r["content"])})
-                    )
+                put(
+                    t,
+                    "response_item",
+                    json!({"type": "function_call_output",
+                    "call_id": r["toolCallId"], "output": text_of(&r["content"])}),
                 )?;
             }
-            "step/end" => writeln!(
-                out,
-                "{}",
-                rec(t, "event_msg", json!({"type": "token_count", "info": null}))
-            )?,
+            "step/end" => put(t, "event_msg", json!({"type": "token_count", "info": null}))?,
             _ => {}
         }
     }
@@ -461,21 +421,13 @@ fn open_index(index: &Path, root: &Path, sources: SourceRoots) -> Result<Index, 
     for suffix in ["", "-wal", "-shm"] {
         let _ = fs::remove_file(format!("{}{suffix}", index.display()));
     }
-    let host = Arc::new(
-        DiskOnlyHost {
-            sessions_root: Some(root.display().to_string()),
-        }
-        .boxed(),
-    );
     let config = Config {
-        index_path: Some(index.to_path_buf()),
-        sessions_root: Some(root.to_path_buf()),
         claude_projects: sources.claude_projects.clone(),
         codex_home: sources.codex_home.clone(),
         ..Config::default()
     };
-    let search = Search::open(&config, index, host.clone()).map_err(err)?;
-    let corpus = Corpus::new(host, Some(root.to_path_buf())).with_sources(sources);
+    let (search, corpus) = disk_search::open(root, index, config)?;
+    let corpus = corpus.with_sources(sources);
     Ok(Index { search, corpus })
 }
 

@@ -17,16 +17,24 @@
 //! generator version, and otherwise regenerates it. It only ever deletes a folder it stamped as its own.
 
 use std::collections::{BTreeMap, BTreeSet};
-use std::fs::{self, File, OpenOptions};
+use std::fs::{self, File};
 use std::io;
-use std::os::unix::fs::OpenOptionsExt;
 use std::path::{Path, PathBuf};
 
+use dsh_codec::build::{
+    assistant_content_data, checkpoint_text, compaction_marker_data, compaction_summary_data,
+    prune_data, pruned_result_data, request_header_data, step_data, title_data, tool_call_data,
+    tool_result_data, turn_end_with, turn_start_data, user_data, Script,
+};
 use dsh_codec::log::packed::pack;
 use dsh_codec::log::write::{LogFile, LogWriter, WriteOptions};
-use dsh_codec::log::{Compression, Event, LogError, SessionHeader};
+use dsh_codec::log::{Compression, LogError, SessionHeader};
 use serde::{Deserialize, Serialize};
 use serde_json::{json, Value};
+
+/// The provider and model every generated session names.
+const PROVIDER: &str = "deepseek-official";
+const MODEL: &str = "deepseek-v4-flash";
 
 /// Bumped whenever the output for given parameters changes, so an old corpus on disk is regenerated.
 pub const GENERATOR_VERSION: u32 = 3;
@@ -997,20 +1005,15 @@ struct NoSyncFile(File);
 
 impl LogFile for NoSyncFile {
     fn create_new(path: &Path) -> io::Result<Self> {
-        OpenOptions::new()
-            .append(true)
-            .create_new(true)
-            .mode(0o600)
-            .open(path)
-            .map(Self)
+        <File as LogFile>::create_new(path).map(Self)
     }
 
     fn open_append(path: &Path) -> io::Result<Self> {
-        OpenOptions::new().append(true).open(path).map(Self)
+        <File as LogFile>::open_append(path).map(Self)
     }
 
     fn write_all(&mut self, buf: &[u8]) -> io::Result<()> {
-        io::Write::write_all(&mut self.0, buf)
+        LogFile::write_all(&mut self.0, buf)
     }
 
     fn sync(&mut self) -> io::Result<()> {
@@ -1018,11 +1021,11 @@ impl LogFile for NoSyncFile {
     }
 
     fn size(&self) -> io::Result<u64> {
-        Ok(self.0.metadata()?.len())
+        self.0.size()
     }
 
     fn truncate(&mut self, len: u64) -> io::Result<()> {
-        self.0.set_len(len)
+        self.0.truncate(len)
     }
 }
 
@@ -1041,15 +1044,14 @@ struct SessionGen {
     live: bool,
     /// Uncompressed bytes to aim for.
     budget: u64,
-    seq: u64,
-    time: i64,
+    /// Numbers and times the events; taken as one append batch at each flush.
+    script: Script,
     surface: Vec<Node>,
     /// Rare terms still to plant; each message or tool output takes one.
     pending: Vec<String>,
     /// `(term, seq)` of every planted document.
     planted: Vec<(String, u64)>,
     plain_bytes: u64,
-    batch: Vec<Event>,
     writer: Option<LogWriter<NoSyncFile>>,
 }
 
@@ -1080,13 +1082,14 @@ impl SessionGen {
             zstd: index % 4 == 1,
             live: index % 100 == 3,
             budget,
-            seq: 0,
-            time: 1_780_000_000_000 + index as i64 * 600_000,
+            // The clock moves by a jittered step the generator draws after each event.
+            script: Script::new("", 1_780_000_000_000 + index as i64 * 600_000)
+                .time_step(0)
+                .model(PROVIDER, MODEL),
             surface: Vec::new(),
             pending,
             planted: Vec::new(),
             plain_bytes: 0,
-            batch: Vec::new(),
             writer: None,
             rng,
         }
@@ -1099,7 +1102,7 @@ impl SessionGen {
     ) -> Result<(SessionInfo, Vec<(String, u64)>), CorpusError> {
         let picked = (!self.rng.chance(5)).then(|| self.rng.pick(PROJECTS));
         let cwd = cwd.or(picked).map(str::to_string);
-        let header = SessionHeader::new(self.id.clone(), self.time, cwd);
+        let header = SessionHeader::new(self.id.clone(), self.script.now(), cwd);
         let opts = WriteOptions {
             compression: if self.zstd {
                 Compression::Zstd
@@ -1152,7 +1155,7 @@ impl SessionGen {
             zstd: self.zstd,
             plain_bytes: self.plain_bytes,
             file_bytes,
-            events: self.seq,
+            events: self.script.next_seq(),
             live: self.live,
         };
         Ok((info, self.planted))
@@ -1165,38 +1168,40 @@ impl SessionGen {
         }
     }
 
-    fn event(&mut self, kind: &str, data: Value) -> u64 {
-        let seq = self.seq;
-        self.batch.push(Event::new(kind, seq, self.time, data));
-        self.seq += 1;
-        self.time += self.rng.range(0, 30) as i64;
+    /// The seq the next event gets.
+    fn seq(&self) -> u64 {
+        self.script.next_seq()
+    }
+
+    /// Moves the clock on after an event by 0 to 30 ms.
+    fn tick(&mut self, seq: u64) -> u64 {
+        let jitter = self.rng.range(0, 30) as i64;
+        self.script.advance(jitter);
         seq
     }
 
-    /// A message event on the surface: appended, or replacing `replace` (start, end).
-    fn message(
-        &mut self,
-        kind: &str,
-        data: Value,
-        sources: Option<Vec<u64>>,
-        replace: Option<(u64, u64)>,
-    ) -> u64 {
-        let seq = self.event(kind, data);
-        let event = self.batch.last_mut().expect("just pushed");
-        event.source_event_seqs = sources.map(|s| json!(s));
-        event.surface_op = Some(match replace {
-            None => json!("append"),
-            Some((start, end)) => json!({"op": "replace", "start": start, "end": end}),
-        });
-        seq
+    /// An event off the surface.
+    fn event(&mut self, kind: &str, data: Value) -> u64 {
+        let seq = self.script.plain(kind, data);
+        self.tick(seq)
+    }
+
+    /// An event appended to the surface, citing `sources` when there are any.
+    fn appended(&mut self, kind: &str, data: Value, sources: &[u64]) -> u64 {
+        let seq = if sources.is_empty() {
+            self.script.appended(kind, data)
+        } else {
+            self.script.appended_citing(kind, data, sources)
+        };
+        self.tick(seq)
     }
 
     /// Appends the pending batch as one durable append (one zstd frame), counting its plaintext.
     fn flush(&mut self) -> Result<(), CorpusError> {
-        if self.batch.is_empty() {
+        let batch = self.script.take_events();
+        if batch.is_empty() {
             return Ok(());
         }
-        let batch = std::mem::take(&mut self.batch);
         self.plain_bytes += pack(&batch)
             .iter()
             .map(|line| line.to_string().len() as u64 + 1)
@@ -1231,20 +1236,17 @@ impl SessionGen {
             text.push_str("\n\nI got this:\n");
             text.push_str(&out);
         }
-        let text = self.with_plant(text, self.seq, last);
+        let text = self.with_plant(text, self.seq(), last);
         let id = format!("u-{}-{turn}", self.rng.hex(12));
-        let data = json!({"content": [{"type": "text", "text": text}], "source": {"kind": "user"}, "role": "user", "id": id});
-        let seq = self.message("user/message", data, None, None);
+        let seq = self.appended("user/message", user_data(&id, &text), &[]);
         self.surface.push(Node {
             seq,
             tool_data: None,
         });
         if turn == 1 {
             let title: String = text.chars().take(24).collect();
-            self.event(
-                "session/title",
-                json!({"title": title, "messageSeqs": [seq], "source": {"kind": "fallback"}}),
-            );
+            let data = title_data(&title, &[seq], json!({"kind": "fallback"}));
+            self.event("session/title", data);
         }
     }
 
@@ -1259,16 +1261,13 @@ impl SessionGen {
     /// message, and for a tool call its `tool/call` and, unless `open` (a live session mid-tool), its
     /// result and the step's end.
     fn step(&mut self, turn: u64, step: u64, tool: bool, open: bool) -> Result<(), CorpusError> {
-        self.event("step/start", json!({"turn": turn, "step": step}));
+        self.event("step/start", step_data(turn, step));
         if turn == 1 && step == 1 {
             let system = words(&mut self.rng, 80);
-            self.event(
-                "request/header",
-                json!({"header": {"config": {"provider": "deepseek-official", "model": "deepseek-v4-flash"},
-                    "system": system}, "reason": "initial"}),
-            );
+            let header = request_header_data(PROVIDER, MODEL, Some(&system));
+            self.event("request/header", header);
         }
-        let first = self.seq;
+        let first = self.seq();
         let n = self.rng.range(10, 80);
         let reasoning = words(&mut self.rng, n);
         let n = self.rng.range(5, 90);
@@ -1337,40 +1336,36 @@ impl SessionGen {
             step,
             json!({"type": "finish", "reason": {"kind": reason}}),
         );
-        let sources: Vec<u64> = (first..self.seq).collect();
+        let sources: Vec<u64> = (first..self.seq()).collect();
         let id = format!("a-{}", self.rng.hex(16));
-        let data = json!({"turn": turn, "step": step, "message": {"role": "assistant", "content": content,
-            "source": {"kind": "model", "provider": "deepseek-official", "model": "deepseek-v4-flash"}, "id": id},
-            "usage": usage});
-        let seq = self.message("assistant/message", data, Some(sources), None);
+        let mut data = assistant_content_data(turn, step, &id, content, PROVIDER, MODEL);
+        data["usage"] = usage;
+        let seq = self.appended("assistant/message", data, &sources);
         self.surface.push(Node {
             seq,
             tool_data: None,
         });
         if let Some((name, args)) = call_args {
-            let call_seq = self.event(
-                "tool/call",
-                json!({"turn": turn, "step": step, "callId": call, "name": name, "arguments": args}),
-            );
+            let call_seq = self.event("tool/call", tool_call_data(turn, step, &call, name, &args));
             if open {
                 // A live session mid-tool: the result is not there yet.
                 return self.flush();
             }
             let (output, failed) = tool_output(&mut self.rng);
-            let output = self.with_plant(output, self.seq, false);
-            let mut data = json!({"turn": turn, "step": step, "message": {"source": {"kind": "tool", "callId": call},
-                "content": [{"type": "tool-result", "toolCallId": call, "content": [{"type": "text", "text": output}],
-                "isError": failed}], "role": "user", "id": format!("t-{}", self.rng.hex(16))}});
+            let output = self.with_plant(output, self.seq(), false);
+            let id = format!("t-{}", self.rng.hex(16));
+            let mut data = tool_result_data(turn, step, &id, &call, &output);
+            data["message"]["content"][0]["isError"] = json!(failed);
             if failed && self.rng.chance(30) {
                 data["error"] = json!({"name": "ToolExecutionError", "code": "TOOL_FAILED"});
             }
-            let seq = self.message("tool/result", data.clone(), Some(vec![call_seq]), None);
+            let seq = self.appended("tool/result", data.clone(), &[call_seq]);
             self.surface.push(Node {
                 seq,
                 tool_data: Some(data),
             });
         }
-        self.event("step/end", json!({"turn": turn, "step": step}));
+        self.event("step/end", step_data(turn, step));
         self.flush()
     }
 
@@ -1387,7 +1382,7 @@ impl SessionGen {
     }
 
     fn turn(&mut self, turn: u64, last: bool) -> Result<(), CorpusError> {
-        self.event("turn/start", json!({"turn": turn}));
+        self.event("turn/start", turn_start_data(turn));
         self.user_message(turn, last);
         if self.rng.chance(20) {
             self.todo();
@@ -1415,13 +1410,13 @@ impl SessionGen {
             11..=12 => json!({"kind": "max-tokens"}),
             _ => json!({"kind": "completed"}),
         };
-        self.event("turn/end", json!({"turn": turn, "reason": reason}));
+        self.event("turn/end", turn_end_with(turn, reason));
         self.flush()
     }
 
     /// The last turn of a live-looking session: a tool call in flight, no result, no turn end.
     fn open_turn(&mut self, turn: u64) -> Result<(), CorpusError> {
-        self.event("turn/start", json!({"turn": turn}));
+        self.event("turn/start", turn_start_data(turn));
         self.user_message(turn, true);
         self.flush()?;
         self.step(turn, 1, true, true)
@@ -1438,35 +1433,32 @@ impl SessionGen {
         let compaction_id = format!("cmp-{}", self.rng.hex(12));
         let start = self.event(
             "compaction/start",
-            json!({"compactionId": compaction_id, "turn": turn}),
+            compaction_marker_data(&compaction_id, Some(turn)),
         );
         let n = self.rng.range(40, 160);
         let summary = prose(&mut self.rng, n);
         let tokens = self.rng.range(2000, 90_000);
-        let summary_seq = self.event(
-            "compaction/summary",
-            json!({"compactionId": compaction_id, "summary": [{"type": "text", "text": summary}],
-                "shadowedRange": {"start": first, "end": last}, "shadowedSeqs": shadowed,
-                "shadowedTokenCount": tokens, "provider": "deepseek-official",
-                "model": "deepseek-v4-flash"}),
+        let data = compaction_summary_data(
+            &compaction_id,
+            &summary,
+            (first, last),
+            &shadowed,
+            tokens,
+            PROVIDER,
+            MODEL,
         );
+        let summary_seq = self.event("compaction/summary", data);
         let mut sources = vec![start, summary_seq];
         sources.extend(&shadowed);
-        let checkpoint = json!({"content": [
-                {"type": "text", "text": "This is an automatically generated checkpoint condensing an earlier span of the conversation to free up context.\n\n<compacted-summary>"},
-                {"type": "text", "text": summary},
-                {"type": "text", "text": "</compacted-summary>"}],
-            "source": {"kind": "plugin", "plugin": "compact", "compactionId": compaction_id},
-            "role": "user", "id": format!("c-{}", self.rng.hex(16))});
-        let seq = self.message(
-            "user/message",
-            checkpoint,
-            Some(sources),
-            Some((first, last)),
-        );
+        let id = format!("c-{}", self.rng.hex(16));
+        let text = checkpoint_text(&summary);
+        let seq = self
+            .script
+            .checkpoint(&id, &compaction_id, &text, first, last, &sources);
+        self.tick(seq);
         self.event(
             "compaction/end",
-            json!({"compactionId": compaction_id, "turn": turn}),
+            compaction_marker_data(&compaction_id, Some(turn)),
         );
         self.surface.drain(..=end_idx);
         self.surface.insert(
@@ -1494,19 +1486,13 @@ impl SessionGen {
             return Ok(());
         };
         let tokens = self.rng.range(200, 9000);
-        let marker = self.event(
-            "compaction/prune",
-            json!({"shadowedRange": {"start": target, "end": target}, "shadowedSeqs": [target],
-                "shadowedTokenCount": tokens}),
-        );
-        data["message"]["content"][0]["content"] =
-            json!([{"type": "text", "text": "[tool output pruned to save context]"}]);
-        let seq = self.message(
-            "tool/result",
-            data.clone(),
-            Some(vec![marker, target]),
-            Some((target, target)),
-        );
+        let marker = self.event("compaction/prune", prune_data(target, tokens));
+        data = pruned_result_data(data, "[tool output pruned to save context]");
+        let sources = [marker, target];
+        let seq = self
+            .script
+            .replacing("tool/result", data.clone(), target, target, &sources);
+        self.tick(seq);
         self.surface[at] = Node {
             seq,
             tool_data: Some(data),

@@ -225,6 +225,27 @@ pub mod host {
         pub fn sample_host(&self) -> Command {
             sample_host(&self.plugins, &self.sessions, &self.index)
         }
+
+        /// `sample-host watch` over this folder, running until the test stops it: `TMPDIR` is `tmp`,
+        /// `HOME` isolated, the log at its default level on a piped stderr.
+        pub fn spawn_watch(&self, tmp: &Path) -> std::process::Child {
+            self.sample_host()
+                .env("HOME", isolated_home())
+                .arg("watch")
+                .env("TMPDIR", tmp)
+                .env_remove("RUST_LOG")
+                .stdout(std::process::Stdio::null())
+                .stderr(std::process::Stdio::piped())
+                .spawn()
+                .expect("sample-host watch starts")
+        }
+
+        /// A `tmp/` folder inside this one (created on first use), for a host's `TMPDIR`.
+        pub fn tmp(&self) -> PathBuf {
+            let dir = self.root().join("tmp");
+            std::fs::create_dir_all(&dir).expect("tmp folder");
+            dir
+        }
     }
 
     /// `sample-host --plugins … --sessions … --index …`: how every command line a CLI test runs starts;
@@ -261,6 +282,25 @@ pub mod host {
                     .is_some_and(|n| n.to_string_lossy().starts_with("sample-host-shadow-"))
             })
             .collect()
+    }
+
+    /// Fails the test when a host left a hot-reload shadow copy in `dir` (its `TMPDIR`).
+    pub fn assert_no_shadow_folders(dir: &Path) {
+        let left = shadow_folders(dir);
+        assert!(left.is_empty(), "shadow copies left behind: {left:?}");
+    }
+
+    /// The `mention` of session `id` in a `candidates --json` answer, failing the test when `id` is not
+    /// a candidate.
+    pub fn mention_of(candidates: &serde_json::Value, id: &str) -> String {
+        let list = candidates.as_array().expect("candidates are a list");
+        let candidate = list.iter().find(|c| c["sessionId"] == id);
+        let candidate =
+            candidate.unwrap_or_else(|| panic!("{id} is not a candidate: {candidates}"));
+        candidate["mention"]
+            .as_str()
+            .expect("a mention")
+            .to_string()
     }
 
     /// The log of session `id` in a sessions root, whichever project folder and encoding it has.

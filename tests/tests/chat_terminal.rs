@@ -13,7 +13,7 @@ use std::process::{Child, Command, Stdio};
 use std::sync::{Arc, Mutex};
 use std::time::{Duration, Instant};
 
-use tests::host::{demo_env, shadow_folders, DemoEnv};
+use tests::host::{assert_no_shadow_folders, demo_env, DemoEnv};
 use tests::libs::{install, libs};
 
 fn openpty() -> (OwnedFd, OwnedFd) {
@@ -51,14 +51,8 @@ struct Terminal {
 impl Terminal {
     fn start(env: &DemoEnv, sessions: &Path, tmp: &Path, args: &[&str]) -> Self {
         let (master, slave) = openpty();
-        let mut cmd = Command::new(&libs().sample_host);
-        cmd.arg("--plugins")
-            .arg(&env.plugins)
-            .arg("--sessions")
-            .arg(sessions)
-            .arg("--index")
-            .arg(&env.index)
-            .args(args)
+        let mut cmd = tests::host::sample_host(&env.plugins, sessions, &env.index);
+        cmd.args(args)
             .env("TMPDIR", tmp)
             .env("XDG_DATA_HOME", env.root().join("data"))
             .env("TERM", "xterm")
@@ -170,8 +164,7 @@ fn ctrl_c_mid_search_cancels_it_and_ctrl_c_on_an_empty_line_leaves_saying_how_to
     )
     .unwrap();
     let arriving = tests::corpus_gen::CorpusInfo::root(&big);
-    let tmp = env.root().join("tmp");
-    std::fs::create_dir(&tmp).unwrap();
+    let tmp = env.tmp();
     let mut chat = Terminal::start(
         &env,
         &env.sessions,
@@ -213,18 +206,13 @@ fn ctrl_c_mid_search_cancels_it_and_ctrl_c_on_an_empty_line_leaves_saying_how_to
     );
     let status = chat.wait_exit();
     assert!(status.success(), "{status:?}");
-    assert!(
-        shadow_folders(&tmp).is_empty(),
-        "{:?}",
-        shadow_folders(&tmp)
-    );
+    assert_no_shadow_folders(&tmp);
 }
 
 #[test]
 fn a_reload_is_announced_and_a_library_overwritten_in_place_never_crashes_the_chat() {
     let env = demo_env();
-    let tmp = env.root().join("tmp");
-    std::fs::create_dir(&tmp).unwrap();
+    let tmp = env.tmp();
     let mut chat = Terminal::start(
         &env,
         &env.sessions,
@@ -283,27 +271,14 @@ fn a_reload_is_announced_and_a_library_overwritten_in_place_never_crashes_the_ch
         "{status:?} (signal {:?})",
         status.signal()
     );
-    assert!(
-        shadow_folders(&tmp).is_empty(),
-        "{:?}",
-        shadow_folders(&tmp)
-    );
+    assert_no_shadow_folders(&tmp);
 }
 
 #[test]
 fn a_library_overwritten_in_place_while_watch_serves_is_refused_or_reloaded_never_a_signal() {
     let env = demo_env();
-    let tmp = env.root().join("tmp");
-    std::fs::create_dir(&tmp).unwrap();
-    let mut watch = env
-        .sample_host()
-        .arg("watch")
-        .env("TMPDIR", &tmp)
-        .env_remove("RUST_LOG")
-        .stdout(Stdio::null())
-        .stderr(Stdio::piped())
-        .spawn()
-        .unwrap();
+    let tmp = env.tmp();
+    let mut watch = env.spawn_watch(&tmp);
     let log = Arc::new(Mutex::new(String::new()));
     {
         let log = log.clone();
@@ -348,9 +323,5 @@ fn a_library_overwritten_in_place_while_watch_serves_is_refused_or_reloaded_neve
         text.contains("shadow folder") && text.contains("removed"),
         "{text}"
     );
-    assert!(
-        shadow_folders(&tmp).is_empty(),
-        "{:?}",
-        shadow_folders(&tmp)
-    );
+    assert_no_shadow_folders(&tmp);
 }

@@ -249,14 +249,8 @@ fn a_non_utf8_id_is_session_not_found_and_a_non_utf8_path_is_fine() {
     // A sessions root whose name is not UTF-8 is just a path (empty here: no sessions).
     let odd_root = env.root().join(OsStr::from_bytes(b"sessions-\xfe"));
     std::fs::create_dir(&odd_root).unwrap();
-    let out = Command::new(&libs().sample_host)
+    let out = sample_host(&env.plugins, &odd_root, &env.index)
         .env("HOME", tests::host::isolated_home())
-        .arg("--plugins")
-        .arg(&env.plugins)
-        .arg("--sessions")
-        .arg(&odd_root)
-        .arg("--index")
-        .arg(&env.index)
         .args(["sessions", "--json"])
         .output()
         .unwrap();
@@ -447,18 +441,8 @@ impl Lines {
 #[test]
 fn watch_tells_the_story_and_cleans_up_on_sigterm() {
     let env = env();
-    let tmp = env.root().join("tmp");
-    std::fs::create_dir(&tmp).unwrap();
-    let mut child = env
-        .sample_host()
-        .env("HOME", tests::host::isolated_home())
-        .arg("watch")
-        .env("TMPDIR", &tmp)
-        .env_remove("RUST_LOG")
-        .stdout(Stdio::null())
-        .stderr(Stdio::piped())
-        .spawn()
-        .unwrap();
+    let tmp = env.tmp();
+    let mut child = env.spawn_watch(&tmp);
     let mut lines = Lines::new(child.stderr.take().unwrap());
     let first = lines.wait_for(&["generation 1 serving", "mapped libraries: 1 of 64"]);
     assert!(first.contains(" INFO "), "timestamped INFO lines: {first}");
@@ -520,15 +504,9 @@ fn watch_tells_the_story_and_cleans_up_on_sigterm() {
 fn the_log_level_follows_verbose_and_rust_log() {
     let env = env();
     let stderr_of = |verbose: bool, rust_log: Option<&str>| {
-        let mut cmd = Command::new(&libs().sample_host);
+        let mut cmd = env.sample_host();
         cmd.env("HOME", tests::host::isolated_home());
-        cmd.arg("--plugins")
-            .arg(&env.plugins)
-            .arg("--sessions")
-            .arg(&env.sessions)
-            .arg("--index")
-            .arg(&env.index)
-            .args(["sessions", "--json"]);
+        cmd.args(["sessions", "--json"]);
         if verbose {
             cmd.arg("--verbose");
         }
@@ -572,18 +550,16 @@ fn a_sessions_root_that_is_not_utf8_is_listed_and_searched() {
         .unwrap();
     assert!(copied.success());
     let odd = |args: &[&str]| {
-        let out = Command::new(&libs().sample_host)
-            .env("HOME", tests::host::isolated_home())
-            .arg("--plugins")
-            .arg(&env.plugins)
-            .arg("--sessions")
-            .arg(&odd_root)
-            .arg("--index")
-            .arg(env.root().join("odd-index.sqlite"))
-            .args(args)
-            .arg("--json")
-            .output()
-            .unwrap();
+        let out = sample_host(
+            &env.plugins,
+            &odd_root,
+            &env.root().join("odd-index.sqlite"),
+        )
+        .env("HOME", tests::host::isolated_home())
+        .args(args)
+        .arg("--json")
+        .output()
+        .unwrap();
         assert_eq!(
             out.status.code(),
             Some(0),

@@ -133,15 +133,7 @@ fn two_processes_citing_into_one_log_never_take_the_same_seq() {
     .output()
     .unwrap();
     let list = json(&candidates, "candidates");
-    let mention = list
-        .as_array()
-        .unwrap()
-        .iter()
-        .find(|c| c["sessionId"] == "demo-docs")
-        .expect("demo-docs is a candidate")["mention"]
-        .as_str()
-        .unwrap()
-        .to_string();
+    let mention = tests::host::mention_of(&list, "demo-docs");
     let target = log_file(&env.sessions, "demo-ci-fix-child");
     let stored = |path: &Path| {
         dsh_codec::log::read::read_log(

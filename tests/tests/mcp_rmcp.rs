@@ -23,13 +23,8 @@ const DOCS: &str = "demo-docs";
 
 /// `sample-host ARGS --json` on its own index; its one JSON value.
 fn cli(env: &DemoEnv, args: &[&str]) -> Value {
-    let out = Command::new(&libs().sample_host)
-        .arg("--plugins")
-        .arg(&env.plugins)
-        .arg("--sessions")
-        .arg(&env.sessions)
-        .arg("--index")
-        .arg(env.root().join("cli-index.sqlite"))
+    let index = env.root().join("cli-index.sqlite");
+    let out = tests::host::sample_host(&env.plugins, &env.sessions, &index)
         .args(args)
         .arg("--json")
         .output()
@@ -629,14 +624,9 @@ fn stdout_carries_only_the_protocol_and_sigterm_stops_the_server() {
     use std::io::{BufRead, BufReader, Write};
 
     let env = mcp_env();
-    let mut child = Command::new(&libs().sample_host)
+    let mut child = env
+        .sample_host()
         .arg("mcp")
-        .arg("--plugins")
-        .arg(&env.plugins)
-        .arg("--sessions")
-        .arg(&env.sessions)
-        .arg("--index")
-        .arg(&env.index)
         .env_remove("RUST_LOG")
         .stdin(Stdio::piped())
         .stdout(Stdio::piped())

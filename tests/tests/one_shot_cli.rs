@@ -7,7 +7,6 @@ use std::path::Path;
 use std::process::Command;
 
 use tests::host::demo_env;
-use tests::libs::libs;
 
 /// Runs `sample-host … ARGS` under `strace -f -e trace=openat,inotify_add_watch,fsync,fdatasync`; returns the traced
 /// calls, or `None` (test skipped, said so) when strace is not installed.
@@ -26,6 +25,8 @@ fn traced(env: &tests::host::DemoEnv, args: &[&str]) -> Option<Vec<String>> {
     // An empty home: the machine's own Claude Code and Codex folders are never read (or watched).
     let home = env.root().join("home");
     std::fs::create_dir_all(&home).unwrap();
+    // The host's own command line, run by strace.
+    let host = env.sample_host();
     let out = Command::new("strace")
         .env("HOME", &home)
         .args([
@@ -36,13 +37,8 @@ fn traced(env: &tests::host::DemoEnv, args: &[&str]) -> Option<Vec<String>> {
             "-o",
         ])
         .arg(&trace)
-        .arg(&libs().sample_host)
-        .arg("--plugins")
-        .arg(&env.plugins)
-        .arg("--sessions")
-        .arg(&env.sessions)
-        .arg("--index")
-        .arg(&env.index)
+        .arg(host.get_program())
+        .args(host.get_args())
         .args(args)
         .output()
         .expect("strace runs");

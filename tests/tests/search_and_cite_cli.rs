@@ -74,15 +74,17 @@ fn search_through_the_plugin_labels_pages_and_reports_broken_sessions() {
     let all: Vec<(String, u64)> = labels_of(&inside);
     let mut paged = Vec::new();
     let mut cursor: Option<String> = None;
+    // One hit of `demo-ci-fix` a page.
+    let one_a_page = [
+        "search",
+        "parser",
+        "--session",
+        "demo-ci-fix",
+        "--limit",
+        "1",
+    ];
     loop {
-        let mut args = vec![
-            "search",
-            "parser",
-            "--session",
-            "demo-ci-fix",
-            "--limit",
-            "1",
-        ];
+        let mut args = one_a_page.to_vec();
         if let Some(c) = &cursor {
             args.extend(["--cursor", c.as_str()]);
         }
@@ -97,32 +99,13 @@ fn search_through_the_plugin_labels_pages_and_reports_broken_sessions() {
     assert_eq!(paged, all);
 
     // A cursor edited by hand is refused, never a page.
-    let (_, first) = run(
-        &env,
-        &[
-            "search",
-            "parser",
-            "--session",
-            "demo-ci-fix",
-            "--limit",
-            "1",
-        ],
-    );
+    let (_, first) = run(&env, &one_a_page);
     let mut forged = first["nextCursor"].as_str().unwrap().to_string();
     let last = forged.pop().unwrap();
     forged.push(if last == 'A' { 'B' } else { 'A' });
     let (code, err) = run(
         &env,
-        &[
-            "search",
-            "parser",
-            "--session",
-            "demo-ci-fix",
-            "--limit",
-            "1",
-            "--cursor",
-            &forged,
-        ],
+        &[&one_a_page[..], &["--cursor", forged.as_str()][..]].concat(),
     );
     assert_eq!(code, 1);
     assert_eq!(
@@ -203,13 +186,7 @@ fn cite_appends_the_context_then_the_line_and_keeps_the_prefix() {
     assert_eq!(code, 0, "{candidates}");
     let list = candidates.as_array().unwrap();
     assert!(list.iter().all(|c| c["sessionId"] != "demo-ci-fix-child"));
-    let mention = list
-        .iter()
-        .find(|c| c["sessionId"] == "demo-docs")
-        .expect("demo-docs is a candidate")["mention"]
-        .as_str()
-        .unwrap()
-        .to_string();
+    let mention = tests::host::mention_of(&candidates, "demo-docs");
 
     let target = log_file(&env.sessions, "demo-ci-fix-child");
     let message = format!("what did we plan in {mention}?");

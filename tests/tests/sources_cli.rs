@@ -10,12 +10,8 @@ use std::process::Command;
 
 use serde_json::Value;
 use tests::host::{demo_env, DemoEnv};
-use tests::libs::libs;
 
-const CLAUDE: &str = "claude:11111111-1111-4111-8111-111111111111";
-const SUBAGENT: &str = "claude:11111111-1111-4111-8111-111111111111/agent-a1b2c3";
-const CODEX: &str = "codex:33333333-3333-4333-8333-333333333333";
-const ARCHIVED: &str = "codex:44444444-4444-4444-8444-444444444444";
+use dsh_fixtures::sources::{ARCHIVED, CLAUDE, CODEX, SUBAGENT};
 
 struct Env {
     demo: DemoEnv,
@@ -37,24 +33,11 @@ impl Env {
     }
 }
 
-fn copy_dir(from: &Path, to: &Path) {
-    std::fs::create_dir_all(to).unwrap();
-    for entry in std::fs::read_dir(from).unwrap() {
-        let entry = entry.unwrap();
-        let target = to.join(entry.file_name());
-        if entry.file_type().unwrap().is_dir() {
-            copy_dir(&entry.path(), &target);
-        } else {
-            std::fs::copy(entry.path(), target).unwrap();
-        }
-    }
-}
-
 fn env() -> Env {
     let demo = demo_env();
     let data = Path::new(env!("CARGO_MANIFEST_DIR")).join("data/sources");
     let sources = demo.root().join("sources");
-    copy_dir(&data, &sources);
+    dsh_fixtures::copy_dir(&data, &sources);
     let home = demo.root().join("home");
     std::fs::create_dir_all(&home).unwrap();
     Env {
@@ -67,15 +50,8 @@ fn env() -> Env {
 
 /// `sample-host` with the demo's plugins, sessions and index, `HOME` set to the test's own folder.
 fn host(env: &Env) -> Command {
-    let mut cmd = Command::new(&libs().sample_host);
-    cmd.env("HOME", &env.home)
-        .env_remove("XDG_CONFIG_HOME")
-        .arg("--plugins")
-        .arg(&env.demo.plugins)
-        .arg("--sessions")
-        .arg(&env.demo.sessions)
-        .arg("--index")
-        .arg(&env.demo.index);
+    let mut cmd = env.demo.sample_host();
+    cmd.env("HOME", &env.home).env_remove("XDG_CONFIG_HOME");
     cmd
 }
 
@@ -382,8 +358,8 @@ fn diagnostics_show_the_sources_and_the_defaults_follow_home() {
     let (_, diag) = json_of(host(&env).args(["diagnostics", "--json"]), &["diagnostics"]);
     assert_eq!(diag["sources"].as_array().unwrap().len(), 1, "{diag}");
     // The harnesses' own folders under HOME are read by default...
-    copy_dir(&env.claude, &env.home.join(".claude/projects"));
-    copy_dir(&env.codex, &env.home.join(".codex"));
+    dsh_fixtures::copy_dir(&env.claude, &env.home.join(".claude/projects"));
+    dsh_fixtures::copy_dir(&env.codex, &env.home.join(".codex"));
     let (_, diag) = json_of(host(&env).args(["diagnostics", "--json"]), &["diagnostics"]);
     let sources = diag["sources"].as_array().unwrap();
     assert_eq!(sources.len(), 3, "{diag}");

@@ -9,24 +9,27 @@ use std::process::{Command, Output, Stdio};
 use std::time::{Duration, Instant};
 
 use serde_json::Value;
-use tests::host::{demo_env as env, shadow_folders, DemoEnv as Env};
+use tests::host::{assert_no_shadow_folders, demo_env as env, shadow_folders, DemoEnv as Env};
 use tests::libs::install;
 
 /// `sample-host --plugins … --sessions … --index … ARGS` in `cwd`, with a private TMPDIR.
 fn host(env: &Env, args: &[&str]) -> Command {
     let mut cmd = env.sample_host();
     cmd.args(args)
-        .env("TMPDIR", tmp(env))
+        .env("TMPDIR", env.tmp())
         .env("TZ", "UTC")
         .env_remove("RUST_LOG")
         .env_remove("NO_COLOR");
     cmd
 }
 
-fn tmp(env: &Env) -> PathBuf {
-    let dir = env.root().join("tmp");
-    std::fs::create_dir_all(&dir).unwrap();
-    dir
+/// `sample-host watch`, running until the test stops it.
+fn spawn_watch(env: &Env) -> std::process::Child {
+    host(env, &["watch"])
+        .stdout(Stdio::null())
+        .stderr(Stdio::piped())
+        .spawn()
+        .unwrap()
 }
 
 fn run(cmd: &mut Command) -> (i32, String, String) {
@@ -77,11 +80,7 @@ fn an_index_another_process_serves_from_answers_in_plain_and_json_output() {
     let env = env();
     // A `watch` keeps the index open for as long as it runs; a search in another terminal still
     // answers (the index is shared: one process updates it at a time, every one reads it).
-    let mut watch = host(&env, &["watch"])
-        .stdout(Stdio::null())
-        .stderr(Stdio::piped())
-        .spawn()
-        .unwrap();
+    let mut watch = spawn_watch(&env);
     let deadline = Instant::now() + Duration::from_secs(30);
     while !env.index.with_extension("sqlite.lock").exists() {
         assert!(
@@ -152,7 +151,7 @@ fn an_index_path_that_is_a_folder_or_a_text_file_fails_searches_and_leaves_no_lo
 #[test]
 fn a_one_shot_command_leaves_no_shadow_folder_and_a_start_sweeps_dead_hosts_folders() {
     let env = env();
-    let tmp = tmp(&env);
+    let tmp = env.tmp();
     // What a host killed with SIGKILL leaves: its folder, named with its (no longer running) pid.
     let dead = tmp.join("sample-host-shadow-4000000000-abc123");
     std::fs::create_dir(&dead).unwrap();
@@ -170,11 +169,7 @@ fn a_one_shot_command_leaves_no_shadow_folder_and_a_start_sweeps_dead_hosts_fold
         assert!(left.is_empty(), "{args:?} left {left:?}");
     }
     // A long-running host sweeps it at its start.
-    let mut watch = host(&env, &["watch"])
-        .stdout(Stdio::null())
-        .stderr(Stdio::piped())
-        .spawn()
-        .unwrap();
+    let mut watch = spawn_watch(&env);
     let deadline = Instant::now() + Duration::from_secs(30);
     while dead.exists() {
         assert!(Instant::now() < deadline, "the stale folder was not swept");
@@ -184,11 +179,7 @@ fn a_one_shot_command_leaves_no_shadow_folder_and_a_start_sweeps_dead_hosts_fold
         .args(["-TERM", &watch.id().to_string()])
         .status();
     assert!(watch.wait().unwrap().success());
-    assert!(
-        shadow_folders(&tmp).is_empty(),
-        "{:?}",
-        shadow_folders(&tmp)
-    );
+    assert_no_shadow_folders(&tmp);
 }
 
 #[test]
@@ -245,7 +236,7 @@ fn hits_show_title_cwd_local_time_and_the_next_page_as_a_command() {
     let (code, next, stderr) = run(Command::new("sh")
         .arg("-c")
         .arg(&command)
-        .env("TMPDIR", tmp(&env))
+        .env("TMPDIR", env.tmp())
         .env("TZ", "UTC"));
     assert!(code == 0, "{command}: {next}{stderr}");
     assert!(next.contains("#"), "{next}");

@@ -592,16 +592,9 @@ fn real_fixtures_read_as_host_api_computes_them() {
     use dsh_codec::log::{Compression, ErrorClass};
     use dsh_codec::surface::SurfaceFold;
 
-    let Some(fixtures) = dsh_fixtures::real_fixtures_dir() else {
+    let Some(files) = dsh_fixtures::real_fixture_logs() else {
         return;
     };
-    let entries = std::fs::read_dir(&fixtures).expect("the fixtures folder lists");
-    let mut files: Vec<_> = entries
-        .flatten()
-        .map(|e| e.path())
-        .filter(|p| p.extension().is_some_and(|x| x == "jsonl"))
-        .collect();
-    files.sort();
     let (mut read_ok, mut failed) = (0, 0);
     for file in &files {
         let name = file.display().to_string();

@@ -4,7 +4,7 @@
 use std::cell::Cell;
 
 use dsh_codec::log::SessionHeader;
-use host_api::abi::wire::reference::{CandidatesRequest, PrepareRequest, Prepared};
+use host_api::abi::wire::reference::{Candidate, CandidatesRequest, PrepareRequest, Prepared};
 use host_api::abi::ErrorCode;
 use host_api::mention::format_mention;
 use serde_json::{json, Value};
@@ -223,20 +223,12 @@ fn cancellation_before_and_between_reads() {
     let e = prepare(&reads, &req, &Limits::default(), &|| true, &new_uuid).unwrap_err();
     assert_eq!(e.code, ErrorCode::SessionReferenceCancelled);
     // Tripped while the first source is being read.
-    let calls = Cell::new(0);
-    let later = || {
-        calls.set(calls.get() + 1);
-        calls.get() > 1
-    };
+    let later = cancelled_after(1);
     let e = prepare(&reads, &req, &Limits::default(), &later, &new_uuid).unwrap_err();
     assert_eq!(e.code, ErrorCode::SessionReferenceCancelled);
     // A read failure under a tripped token is reported as the cancellation.
     let req = request(json!([{"sessionId": "nowhere"}]));
-    let calls = Cell::new(0);
-    let later = || {
-        calls.set(calls.get() + 1);
-        calls.get() > 1
-    };
+    let later = cancelled_after(1);
     let e = prepare(&reads, &req, &Limits::default(), &later, &new_uuid).unwrap_err();
     assert_eq!(e.code, ErrorCode::SessionReferenceCancelled);
 }
@@ -532,7 +524,22 @@ fn candidates_reads() -> Reads {
     Reads::new(corpus, 50)
 }
 
-fn ask(reads: &Reads, query: &str, limit: Option<Value>) -> Result<Vec<String>, PluginError> {
+/// A cancellation check that trips once it has been asked more than `checks` times.
+fn cancelled_after(checks: u32) -> impl Fn() -> bool {
+    let calls = Cell::new(0);
+    move || {
+        calls.set(calls.get() + 1);
+        calls.get() > checks
+    }
+}
+
+/// `listCandidates` for `query` on behalf of [`AGENT`], titles read exactly, stopped when `cancelled`.
+fn candidates(
+    reads: &Reads,
+    query: &str,
+    limit: Option<Value>,
+    cancelled: &dyn Fn() -> bool,
+) -> Result<Vec<Candidate>, PluginError> {
     let req = CandidatesRequest {
         agent_session_id: AGENT.into(),
         query: query.into(),
@@ -543,9 +550,13 @@ fn ask(reads: &Reads, query: &str, limit: Option<Value>) -> Result<Vec<String>, 
         &ExactTitles(reads),
         &req,
         &Limits::default(),
-        &|| false,
+        cancelled,
     )
-    .map(|c| c.into_iter().map(|c| c.session_id).collect())
+}
+
+fn ask(reads: &Reads, query: &str, limit: Option<Value>) -> Result<Vec<String>, PluginError> {
+    candidates(reads, query, limit, &|| false)
+        .map(|c| c.into_iter().map(|c| c.session_id).collect())
 }
 
 #[test]
@@ -581,19 +592,7 @@ fn candidates_filter_by_id_cwd_and_title_case_insensitively() {
 #[test]
 fn candidates_carry_labels_and_mentions() {
     let reads = candidates_reads();
-    let req = CandidatesRequest {
-        agent_session_id: AGENT.into(),
-        query: "same-old".into(),
-        limit: None,
-    };
-    let c = list_candidates(
-        &reads,
-        &ExactTitles(&reads),
-        &req,
-        &Limits::default(),
-        &|| false,
-    )
-    .unwrap();
+    let c = candidates(&reads, "same-old", None, &|| false).unwrap();
     assert_eq!(c[0].label, "Fix the CI Cache");
     assert_eq!(c[0].cwd.as_deref(), Some("/work/project"));
     assert_eq!(c[0].created_at, 10);
@@ -601,18 +600,7 @@ fn candidates_carry_labels_and_mentions() {
         c[0].mention,
         format_mention("same-old", Some("Fix the CI Cache"))
     );
-    let req = CandidatesRequest {
-        query: "nocwd".into(),
-        ..req
-    };
-    let c = list_candidates(
-        &reads,
-        &ExactTitles(&reads),
-        &req,
-        &Limits::default(),
-        &|| false,
-    )
-    .unwrap();
+    let c = candidates(&reads, "nocwd", None, &|| false).unwrap();
     assert_eq!((c[0].label.as_str(), c[0].cwd.as_deref()), ("nocwd", None));
 }
 
@@ -623,34 +611,11 @@ fn candidates_refuse_bad_limits_and_honour_cancellation() {
         let e = ask(&reads, "", Some(bad.clone())).unwrap_err();
         assert_eq!(e.code, ErrorCode::SessionReferenceInvalidReference, "{bad}");
     }
-    let req = CandidatesRequest {
-        agent_session_id: AGENT.into(),
-        query: "x".into(),
-        limit: None,
-    };
-    let e = list_candidates(
-        &reads,
-        &ExactTitles(&reads),
-        &req,
-        &Limits::default(),
-        &|| true,
-    )
-    .unwrap_err();
+    let e = candidates(&reads, "x", None, &|| true).unwrap_err();
     assert_eq!(e.code, ErrorCode::SessionReferenceCancelled);
     // Tripped while titles are being read.
-    let calls = Cell::new(0);
-    let later = || {
-        calls.set(calls.get() + 1);
-        calls.get() > 3
-    };
-    let e = list_candidates(
-        &reads,
-        &ExactTitles(&reads),
-        &req,
-        &Limits::default(),
-        &later,
-    )
-    .unwrap_err();
+    let later = cancelled_after(3);
+    let e = candidates(&reads, "x", None, &later).unwrap_err();
     assert_eq!(e.code, ErrorCode::SessionReferenceCancelled);
 }
 
@@ -688,16 +653,9 @@ fn every_real_fixture_can_be_cited() {
     use dsh_codec::log::read::{read_log, ReadOptions};
     use dsh_codec::surface::{model_messages, SurfaceFold};
 
-    let Some(fixtures) = dsh_fixtures::real_fixtures_dir() else {
+    let Some(files) = dsh_fixtures::real_fixture_logs() else {
         return;
     };
-    let entries = std::fs::read_dir(&fixtures).expect("the fixtures folder lists");
-    let mut files: Vec<_> = entries
-        .flatten()
-        .map(|e| e.path())
-        .filter(|p| p.extension().is_some_and(|x| x == "jsonl"))
-        .collect();
-    files.sort();
     let (mut cited, mut exact, mut squeezed) = (0, 0, 0);
     for file in &files {
         let name = file.display().to_string();

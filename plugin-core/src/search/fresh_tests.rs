@@ -12,9 +12,10 @@ use std::time::Duration;
 use dsh_codec::log::layout::session_log_path;
 use dsh_codec::log::zstd_frames::compress_frame;
 use dsh_codec::log::{Compression, SessionHeader};
-use host_api::abi::wire::search::{SessionEventSearchRequest, SessionSearchRequest, Skipped};
+use host_api::abi::wire::search::{SessionSearchRequest, Skipped};
 use serde_json::json;
 
+use super::test_support::{event_lines, never, settle};
 use super::Search;
 use crate::config::Config;
 use crate::corpus::testing::{conversation, corpus_and_host, header, FakeState, LogBuilder};
@@ -26,10 +27,6 @@ struct Env {
     _state: Arc<FakeState>,
     corpus: Corpus,
     search: Search,
-}
-
-fn never() -> bool {
-    false
 }
 
 fn env() -> Env {
@@ -77,19 +74,7 @@ impl Env {
             out.push(format!("{q}: skipped {skipped:?}"));
             for (id, snippet) in hits {
                 out.push(format!("{q} {id} {snippet}"));
-                let req: SessionEventSearchRequest =
-                    serde_json::from_value(json!({"sessionId": id, "query": q, "limit": 100}))
-                        .unwrap();
-                let page = self
-                    .search
-                    .search_events(&self.corpus, req, &never)
-                    .unwrap();
-                for x in page.items {
-                    out.push(format!(
-                        "  {} {} {} {}",
-                        x.seq, x.kind, x.surface, x.snippet
-                    ));
-                }
+                out.extend(event_lines(&self.search, &self.corpus, &id, q));
             }
         }
         out
@@ -120,17 +105,7 @@ impl Env {
 
     /// Waits until the watch has reported what the file system just did.
     fn settle(&self) {
-        let deadline = std::time::Instant::now() + Duration::from_secs(5);
-        while std::time::Instant::now() < deadline {
-            let pending = match &*self.search.lock() {
-                super::State::Open(engine) => engine.change_pending(),
-                _ => None,
-            };
-            if pending != Some(false) {
-                return;
-            }
-            std::thread::sleep(Duration::from_millis(2));
-        }
+        settle(&self.search);
     }
 }
 

@@ -4,36 +4,13 @@
 //! nothing left beside it. (A database that is not ours is refused untouched: `tests.rs`.)
 
 use std::path::{Path, PathBuf};
-use std::sync::Arc;
 
 use host_api::abi::wire::search::SessionSearchRequest;
 use host_api::abi::{ErrorCode, PluginError};
 use serde_json::json;
 
-use super::Search;
-use crate::config::Config;
-use crate::corpus::testing::{corpus_and_host, header, write_log, FakeState, LogBuilder};
-use crate::corpus::Corpus;
-
-fn never() -> bool {
-    false
-}
-
-struct Side {
-    state: Arc<FakeState>,
-    corpus: Corpus,
-    search: Search,
-}
-
-fn side(root: &Path, index: &Path) -> Side {
-    let (state, corpus, host) = corpus_and_host(Some(root));
-    let search = Search::open(&Config::default(), index, host).unwrap();
-    Side {
-        state,
-        corpus,
-        search,
-    }
-}
+use super::test_support::{never, side, Side};
+use crate::corpus::testing::{header, write_log, LogBuilder};
 
 const QUERIES: [&str; 5] = ["needle", "alpha", "beta", "测试", "filler"];
 

@@ -3,53 +3,19 @@
 //! scanning, compared page by page, across appends, rewrites and deletions of logs, and live sessions
 //! added, grown and removed.
 
-use std::path::Path;
-use std::sync::Arc;
-
 use host_api::abi::wire::search::{SessionEventSearchRequest, SessionSearchRequest};
 use serde_json::json;
 
-use super::{Search, State};
-use crate::config::Config;
-use crate::corpus::testing::{corpus_and_host, header, write_log, FakeState, LogBuilder};
-use crate::corpus::Corpus;
+use super::test_support::{never, settle, side, Side};
+use super::State;
+use crate::corpus::testing::{header, write_log, LogBuilder};
 use crate::index::hot;
-
-struct Side {
-    state: Arc<FakeState>,
-    corpus: Corpus,
-    search: Search,
-}
-
-fn side(root: &Path, index: &Path) -> Side {
-    let (state, corpus, host) = corpus_and_host(Some(root));
-    let search = Search::open(&Config::default(), index, host).unwrap();
-    Side {
-        state,
-        corpus,
-        search,
-    }
-}
-
-fn never() -> bool {
-    false
-}
 
 impl Side {
     /// Waits until the root's watch has reported the file system's changes (inotify reports
     /// asynchronously) and indexes them.
     fn settle(&self) {
-        let deadline = std::time::Instant::now() + std::time::Duration::from_secs(5);
-        while std::time::Instant::now() < deadline {
-            let pending = match &*self.search.lock() {
-                State::Open(engine) => engine.change_pending(),
-                _ => None,
-            };
-            if pending != Some(false) {
-                break;
-            }
-            std::thread::sleep(std::time::Duration::from_millis(2));
-        }
+        settle(&self.search);
         // Several files changed: index until the watch stays quiet, so that no page of a comparison
         // sees a newer corpus than the page before it.
         loop {
@@ -97,7 +63,7 @@ impl Side {
     }
 
     /// Every page of a cross-session search, then every page of each hit session's events.
-    fn answers(&self, q: &str, limit: u64) -> Vec<String> {
+    fn answers_to(&self, q: &str, limit: u64) -> Vec<String> {
         self.answers_with(q, limit, json!([]))
     }
 
@@ -204,8 +170,8 @@ fn compare(hot: &Side, scan: &Side, round: &str, changed: bool) {
     }
     for q in QUERIES {
         for limit in [1, 3, 20] {
-            let h = hot.answers(q, limit);
-            let s = scan.answers(q, limit);
+            let h = hot.answers_to(q, limit);
+            let s = scan.answers_to(q, limit);
             assert_eq!(h, s, "{round}: query {q:?}, limit {limit}");
         }
         // Session clauses: the stored rows skip sessions that do not pass (and run out sooner).

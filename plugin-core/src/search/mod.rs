@@ -38,6 +38,8 @@ mod health_tests;
 #[cfg(test)]
 mod hot_tests;
 #[cfg(test)]
+mod test_support;
+#[cfg(test)]
 mod tests;
 
 use std::collections::{BTreeMap, HashMap};
@@ -543,14 +545,8 @@ impl Search {
         self.check_enabled()?;
         let sessions = request::session_filters(req.session_filters.as_ref())?;
         let events = request::event_filters(req.event_filters.as_ref(), "eventFilters")?;
-        let cursor = request::cursor(req.cursor.as_ref())?;
-        let mode = request::mode(req.match_mode.as_ref(), req.order.as_ref())?;
-        let query = request::query_in(&req.query, mode.matching)?;
-        let limit = request::limit(
-            req.limit.as_ref(),
-            self.limits.default_limit,
-            self.limits.max_limit,
-        )?;
+        let (cursor, mode, query, limit) =
+            request::paging_of!(&req, self.limits.default_limit, self.limits.max_limit)?;
         self.prepare(corpus, cancelled)?;
         let fingerprint = request::fingerprint_in(
             request::fingerprint("sessions", None, &query, &sessions, &events, limit),
@@ -689,14 +685,8 @@ impl Search {
             ));
         };
         let events = request::event_filters(req.filters.as_ref(), "filters")?;
-        let cursor = request::cursor(req.cursor.as_ref())?;
-        let mode = request::mode(req.match_mode.as_ref(), req.order.as_ref())?;
-        let query = request::query_in(&req.query, mode.matching)?;
-        let limit = request::limit(
-            req.limit.as_ref(),
-            self.limits.default_limit,
-            self.limits.max_limit,
-        )?;
+        let (cursor, mode, query, limit) =
+            request::paging_of!(&req, self.limits.default_limit, self.limits.max_limit)?;
         self.prepare(corpus, cancelled)?;
         self.read(|view| {
             let target = target(view, session_id)?;

@@ -178,6 +178,40 @@ pub fn limit(value: Option<&Value>, default: u64, max: u64) -> Result<u64, Plugi
     }
 }
 
+/// [`paging`] of a search request: both kinds carry the paging fields under the same names.
+macro_rules! paging_of {
+    ($req:expr, $default:expr, $max:expr) => {{
+        let req = $req;
+        $crate::search::request::paging(
+            &req.query,
+            req.cursor.as_ref(),
+            req.match_mode.as_ref(),
+            req.order.as_ref(),
+            req.limit.as_ref(),
+            ($default, $max),
+        )
+    }};
+}
+pub(crate) use paging_of;
+
+/// What both searches validate after their filters (spec §4.2 steps 3 to 5, in that order): the
+/// cursor, the match mode and order, the query in that mode, and the page size (`limits`: the default
+/// and the largest).
+pub fn paging(
+    query: &Value,
+    cursor_field: Option<&Value>,
+    matching: Option<&Value>,
+    order: Option<&Value>,
+    limit_field: Option<&Value>,
+    limits: (u64, u64),
+) -> Result<(Option<String>, Mode, Query, u64), PluginError> {
+    let cursor = cursor(cursor_field)?;
+    let mode = mode(matching, order)?;
+    let query = query_in(query, mode.matching)?;
+    let limit = limit(limit_field, limits.0, limits.1)?;
+    Ok((cursor, mode, query, limit))
+}
+
 /// `cursor` must be a string when present (spec §4.2 step 3); decoding comes later.
 pub fn cursor(value: Option<&Value>) -> Result<Option<String>, PluginError> {
     match value {
@@ -307,65 +341,63 @@ fn range(clause: &Map<String, Value>, at: &str) -> Result<Range, PluginError> {
 
 /// `sessionFilters` (spec §4.2 step 1).
 pub fn session_filters(value: Option<&Value>) -> Result<Vec<SessionFilter>, PluginError> {
-    let field = "sessionFilters";
-    clauses(value, field)?
-        .into_iter()
-        .enumerate()
-        .map(|(i, clause)| {
-            let at = format!("{field}[{i}]");
-            let kind = kind_of(clause, &at)?;
-            let at = format!("{at} (kind {kind:?})");
-            Ok(match kind {
-                "id" => SessionFilter::Id(strings(string_values(clause, &at, false)?)),
-                "cwd" => SessionFilter::Cwd(string_values(clause, &at, true)?),
-                "parent" => SessionFilter::Parent(string_values(clause, &at, true)?),
-                "created-at" => SessionFilter::CreatedAt(range(clause, &at)?),
-                "availability" => SessionFilter::Availability(named(
-                    strings(string_values(clause, &at, false)?),
-                    Availability::parse,
-                    &["live", "persisted"],
-                    &at,
-                )?),
-                other => {
-                    return Err(filter_error(format!(
-                        "{field}[{i}]: unknown filter kind {other:?}"
-                    )))
-                }
-            })
-        })
-        .collect()
+    filter_clauses(value, "sessionFilters", |kind, clause, at, _| {
+        Ok(Some(match kind {
+            "id" => SessionFilter::Id(strings(string_values(clause, at, false)?)),
+            "cwd" => SessionFilter::Cwd(string_values(clause, at, true)?),
+            "parent" => SessionFilter::Parent(string_values(clause, at, true)?),
+            "created-at" => SessionFilter::CreatedAt(range(clause, at)?),
+            "availability" => SessionFilter::Availability(named(
+                strings(string_values(clause, at, false)?),
+                Availability::parse,
+                &["live", "persisted"],
+                at,
+            )?),
+            _ => return Ok(None),
+        }))
+    })
 }
 
 /// Event metadata filters (`eventFilters` or `filters`, spec §4.2 step 2).
 pub fn event_filters(value: Option<&Value>, field: &str) -> Result<Vec<EventFilter>, PluginError> {
+    filter_clauses(value, field, |kind, clause, at, clause_at| {
+        Ok(Some(match kind {
+            "seq" => EventFilter::Seq(range(clause, at)?),
+            "time" => EventFilter::Time(range(clause, at)?),
+            "type" => EventFilter::Type(strings(string_values(clause, at, false)?)),
+            "surface" => EventFilter::Surface(named(
+                strings(string_values(clause, at, false)?),
+                Surface::parse,
+                &["current", "shadowed", "log-only"],
+                at,
+            )?),
+            "text" => {
+                return Err(filter_error(format!(
+                    "{clause_at}: metadata filters do not accept text clauses"
+                )))
+            }
+            _ => return Ok(None),
+        }))
+    })
+}
+
+/// Each clause of the list `field`, parsed by `parse(kind, clause, at, clause_at)` where `at` names
+/// the clause with its kind for the value errors and `clause_at` names it alone; `parse` answers
+/// `None` for a kind it does not know, which is refused naming the clause.
+fn filter_clauses<T>(
+    value: Option<&Value>,
+    field: &str,
+    parse: impl Fn(&str, &Map<String, Value>, &str, &str) -> Result<Option<T>, PluginError>,
+) -> Result<Vec<T>, PluginError> {
     clauses(value, field)?
         .into_iter()
         .enumerate()
         .map(|(i, clause)| {
-            let at = format!("{field}[{i}]");
-            let kind = kind_of(clause, &at)?;
-            let at = format!("{at} (kind {kind:?})");
-            Ok(match kind {
-                "seq" => EventFilter::Seq(range(clause, &at)?),
-                "time" => EventFilter::Time(range(clause, &at)?),
-                "type" => EventFilter::Type(strings(string_values(clause, &at, false)?)),
-                "surface" => EventFilter::Surface(named(
-                    strings(string_values(clause, &at, false)?),
-                    Surface::parse,
-                    &["current", "shadowed", "log-only"],
-                    &at,
-                )?),
-                "text" => {
-                    return Err(filter_error(format!(
-                        "{field}[{i}]: metadata filters do not accept text clauses"
-                    )))
-                }
-                other => {
-                    return Err(filter_error(format!(
-                        "{field}[{i}]: unknown filter kind {other:?}"
-                    )))
-                }
-            })
+            let clause_at = format!("{field}[{i}]");
+            let kind = kind_of(clause, &clause_at)?;
+            let at = format!("{clause_at} (kind {kind:?})");
+            parse(kind, clause, &at, &clause_at)?
+                .ok_or_else(|| filter_error(format!("{clause_at}: unknown filter kind {kind:?}")))
         })
         .collect()
 }

@@ -23,24 +23,11 @@ struct Env {
     search: Search,
 }
 
-fn copy_dir(from: &Path, to: &Path) {
-    std::fs::create_dir_all(to).unwrap();
-    for entry in std::fs::read_dir(from).unwrap() {
-        let entry = entry.unwrap();
-        let target = to.join(entry.file_name());
-        if entry.file_type().unwrap().is_dir() {
-            copy_dir(&entry.path(), &target);
-        } else {
-            std::fs::copy(entry.path(), target).unwrap();
-        }
-    }
-}
-
 fn env() -> Env {
     let dir = tempfile::tempdir().unwrap();
     let data = Path::new(env!("CARGO_MANIFEST_DIR")).join("../tests/data/sources/claude/projects");
     let projects = dir.path().join("projects");
-    copy_dir(&data, &projects);
+    dsh_fixtures::copy_dir(&data, &projects);
     let root = dir.path().join("sessions");
     std::fs::create_dir_all(&root).unwrap();
     let (_state, corpus, host) = corpus_and_host(Some(&root));

@@ -11,6 +11,7 @@ use host_api::abi::wire::search::{
 use host_api::abi::{ErrorCode, PluginError};
 use serde_json::{json, Value};
 
+use super::test_support::{event_lines, never, settle, side, Side};
 use super::Search;
 use crate::config::Config;
 use crate::corpus::testing::{
@@ -48,10 +49,6 @@ fn env() -> Env {
     env_with("")
 }
 
-fn never() -> bool {
-    false
-}
-
 impl Env {
     fn sessions(&self, req: Value) -> Result<SessionSearchPage, PluginError> {
         let req: SessionSearchRequest = serde_json::from_value(req).unwrap();
@@ -61,6 +58,31 @@ impl Env {
     fn events(&self, req: Value) -> Result<SessionEventSearchPage, PluginError> {
         let req: SessionEventSearchRequest = serde_json::from_value(req).unwrap();
         self.search.search_events(&self.corpus, req, &never)
+    }
+
+    /// This environment with its search closed and opened again over the same index; `between` runs
+    /// while no search holds the index file.
+    fn reopened(self, between: impl FnOnce(&Path)) -> Env {
+        let Env {
+            search,
+            corpus,
+            index,
+            state,
+            root,
+            _dir,
+        } = self;
+        drop(search);
+        between(&index);
+        let host = corpus_and_host(None).2;
+        let search = Search::open(&Config::default(), &index, host).unwrap();
+        Env {
+            _dir,
+            root,
+            index,
+            state,
+            corpus,
+            search,
+        }
     }
 
     /// Session ids of a cross-session search for `q`, in rank order.
@@ -100,17 +122,7 @@ impl Env {
     /// Waits until the root's watch has reported what the file system just did (inotify reports
     /// asynchronously); returns at once when no watch runs yet (the first search lists anyway).
     fn settle(&self) {
-        let deadline = std::time::Instant::now() + std::time::Duration::from_secs(5);
-        while std::time::Instant::now() < deadline {
-            let pending = match &*self.search.lock() {
-                super::State::Open(engine) => engine.change_pending(),
-                _ => None,
-            };
-            if pending != Some(false) {
-                return;
-            }
-            std::thread::sleep(std::time::Duration::from_millis(2));
-        }
+        settle(&self.search);
     }
 }
 
@@ -297,14 +309,40 @@ fn disk_logs_that_grow_shrink_or_vanish_are_followed() {
     assert!(e.ids("gamma").is_empty());
 }
 
-#[test]
-fn a_grown_log_is_read_from_its_checkpoint_and_its_crash_closers_replaced() {
-    let e = env();
-    // A log that ends inside a turn: the read appends crash closers (indexed, as DSH's inspect shows them).
+/// Session `g` stopped inside its first turn (a read appends crash closers): "plum" at seqs 1 and 2.
+fn unfinished_plum_log() -> LogBuilder {
     let mut log = LogBuilder::new();
     log.turn_start(1);
     log.user("first plum question");
     log.assistant(1, "plum answer");
+    log
+}
+
+/// The turn of [`unfinished_plum_log`] goes on for real and a second one compacts it away, appended
+/// to the log at `path` (bytes added, none rewritten).
+fn grow_plum_log(log: &mut LogBuilder, path: &Path) {
+    use std::io::Write;
+    log.turn_end(1);
+    log.turn_start(2);
+    log.user("second damson question");
+    log.checkpoint("summary of plum talk", 1, 2, vec![1, 2]);
+    log.turn_end(2);
+    let text = log.text(&header("g", 1));
+    let before = std::fs::read_to_string(path).unwrap();
+    assert!(text.starts_with(&before));
+    std::fs::OpenOptions::new()
+        .append(true)
+        .open(path)
+        .unwrap()
+        .write_all(&text.as_bytes()[before.len()..])
+        .unwrap();
+}
+
+#[test]
+fn a_grown_log_is_read_from_its_checkpoint_and_its_crash_closers_replaced() {
+    let e = env();
+    // A log that ends inside a turn: the read appends crash closers (indexed, as DSH's inspect shows them).
+    let mut log = unfinished_plum_log();
     let path = e.disk("g", 1, &log);
     assert_eq!(e.ids("plum"), ["g"]);
     let diag = e.search.diagnostics(&e.corpus, &never).unwrap();
@@ -314,21 +352,7 @@ fn a_grown_log_is_read_from_its_checkpoint_and_its_crash_closers_replaced() {
         .unwrap()
         .items;
     // The turn goes on for real: appended bytes only.
-    log.turn_end(1);
-    log.turn_start(2);
-    log.user("second damson question");
-    log.checkpoint("summary of plum talk", 1, 2, vec![1, 2]);
-    log.turn_end(2);
-    let text = log.text(&header("g", 1));
-    let before = std::fs::read_to_string(&path).unwrap();
-    assert!(text.starts_with(&before));
-    use std::io::Write;
-    std::fs::OpenOptions::new()
-        .append(true)
-        .open(&path)
-        .unwrap()
-        .write_all(&text.as_bytes()[before.len()..])
-        .unwrap();
+    grow_plum_log(&mut log, &path);
     let listings = e.counts().listings;
     e.settle();
     assert_eq!(e.ids("damson"), ["g"]);
@@ -375,31 +399,14 @@ fn a_log_that_grows_after_a_restart_resumes_from_the_stored_checkpoint() {
     let dir = tempfile::tempdir().unwrap();
     let root = dir.path().join("sessions");
     let index = dir.path().join("index.sqlite");
-    let mut log = LogBuilder::new();
-    log.turn_start(1);
-    log.user("first plum question");
-    log.assistant(1, "plum answer");
+    let mut log = unfinished_plum_log();
     let path = write_log(&root, &header("g", 1), &log);
     {
         let e = env_over(&root, &index);
         assert_eq!(e.ids("plum"), ["g"]);
     }
     // Grown while no process had the index open: the new one knows it only from the index file.
-    log.turn_end(1);
-    log.turn_start(2);
-    log.user("second damson question");
-    log.checkpoint("summary of plum talk", 1, 2, vec![1, 2]);
-    log.turn_end(2);
-    let text = log.text(&header("g", 1));
-    let before = std::fs::read_to_string(&path).unwrap();
-    assert!(text.starts_with(&before));
-    use std::io::Write;
-    std::fs::OpenOptions::new()
-        .append(true)
-        .open(&path)
-        .unwrap()
-        .write_all(&text.as_bytes()[before.len()..])
-        .unwrap();
+    grow_plum_log(&mut log, &path);
     let e = env_over(&root, &index);
     assert_eq!(e.ids("damson"), ["g"]);
     let diag = e.search.diagnostics(&e.corpus, &never).unwrap();
@@ -1078,29 +1085,10 @@ fn index_files_are_private_and_an_older_schema_is_rebuilt() {
     let mode = |p: &Path| std::fs::metadata(p).unwrap().permissions().mode() & 0o777;
     assert_eq!(mode(&e.index), 0o600);
     assert_eq!(mode(e.index.parent().unwrap()), 0o700);
-    let Env {
-        search,
-        corpus,
-        index,
-        state,
-        root,
-        _dir,
-    } = e;
-    drop(search);
-    {
-        let conn = crate::index::connect_by_hand(&index).unwrap();
+    let e = e.reopened(|index| {
+        let conn = crate::index::connect_by_hand(index).unwrap();
         conn.execute_batch("PRAGMA user_version = 1").unwrap();
-    }
-    let host = corpus_and_host(None).2;
-    let search = Search::open(&Config::default(), &index, host).unwrap();
-    let e = Env {
-        _dir,
-        root,
-        index,
-        state,
-        corpus,
-        search,
-    };
+    });
     assert_eq!(e.ids("needle"), ["a"], "rebuilt and re-indexed");
 }
 
@@ -1112,25 +1100,7 @@ fn cursors_survive_a_reopen_of_an_unchanged_index() {
     }
     let first = e.sessions(json!({"query": "needle", "limit": 1})).unwrap();
     let cursor = first.next_cursor.unwrap();
-    let Env {
-        search,
-        corpus,
-        index,
-        state,
-        root,
-        _dir,
-    } = e;
-    drop(search);
-    let host = corpus_and_host(None).2;
-    let search = Search::open(&Config::default(), &index, host).unwrap();
-    let e = Env {
-        _dir,
-        root,
-        index,
-        state,
-        corpus,
-        search,
-    };
+    let e = e.reopened(|_| {});
     let second = e
         .sessions(json!({"query": "needle", "limit": 1, "cursor": cursor}))
         .unwrap();
@@ -1250,15 +1220,7 @@ fn answers_for(e: &Env, queries: &[&str]) -> Vec<String> {
                 "{q} {} {} {} {}",
                 h.header.id, h.best_match.seq, h.best_match.surface, h.best_match.snippet
             ));
-            let events = e
-                .events(json!({"sessionId": h.header.id, "query": q, "limit": 100}))
-                .unwrap();
-            for x in events.items {
-                out.push(format!(
-                    "  {} {} {} {}",
-                    x.seq, x.kind, x.surface, x.snippet
-                ));
-            }
+            out.extend(event_lines(&e.search, &e.corpus, &h.header.id, q));
         }
     }
     out
@@ -1266,8 +1228,11 @@ fn answers_for(e: &Env, queries: &[&str]) -> Vec<String> {
 
 /// A search over `root` with its index at `index` (opened now), in an [`Env`].
 fn env_over(root: &Path, index: &Path) -> Env {
-    let (state, corpus, host) = corpus_and_host(Some(root));
-    let search = Search::open(&Config::default(), index, host).unwrap();
+    let Side {
+        state,
+        corpus,
+        search,
+    } = side(root, index);
     Env {
         _dir: tempfile::tempdir().unwrap(),
         root: root.to_path_buf(),

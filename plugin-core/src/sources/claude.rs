@@ -15,7 +15,7 @@ use dsh_codec::source::SourceKind;
 use serde_json::{json, Value};
 
 use super::build::{image_placeholder, text_block, Builder, MAX_RECORD_TEXT};
-use super::lines::{parse_time, string_leaves, Record};
+use super::lines::{parse_time, str_of, string_leaves, timed, Record};
 use super::Imported;
 
 /// Records the header is taken from (the listing reads only these).
@@ -103,10 +103,6 @@ pub fn header(place: &Placement, records: &[Record]) -> SessionHeader {
     }
 }
 
-fn str_of<'a>(v: &'a Value, key: &str) -> Option<&'a str> {
-    v.get(key).and_then(Value::as_str)
-}
-
 /// Whether a record is a node of the conversation tree. A sidechain record in a main transcript is a
 /// subagent's (older releases wrote them inline): never in the main model's context.
 fn is_node(v: &Value, subagent: bool) -> bool {
@@ -184,13 +180,8 @@ pub fn import(place: &Placement, records: &[Record]) -> Imported {
     let mut on_path_len = 0usize;
     // Compaction boundaries not yet cited by the message that follows them.
     let mut boundaries: Vec<u64> = Vec::new();
-    let mut time = header.created_at;
-    for record in records {
+    for (record, kind, time) in timed(records, header.created_at) {
         let v = &record.value;
-        if let Some(t) = str_of(v, "timestamp").and_then(parse_time) {
-            time = t;
-        }
-        let kind = str_of(v, "type").unwrap_or("");
         let uuid = str_of(v, "uuid").unwrap_or("");
         let node = is_node(v, subagent);
         let on_path = node && path.contains(uuid);

@@ -16,7 +16,7 @@ use dsh_codec::source::SourceKind;
 use serde_json::{json, Value};
 
 use super::build::{image_placeholder, text_block, Builder, MAX_RECORD_TEXT};
-use super::lines::{parse_time, string_leaves, Record};
+use super::lines::{parse_time, str_of, string_leaves, timed, Record};
 use super::Imported;
 
 /// Records the header is taken from (the listing reads only these).
@@ -34,10 +34,6 @@ const STRUCTURAL_EVENTS: &[&str] = &[
     "turn_started",
     "turn_complete",
 ];
-
-fn str_of<'a>(v: &'a Value, key: &str) -> Option<&'a str> {
-    v.get(key).and_then(Value::as_str)
-}
 
 /// The uuid at the end of a rollout's file name (`rollout-2026-11-30T09-15-02-<uuid>.jsonl`).
 pub fn file_uuid(path: &Path) -> Option<String> {
@@ -285,13 +281,8 @@ pub fn import(id: &str, records: &[Record]) -> Imported {
         }
     }
     let mut out = Builder::new(SourceKind::Codex);
-    let mut time = header.created_at;
-    for record in records {
+    for (record, kind, time) in timed(records, header.created_at) {
         let v = &record.value;
-        if let Some(t) = str_of(v, "timestamp").and_then(parse_time) {
-            time = t;
-        }
-        let kind = str_of(v, "type").unwrap_or("");
         let empty = Value::Null;
         let payload = v.get("payload").unwrap_or(&empty);
         let line_id = format!("line-{}", record.line);

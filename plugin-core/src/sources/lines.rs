@@ -16,6 +16,26 @@ pub struct Record {
     pub value: Value,
 }
 
+/// A string field of a record.
+pub fn str_of<'a>(v: &'a Value, key: &str) -> Option<&'a str> {
+    v.get(key).and_then(Value::as_str)
+}
+
+/// Each record with its `type` ("" when absent) and the time it stands at: its own `timestamp` when
+/// that reads as a time, else the last one before it (`start` before the first). Both harnesses stamp
+/// most records but not all, and an unstamped one happened no earlier than the one before it.
+pub fn timed<'a>(
+    records: &'a [Record],
+    start: i64,
+) -> impl Iterator<Item = (&'a Record, &'a str, i64)> + 'a {
+    records.iter().scan(start, |time, record| {
+        if let Some(t) = str_of(&record.value, "timestamp").and_then(parse_time) {
+            *time = t;
+        }
+        Some((record, str_of(&record.value, "type").unwrap_or(""), *time))
+    })
+}
+
 /// Every record of the file at `path`.
 pub fn read_records(path: &Path) -> Result<Vec<Record>, LogError> {
     read_bounded(path, usize::MAX)

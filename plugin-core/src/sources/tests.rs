@@ -20,10 +20,7 @@ fn sources() -> Sources {
     })
 }
 
-const CLAUDE: &str = "claude:11111111-1111-4111-8111-111111111111";
-const SUBAGENT: &str = "claude:11111111-1111-4111-8111-111111111111/agent-a1b2c3";
-const CODEX: &str = "codex:33333333-3333-4333-8333-333333333333";
-const ARCHIVED: &str = "codex:44444444-4444-4444-8444-444444444444";
+use dsh_fixtures::sources::{ARCHIVED, CLAUDE, CODEX, SUBAGENT};
 
 struct Folded {
     imported: Imported,

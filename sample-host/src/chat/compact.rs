@@ -6,10 +6,11 @@
 //! the start marker, the summary and every replaced node; the replaced events become `shadowed`. The
 //! summary is built deterministically from the replaced messages' text, so no model is involved.
 
+use dsh_codec::build::{checkpoint_text, compaction_marker_data, compaction_summary_data, Script};
 use dsh_codec::log::Event;
 use dsh_codec::surface::{derive_event_message, SurfaceFold};
 use dsh_codec::text::content_text;
-use serde_json::{json, Value};
+use serde_json::Value;
 
 /// Why a compaction was not made.
 #[derive(Debug, Clone, PartialEq, Eq, thiserror::Error)]
@@ -43,43 +44,29 @@ pub fn compaction_batch(
     let compaction_id = format!("{session_id}-compaction-{first_seq}");
     let summary = summarise(events, replaced);
 
-    let start_event = Event::new(
-        "compaction/start",
-        first_seq,
-        time,
-        json!({"compactionId": compaction_id, "turn": null}),
+    // Every event at `time`; the ids name the compaction by its first seq, unique in the session.
+    let mut script = Script::new(session_id, time)
+        .from_seq(first_seq)
+        .time_step(0);
+    let marker = compaction_marker_data(&compaction_id, None);
+    let start_seq = script.plain("compaction/start", marker.clone());
+    let data = compaction_summary_data(
+        &compaction_id,
+        &summary,
+        (start, end),
+        replaced,
+        (summary.len() / 4) as u64,
+        super::model::PROVIDER,
+        super::model::MODEL,
     );
-    let summary_event = Event::new(
-        "compaction/summary",
-        first_seq + 1,
-        time,
-        json!({"compactionId": compaction_id, "summary": [{"type": "text", "text": summary}],
-            "shadowedRange": {"start": start, "end": end}, "shadowedSeqs": replaced,
-            "shadowedTokenCount": summary.len() / 4, "provider": super::model::PROVIDER,
-            "model": super::model::MODEL}),
-    );
-    let text = format!(
-        "This conversation was compacted. Summary of the earlier part:\n<compacted-summary>\n{summary}\n</compacted-summary>"
-    );
-    let mut checkpoint = Event::new(
-        "user/message",
-        first_seq + 2,
-        time,
-        json!({"id": format!("{compaction_id}-checkpoint"), "role": "user",
-            "content": [{"type": "text", "text": text}],
-            "source": {"kind": "plugin", "plugin": "compact", "compactionId": compaction_id}}),
-    );
-    let mut sources = vec![first_seq, first_seq + 1];
+    let summary_seq = script.plain("compaction/summary", data);
+    let mut sources = vec![start_seq, summary_seq];
     sources.extend_from_slice(replaced);
-    checkpoint.source_event_seqs = Some(json!(sources));
-    checkpoint.surface_op = Some(json!({"op": "replace", "start": start, "end": end}));
-    let end_event = Event::new(
-        "compaction/end",
-        first_seq + 3,
-        time,
-        json!({"compactionId": compaction_id, "turn": null}),
-    );
-    Ok(vec![start_event, summary_event, checkpoint, end_event])
+    let id = format!("{compaction_id}-checkpoint");
+    let text = checkpoint_text(&summary);
+    script.checkpoint(&id, &compaction_id, &text, start, end, &sources);
+    script.plain("compaction/end", marker);
+    Ok(script.events)
 }
 
 /// One line per replaced message: its role and the start of its text.
@@ -112,6 +99,7 @@ fn summarise(events: &[Event], replaced: &[u64]) -> String {
 mod tests {
     use super::*;
     use dsh_codec::surface::Label;
+    use serde_json::json;
 
     fn user(seq: u64, text: &str) -> Event {
         let data = dsh_codec::build::user_data(&format!("u{seq}"), text);

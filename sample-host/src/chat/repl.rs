@@ -510,14 +510,7 @@ impl TurnSink for TurnView<'_> {
 
 /// After the reply: the cache figure, the engine's figures, and for a citation the other orders.
 fn show_figures(turn: &Turn, out: &mut dyn Write) -> io::Result<()> {
-    writeln!(
-        out,
-        "    {}",
-        cache_line(&turn.cache, turn.request.messages)
-    )?;
-    if let Some(engine) = &turn.engine {
-        writeln!(out, "    {}", engine_line(engine))?;
-    }
+    show_cache_figures(turn, out)?;
     if let Some(c) = &turn.contrast {
         writeln!(
             out,
@@ -526,6 +519,19 @@ context): {} shared",
             human_bytes(c.before_history.shared_prefix_bytes as u64),
             human_bytes(c.dsh_order.shared_prefix_bytes as u64),
         )?;
+    }
+    Ok(())
+}
+
+/// The cache figure of a turn's request and, when the engine reported them, its own figures.
+pub fn show_cache_figures(turn: &Turn, out: &mut dyn Write) -> io::Result<()> {
+    writeln!(
+        out,
+        "    {}",
+        cache_line(&turn.cache, turn.request.messages)
+    )?;
+    if let Some(engine) = &turn.engine {
+        writeln!(out, "    {}", engine_line(engine))?;
     }
     Ok(())
 }

@@ -16,6 +16,7 @@
 use std::path::Path;
 use std::time::{SystemTime, UNIX_EPOCH};
 
+use dsh_codec::build;
 use dsh_codec::log::layout::SessionsRoot;
 use dsh_codec::log::write::WriteOptions;
 use dsh_codec::log::{Event, SessionHeader};
@@ -362,8 +363,8 @@ impl<'a> ChatSession<'a> {
         let first = events.len() as u64;
         let mut seqs = Seqs { next: first, time };
         let mut user_batch = vec![
-            seqs.event("turn/start", json!({"turn": turn}), false),
-            seqs.event("step/start", json!({"turn": turn, "step": 1}), false),
+            seqs.event("turn/start", build::turn_start_data(turn), false),
+            seqs.event("step/start", build::step_data(turn, 1), false),
         ];
         let cited = context.is_some();
         if let Some(data) = context {
@@ -372,7 +373,7 @@ impl<'a> ChatSession<'a> {
         let user_id = format!("{}-user-{}", self.id, seqs.next);
         user_batch.push(seqs.event(
             "user/message",
-            json!({"id": user_id, "role": "user", "content": content, "source": {"kind": "user"}}),
+            build::user_content_data(&user_id, content),
             true,
         ));
 
@@ -398,17 +399,18 @@ impl<'a> ChatSession<'a> {
         let reply_batch = vec![
             seqs.event(
                 "assistant/message",
-                json!({"turn": turn, "step": 1, "message": {"id": assistant_id,
-                    "role": "assistant", "content": [{"type": "text", "text": reply.text}],
-                    "source": {"kind": "model", "provider": reply.provider, "model": reply.model}}}),
+                build::assistant_data(
+                    turn,
+                    1,
+                    &assistant_id,
+                    &reply.text,
+                    &reply.provider,
+                    &reply.model,
+                ),
                 true,
             ),
-            seqs.event("step/end", json!({"turn": turn, "step": 1}), false),
-            seqs.event(
-                "turn/end",
-                json!({"turn": turn, "reason": {"kind": "completed"}}),
-                false,
-            ),
+            seqs.event("step/end", build::step_data(turn, 1), false),
+            seqs.event("turn/end", build::turn_end_data(turn), false),
         ];
         // One batch: the writer persists the user's line and the reply together or neither.
         let mut batch = user_batch.clone();

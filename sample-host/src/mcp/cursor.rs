@@ -90,12 +90,7 @@ pub fn decode(tool: &str, fingerprint: u64, text: &str) -> Result<Position, Tool
 
 /// FNV-1a (64-bit) of the arguments' canonical JSON: stable across runs and builds, unlike std's hasher.
 pub fn fingerprint(canonical: &str) -> u64 {
-    let mut hash: u64 = 0xcbf2_9ce4_8422_2325;
-    for byte in canonical.bytes() {
-        hash ^= u64::from(byte);
-        hash = hash.wrapping_mul(0x0100_0000_01b3);
-    }
-    hash
+    crate::request::fnv1a(canonical.as_bytes())
 }
 
 #[cfg(test)]

@@ -33,19 +33,9 @@ impl Outcome {
 
 /// Appends one event to the scratch log (a writer of its own, as another host would).
 fn append_one(scratch: &Path) -> Result<(), String> {
-    let mut writer = LogWriter::open_append(scratch, WriteOptions::default())
-        .map_err(|e| format!("opening the scratch log: {e}"))?;
-    let seq = writer.next_seq();
-    let data = json!({"content": [{"type": "text", "text": format!("contention line {seq}")}],
-        "source": {"kind": "user"}, "role": "user", "id": format!("bench-contention-{seq}")});
-    writer
-        .append(&[Event::appended(
-            "user/message",
-            seq,
-            1_790_000_000_000,
-            data,
-        )])
-        .map_err(|e| format!("appending to the scratch log: {e}"))
+    append_user_line(scratch, "contention", |seq| {
+        format!("contention line {seq}")
+    })
 }
 
 /// Runs `readers` until [`RUN`] passed while (when `scratch` is given) a writer thread appends.
@@ -159,18 +149,8 @@ fn processes(
                         .map_err(|e| format!("waiting for a reader process: {e}"))
                 })
                 .and_then(|out| {
-                    let stdout = String::from_utf8_lossy(&out.stdout);
-                    let line = stdout
-                        .lines()
-                        .find_map(|l| l.strip_prefix(CHILD_TAG))
-                        .ok_or_else(|| {
-                            format!(
-                                "a reader process printed no result (status {}): {}",
-                                out.status,
-                                String::from_utf8_lossy(&out.stderr)
-                            )
-                        })?;
-                    serde_json::from_str::<serde_json::Value>(line)
+                    let line = child_result(&out, "a reader process")?;
+                    serde_json::from_str::<serde_json::Value>(&line)
                         .map_err(|e| format!("a reader's result: {e}"))
                 });
             match result {

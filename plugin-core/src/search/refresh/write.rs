@@ -160,28 +160,37 @@ impl Engine {
             })
         });
         let resume = encode_resume(&pre_closers, &checkpoint);
+        // The closers the earlier read appended give way to the real events that took their seqs.
         let ext = store::Extension {
-            sid: row.sid,
-            stamp: &stamp,
-            event_count: count,
-            title: title.clone(),
-            relabel: &relabel,
             drop_from: Some(from),
             resume: resume.as_deref(),
+            ..grown(row.sid, &stamp, count, title, &relabel)
         };
-        let conn = self.conn().map_err(Failure::Plugin)?;
-        store::extend_session(conn, &ext, docs(&events, &fold), generation)
-            .map_err(|e| Failure::Plugin(index_failed(e)))?;
-        if let Some(row) = self.rows.get_mut(&RowKey::Persisted(listed.path.clone())) {
-            row.stamp = stamp;
-            row.event_count = count;
-            row.generation = generation;
-            if let Some(title) = title {
-                row.title = title;
-            }
-        }
+        let key = RowKey::Persisted(listed.path.clone());
+        self.extend_row(&key, &ext, docs(&events, &fold), generation)
+            .map_err(Failure::Plugin)?;
         self.forget_failure(&listed.path);
         self.remember_resume(&listed.path, pre_closers, checkpoint);
+        Ok(())
+    }
+
+    /// Extends the indexed session `ext.sid` with `docs` and brings its row under `key` up to date.
+    fn extend_row(
+        &mut self,
+        key: &RowKey,
+        ext: &store::Extension<'_>,
+        docs: impl IntoIterator<Item = PackedDoc>,
+        generation: u64,
+    ) -> Result<(), PluginError> {
+        store::extend_session(self.conn()?, ext, docs, generation).map_err(index_failed)?;
+        if let Some(row) = self.rows.get_mut(key) {
+            row.stamp = ext.stamp.to_string();
+            row.event_count = ext.event_count;
+            row.generation = generation;
+            if let Some(title) = &ext.title {
+                row.title = title.clone();
+            }
+        }
         Ok(())
     }
 
@@ -291,25 +300,8 @@ impl Engine {
                     .any(|e| e.kind == "session/title")
                     .then(|| title_json(&session));
                 let docs = docs(new_events, fold);
-                let ext = store::Extension {
-                    sid: row.sid,
-                    stamp: &stamp,
-                    event_count: count,
-                    title: title.clone(),
-                    relabel: &relabel,
-                    drop_from: None,
-                    resume: None,
-                };
-                store::extend_session(self.conn()?, &ext, docs, generation)
-                    .map_err(index_failed)?;
-                if let Some(row) = self.rows.get_mut(&key) {
-                    row.stamp = stamp;
-                    row.event_count = count;
-                    row.generation = generation;
-                    if let Some(title) = title {
-                        row.title = title;
-                    }
-                }
+                let ext = grown(row.sid, &stamp, count, title, &relabel);
+                self.extend_row(&key, &ext, docs, generation)?;
                 Ok(true)
             }
             old => {
@@ -407,4 +399,25 @@ fn relabelled<'a>(
         .filter(|&s| s < from)
         .map(|s| (s, fold.label(s).unwrap_or(Label::LogOnly)))
         .collect()
+}
+
+/// What a session that grew adds to the index: `count` events in all now, the older documents
+/// `relabel` names relabelled, and `title` when the new events retitle it; nothing dropped, no resume
+/// state.
+fn grown<'a>(
+    sid: i64,
+    stamp: &'a str,
+    count: u64,
+    title: Option<Option<String>>,
+    relabel: &'a [(u64, Label)],
+) -> store::Extension<'a> {
+    store::Extension {
+        sid,
+        stamp,
+        event_count: count,
+        title,
+        relabel,
+        drop_from: None,
+        resume: None,
+    }
 }
