@@ -460,11 +460,12 @@ impl SessionQuery for QueryService {
         });
         fn problems(BAD, |r, _: EmptyRequest, _| Ok(r.problems()));
         fn diagnostics(BAD, |r, _: EmptyRequest, c| {
-            let report = match &service.team {
-                Some(team) => team.diagnostics(r.corpus().host())?,
-                None => service.searching(c, |s, stop| s.diagnostics(r.corpus(), stop))?,
-            };
-            service.with_unknown_fields(report)
+            match &service.team {
+                Some(team) => service.with_unknown_fields(team.diagnostics(r.corpus().host())?),
+                None => service.with_unknown_fields(
+                    service.searching(c, |s, stop| s.diagnostics(r.corpus(), stop))?,
+                ),
+            }
         });
     }
 }
