@@ -89,29 +89,6 @@ enum Mode {
     },
 }
 
-fn parse_size(text: &str) -> Result<u64, String> {
-    let lower = text.trim().to_ascii_lowercase();
-    let (digits, unit) = match lower.find(|c: char| !c.is_ascii_digit()) {
-        Some(at) => lower.split_at(at),
-        None => (lower.as_str(), ""),
-    };
-    let n: u64 = digits
-        .parse()
-        .map_err(|_| format!("--size {text:?}: expected a number of bytes such as 200MB"))?;
-    let unit = match unit.trim() {
-        "" | "b" => 1,
-        "kb" | "k" => 1_000,
-        "mb" | "m" => 1_000_000,
-        "gb" | "g" => 1_000_000_000,
-        other => {
-            return Err(format!(
-                "--size {text:?}: unknown unit {other:?} (use kB, MB or GB)"
-            ))
-        }
-    };
-    Ok(n * unit)
-}
-
 fn parse_args(args: &[String]) -> Result<Mode, String> {
     let mut size = None;
     let mut sessions = None;
@@ -207,46 +184,6 @@ fn vm_hwm_kb() -> Option<u64> {
     line.split_whitespace().nth(1)?.parse().ok()
 }
 
-/// Bytes of an SQLite database and its WAL.
-fn db_bytes(db: &Path) -> u64 {
-    let wal = PathBuf::from(format!("{}-wal", db.display()));
-    [db.to_path_buf(), wal]
-        .iter()
-        .filter_map(|p| fs::metadata(p).ok())
-        .map(|m| m.len())
-        .sum()
-}
-
-/// Nearest-rank percentile.
-fn percentile(samples: &[Duration], p: f64) -> Duration {
-    if samples.is_empty() {
-        return Duration::ZERO;
-    }
-    let mut sorted = samples.to_vec();
-    sorted.sort();
-    let rank = ((p / 100.0) * sorted.len() as f64).ceil() as usize;
-    sorted[rank.clamp(1, sorted.len()) - 1]
-}
-
-fn ms(d: Duration) -> f64 {
-    d.as_secs_f64() * 1e3
-}
-
-fn timed<T>(f: impl FnOnce() -> T) -> (T, Duration) {
-    let start = Instant::now();
-    let value = f();
-    (value, start.elapsed())
-}
-
-/// A search hit as every engine here reports it: which document of which session.
-#[derive(Debug, Clone, PartialEq, Eq, PartialOrd, Ord)]
-struct Hit {
-    session: String,
-    seq: u64,
-}
-
-type Hits = Result<Vec<Hit>, String>;
-
 /// A cold build's figures, as a child process reports them.
 #[derive(Debug, Clone, Copy, Default)]
 struct Build {
@@ -313,6 +250,9 @@ fn build_in_child(which: &str, root: &Path, index: &Path) -> Result<Build, Strin
 
 #[path = "search_corpus/contention.rs"]
 mod contention;
+#[path = "search_corpus/measure.rs"]
+mod measure;
+use measure::*;
 
 mod naive {
     use super::*;
@@ -565,146 +505,8 @@ mod scan {
 // -------------------------------------------------------------------------------------------------
 // Ours
 
-/// The plugin's index through `plugin-core`'s plain Rust API (`Search` over a `Corpus`), with a host
-/// that lends no live sessions: the corpus is the sessions root alone.
-mod ours {
-    use std::sync::Arc;
-
-    use host_api::abi::host::DiskOnlyHost;
-    use host_api::abi::wire::search::{SessionEventSearchRequest, SessionSearchRequest};
-    use plugin_core::config::Config;
-    use plugin_core::corpus::Corpus;
-    use plugin_core::search::Search;
-
-    use super::*;
-
-    fn err(e: impl std::fmt::Debug) -> String {
-        format!("our index: {e:?}")
-    }
-
-    pub struct Ours {
-        search: Search,
-        corpus: Corpus,
-    }
-
-    /// One cold build of the index at `index` over `root`; returns the documents indexed.
-    pub fn cold_build(root: &Path, index: &Path) -> Result<u64, String> {
-        let ours = Ours::open(root, index)?;
-        ours.search
-            .refresh(&ours.corpus, &|| false, &|_, _| {})
-            .map_err(err)?;
-        let diagnostics = ours
-            .search
-            .diagnostics(&ours.corpus, &|| false)
-            .map_err(err)?;
-        if !diagnostics.skipped.is_empty() {
-            eprintln!(
-                "our index skipped {} sessions: {:?}",
-                diagnostics.skipped.len(),
-                diagnostics.skipped.first()
-            );
-        }
-        Ok(diagnostics.indexed_events)
-    }
-
-    impl Ours {
-        pub fn open(root: &Path, index: &Path) -> Result<Self, String> {
-            Self::open_with(root, index, true)
-        }
-
-        /// As a process that answers and exits opens it (`longLived: false`): no watch, the corpus
-        /// seeded from the index as the plugin's service does.
-        pub fn open_one_shot(root: &Path, index: &Path) -> Result<Self, String> {
-            Self::open_with(root, index, false)
-        }
-
-        fn open_with(root: &Path, index: &Path, long_lived: bool) -> Result<Self, String> {
-            let host = Arc::new(
-                DiskOnlyHost {
-                    sessions_root: Some(root.display().to_string()),
-                }
-                .boxed(),
-            );
-            let config = Config {
-                index_path: Some(index.to_path_buf()),
-                sessions_root: Some(root.to_path_buf()),
-                long_lived,
-                ..Config::default()
-            };
-            let search = Search::open(&config, index, host.clone()).map_err(err)?;
-            let corpus = Corpus::new(host, Some(root.to_path_buf()));
-            corpus.seed_known(search.known_listing());
-            Ok(Self { search, corpus })
-        }
-
-        pub fn search_sessions(&mut self, query: &str, limit: usize) -> Hits {
-            self.search_shared(query, limit)
-        }
-
-        /// [`Ours::search_sessions`] through a shared reference: threads of one host search at once.
-        pub fn search_shared(&self, query: &str, limit: usize) -> Hits {
-            let req = SessionSearchRequest {
-                query: json!(query),
-                session_filters: None,
-                event_filters: None,
-                limit: Some(json!(limit)),
-                cursor: None,
-                ..Default::default()
-            };
-            let page = self
-                .search
-                .search_sessions(&self.corpus, req, &|| false)
-                .map_err(err)?;
-            Ok(page
-                .items
-                .into_iter()
-                .map(|h| Hit {
-                    session: h.best_match.session_id,
-                    seq: h.best_match.seq,
-                })
-                .collect())
-        }
-
-        pub fn search_events(&mut self, session: &str, query: &str, limit: usize) -> Hits {
-            let req = SessionEventSearchRequest {
-                session_id: json!(session),
-                query: json!(query),
-                filters: None,
-                limit: Some(json!(limit)),
-                cursor: None,
-                ..Default::default()
-            };
-            let page = self
-                .search
-                .search_events(&self.corpus, req, &|| false)
-                .map_err(err)?;
-            Ok(page
-                .items
-                .into_iter()
-                .map(|h| Hit {
-                    session: h.session_id,
-                    seq: h.seq,
-                })
-                .collect())
-        }
-
-        /// Whether the index watches the sessions root (then a no-change check need not list it).
-        pub fn watching(&mut self) -> Result<bool, String> {
-            let diagnostics = self
-                .search
-                .diagnostics(&self.corpus, &|| false)
-                .map_err(err)?;
-            Ok(diagnostics.watching)
-        }
-
-        /// The freshness check alone (what every search runs first), timed.
-        pub fn refresh(&mut self) -> Result<Duration, String> {
-            let (done, t) = timed(|| self.search.refresh(&self.corpus, &|| false, &|_, _| {}));
-            done.map_err(err)?;
-            Ok(t)
-        }
-    }
-}
+#[path = "search_corpus/ours.rs"]
+mod ours;
 
 // -------------------------------------------------------------------------------------------------
 // The run
