@@ -41,7 +41,9 @@ use plugin_core::backend::{IndexBackend, Write};
 use plugin_core::config::Config;
 use plugin_core::search::team::TeamSearch;
 use serde_json::json;
-use tests::corpus_gen::{ensure_corpus, write_scratch_session, CorpusInfo, CorpusParams};
+use tests::corpus_gen::{
+    ensure_corpus, write_scratch_session, CorpusInfo, CorpusParams, GENERATOR_VERSION, MARKER,
+};
 use tests::pg::PgServer;
 
 #[path = "search_corpus/measure.rs"]
@@ -486,8 +488,31 @@ fn append_cost(
     Ok((ms(base), ms(after.saturating_sub(base))))
 }
 
+/// A folder that already holds a corpus of other parameters is someone's corpus, perhaps shared:
+/// it is refused rather than generated over.
+fn refuse_other_corpus(dir: &Path, params: CorpusParams) -> Result<(), String> {
+    let Ok(text) = fs::read_to_string(dir.join(MARKER)) else {
+        return Ok(());
+    };
+    match serde_json::from_str::<CorpusInfo>(&text) {
+        Ok(info) if info.params == params && info.generator == GENERATOR_VERSION => Ok(()),
+        Ok(info) => Err(format!(
+            "{} holds a corpus of other parameters ({:?}, generator {}) than asked ({params:?}, generator \
+             {GENERATOR_VERSION}); pass its --size, --sessions and --seed, or another folder",
+            dir.display(),
+            info.params,
+            info.generator
+        )),
+        Err(e) => Err(format!(
+            "{}: its marker does not read ({e}); not generating over it",
+            dir.join(MARKER).display()
+        )),
+    }
+}
+
 fn run(opts: Options) -> Result<(), String> {
     let started = Instant::now();
+    refuse_other_corpus(&opts.corpus, opts.params)?;
     let (info, gen_time) = timed(|| ensure_corpus(&opts.corpus, opts.params));
     let info = info.map_err(|e| e.to_string())?;
     let root = CorpusInfo::root(&opts.corpus);
