@@ -469,9 +469,15 @@ fn append_event(scratch: &Path, term: &str) -> Result<(), String> {
         .map_err(|e| format!("appending to the scratch log: {e}"))
 }
 
-/// The search after one appended event, less the same search with nothing changed (p50), and whether
-/// the appended term is then found.
+/// How long an appended event may take to become searchable before the answer counts as wrong.
+const APPEND_WAIT: Duration = Duration::from_secs(10);
+
+/// One appended event: the same search with nothing changed (p50), and the time from the append to the
+/// end of the first search that finds the appended term, less that p50. A watch that has not yet
+/// delivered the change makes the first search miss it; the searches are repeated until one finds it,
+/// so the figure is when the event became searchable, never a search that missed it.
 fn append_cost(
+    engine: &str,
     scratch: &Path,
     probe: &str,
     fresh: &str,
@@ -479,13 +485,27 @@ fn append_cost(
 ) -> Result<(f64, f64), String> {
     let before = repeat(10, || search(probe))?;
     append_event(scratch, fresh)?;
-    let (hits, after) = timed(|| search(probe));
-    hits?;
-    if search(fresh)?.is_empty() {
-        eprintln!("WRONG ANSWER: the appended event is not found");
+    let appended = Instant::now();
+    let mut searches = 0;
+    loop {
+        searches += 1;
+        if !search(fresh)?.is_empty() {
+            break;
+        }
+        if appended.elapsed() > APPEND_WAIT {
+            return Err(format!(
+                "WRONG ANSWER from {engine}: the appended event is not found after {searches} searches \
+                 in {} s",
+                APPEND_WAIT.as_secs()
+            ));
+        }
+    }
+    let found = appended.elapsed();
+    if searches > 1 {
+        println!("{engine}: the appended event was found by search {searches}");
     }
     let base = percentile(&before, 50.0);
-    Ok((ms(base), ms(after.saturating_sub(base))))
+    Ok((ms(base), ms(found.saturating_sub(base))))
 }
 
 /// A folder that already holds a corpus of other parameters is someone's corpus, perhaps shared:
@@ -713,19 +733,19 @@ fn measure(
     let scratch_path = append_root.join(&scratch.path);
     let append_pg = or_note("PostgreSQL append", {
         let host = Team::new(&url, APPEND_COLLECTION, Some(&append_root));
-        append_cost(&scratch_path, probe, "rqappendedpg", |q| {
+        append_cost("PostgreSQL", &scratch_path, probe, "rqappendedpg", |q| {
             host.search_sessions(q)
         })
     });
     let append_sqlite = or_note("SQLite append", {
         ours::Ours::open(&append_root, &work.join("append.sqlite")).and_then(|mut o| {
-            append_cost(&scratch_path, probe, "rqappendedsqlite", |q| {
+            append_cost("SQLite", &scratch_path, probe, "rqappendedsqlite", |q| {
                 o.search_sessions(q, LIMIT)
             })
         })
     });
     rows.push(Row {
-        what: "one appended event: added to the next search".into(),
+        what: "one appended event: searchable after (less a search)".into(),
         pg: append_pg.map(|(_, added)| added),
         sqlite: append_sqlite.map(|(_, added)| added),
         unit: "ms",
