@@ -89,29 +89,6 @@ enum Mode {
     },
 }
 
-fn parse_size(text: &str) -> Result<u64, String> {
-    let lower = text.trim().to_ascii_lowercase();
-    let (digits, unit) = match lower.find(|c: char| !c.is_ascii_digit()) {
-        Some(at) => lower.split_at(at),
-        None => (lower.as_str(), ""),
-    };
-    let n: u64 = digits
-        .parse()
-        .map_err(|_| format!("--size {text:?}: expected a number of bytes such as 200MB"))?;
-    let unit = match unit.trim() {
-        "" | "b" => 1,
-        "kb" | "k" => 1_000,
-        "mb" | "m" => 1_000_000,
-        "gb" | "g" => 1_000_000_000,
-        other => {
-            return Err(format!(
-                "--size {text:?}: unknown unit {other:?} (use kB, MB or GB)"
-            ))
-        }
-    };
-    Ok(n * unit)
-}
-
 fn parse_args(args: &[String]) -> Result<Mode, String> {
     let mut size = None;
     let mut sessions = None;
@@ -207,44 +184,6 @@ fn vm_hwm_kb() -> Option<u64> {
     line.split_whitespace().nth(1)?.parse().ok()
 }
 
-/// Bytes of an SQLite database and its WAL.
-fn db_bytes(db: &Path) -> u64 {
-    let wal = PathBuf::from(format!("{}-wal", db.display()));
-    [db.to_path_buf(), wal]
-        .iter()
-        .filter_map(|p| fs::metadata(p).ok())
-        .map(|m| m.len())
-        .sum()
-}
-
-/// Nearest-rank percentile.
-fn percentile(samples: &[Duration], p: f64) -> Duration {
-    if samples.is_empty() {
-        return Duration::ZERO;
-    }
-    let mut sorted = samples.to_vec();
-    sorted.sort();
-    let rank = ((p / 100.0) * sorted.len() as f64).ceil() as usize;
-    sorted[rank.clamp(1, sorted.len()) - 1]
-}
-
-fn ms(d: Duration) -> f64 {
-    d.as_secs_f64() * 1e3
-}
-
-fn timed<T>(f: impl FnOnce() -> T) -> (T, Duration) {
-    let start = Instant::now();
-    let value = f();
-    (value, start.elapsed())
-}
-
-/// A search hit as every engine here reports it: which document of which session.
-#[derive(Debug, Clone, PartialEq, Eq, PartialOrd, Ord)]
-struct Hit {
-    session: String,
-    seq: u64,
-}
-
 /// The result line a child process of this bench printed (after [`CHILD_TAG`]); `who` names the child
 /// in the error when there is none.
 fn child_result(out: &std::process::Output, who: &str) -> Result<String, String> {
@@ -275,14 +214,6 @@ fn append_user_line(
         .append(&[event])
         .map_err(|e| format!("appending to the scratch log: {e}"))
 }
-
-impl Hit {
-    fn new(session: String, seq: u64) -> Self {
-        Self { session, seq }
-    }
-}
-
-type Hits = Result<Vec<Hit>, String>;
 
 /// A cold build's figures, as a child process reports them.
 #[derive(Debug, Clone, Copy, Default)]
@@ -342,6 +273,9 @@ fn build_in_child(which: &str, root: &Path, index: &Path) -> Result<Build, Strin
 mod contention;
 #[path = "common/disk_search.rs"]
 mod disk_search;
+#[path = "search_corpus/measure.rs"]
+mod measure;
+use measure::*;
 
 mod naive {
     use super::*;
@@ -594,121 +528,8 @@ mod scan {
 // -------------------------------------------------------------------------------------------------
 // Ours
 
-/// The plugin's index through `plugin-core`'s plain Rust API (`Search` over a `Corpus`), with a host
-/// that lends no live sessions: the corpus is the sessions root alone.
-mod ours {
-    use host_api::abi::wire::search::{SessionEventSearchRequest, SessionSearchRequest};
-    use plugin_core::config::Config;
-    use plugin_core::corpus::Corpus;
-    use plugin_core::search::Search;
-
-    use super::*;
-
-    fn err(e: impl std::fmt::Debug) -> String {
-        format!("our index: {e:?}")
-    }
-
-    pub struct Ours {
-        search: Search,
-        corpus: Corpus,
-    }
-
-    /// One cold build of the index at `index` over `root`; returns the documents indexed.
-    pub fn cold_build(root: &Path, index: &Path) -> Result<u64, String> {
-        let ours = Ours::open(root, index)?;
-        ours.search
-            .refresh(&ours.corpus, &|| false, &|_, _| {})
-            .map_err(err)?;
-        let diagnostics = ours
-            .search
-            .diagnostics(&ours.corpus, &|| false)
-            .map_err(err)?;
-        if !diagnostics.skipped.is_empty() {
-            eprintln!(
-                "our index skipped {} sessions: {:?}",
-                diagnostics.skipped.len(),
-                diagnostics.skipped.first()
-            );
-        }
-        Ok(diagnostics.indexed_events)
-    }
-
-    impl Ours {
-        pub fn open(root: &Path, index: &Path) -> Result<Self, String> {
-            Self::open_with(root, index, true)
-        }
-
-        /// As a process that answers and exits opens it (`longLived: false`): no watch, the corpus
-        /// seeded from the index as the plugin's service does.
-        pub fn open_one_shot(root: &Path, index: &Path) -> Result<Self, String> {
-            Self::open_with(root, index, false)
-        }
-
-        fn open_with(root: &Path, index: &Path, long_lived: bool) -> Result<Self, String> {
-            let config = Config {
-                long_lived,
-                ..Config::default()
-            };
-            let (search, corpus) =
-                disk_search::open(root, index, config).map_err(|e| format!("our index: {e}"))?;
-            corpus.seed_known(search.known_listing());
-            Ok(Self { search, corpus })
-        }
-
-        pub fn search_sessions(&mut self, query: &str, limit: usize) -> Hits {
-            self.search_shared(query, limit)
-        }
-
-        /// [`Ours::search_sessions`] through a shared reference: threads of one host search at once.
-        pub fn search_shared(&self, query: &str, limit: usize) -> Hits {
-            let req = SessionSearchRequest {
-                query: json!(query),
-                limit: Some(json!(limit)),
-                ..Default::default()
-            };
-            let page = self
-                .search
-                .search_sessions(&self.corpus, req, &|| false)
-                .map_err(err)?;
-            let hits = page.items.into_iter().map(|h| h.best_match);
-            Ok(hits.map(|h| Hit::new(h.session_id, h.seq)).collect())
-        }
-
-        pub fn search_events(&mut self, session: &str, query: &str, limit: usize) -> Hits {
-            let req = SessionEventSearchRequest {
-                session_id: json!(session),
-                query: json!(query),
-                limit: Some(json!(limit)),
-                ..Default::default()
-            };
-            let page = self
-                .search
-                .search_events(&self.corpus, req, &|| false)
-                .map_err(err)?;
-            Ok(page
-                .items
-                .into_iter()
-                .map(|h| Hit::new(h.session_id, h.seq))
-                .collect())
-        }
-
-        /// Whether the index watches the sessions root (then a no-change check need not list it).
-        pub fn watching(&mut self) -> Result<bool, String> {
-            let diagnostics = self
-                .search
-                .diagnostics(&self.corpus, &|| false)
-                .map_err(err)?;
-            Ok(diagnostics.watching)
-        }
-
-        /// The freshness check alone (what every search runs first), timed.
-        pub fn refresh(&mut self) -> Result<Duration, String> {
-            let (done, t) = timed(|| self.search.refresh(&self.corpus, &|| false, &|_, _| {}));
-            done.map_err(err)?;
-            Ok(t)
-        }
-    }
-}
+#[path = "search_corpus/ours.rs"]
+mod ours;
 
 // -------------------------------------------------------------------------------------------------
 // The run
