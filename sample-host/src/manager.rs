@@ -39,8 +39,8 @@ pub struct HostOptions {
     pub only_file: Option<std::ffi::OsString>,
     /// The JSON config every plugin instance is built with.
     pub plugin_config: String,
-    /// Where shadows are made: a folder of this process (long-running hosts), memory (the demo), or
-    /// nowhere (one-shot commands map the library itself).
+    /// Where shadows are made: a folder of this process (long-running hosts), or memory (one-shot
+    /// commands: no folder at all).
     pub shadows: ShadowPlace,
     /// How many libraries may be mapped in this process (each load keeps one mapping).
     pub max_mapped: usize,
@@ -53,8 +53,6 @@ pub enum ShadowPlace {
     Folder(Option<PathBuf>),
     /// Anonymous memory: nothing on disk.
     Memory,
-    /// No shadow: each library mapped from its own file (a process that loads once and exits).
-    InPlace,
 }
 
 impl HostOptions {
@@ -207,7 +205,6 @@ impl PluginHost {
                 ShadowStore::folder(parent.as_deref())?
             }
             ShadowPlace::Memory => ShadowStore::memory(),
-            ShadowPlace::InPlace => ShadowStore::in_place(),
         };
         let host = Arc::new(Self {
             shared,

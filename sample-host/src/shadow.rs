@@ -14,13 +14,9 @@
 //!   is unlinked as soon as it is mapped, so the folder holds a file only during a load. A host that dies
 //!   without cleaning up (kill -9, a crash) leaves its folder; [`sweep_stale`] removes those of hosts no
 //!   longer running.
-//! - [`ShadowStore::memory`] (the demo): an anonymous `memfd`, mapped through
+//! - [`ShadowStore::memory`] (one-shot commands): an anonymous `memfd`, mapped through
 //!   `/proc/self/fd/N`. No folder exists at all, so nothing can be left behind. Each memfd stays open for
 //!   the life of the process (libraries are never unloaded), so no later load can reuse its path.
-//! - [`ShadowStore::in_place`] (one-shot commands, which load each library once and never reload):
-//!   no shadow at all, the library is mapped where it is. Copying the whole library into memory cost
-//!   a one-shot command more than the rest of its start; what it gives up is the guard against a
-//!   build rewriting the file in place during the command's fraction of a second.
 
 use std::fs::File;
 use std::io;
@@ -38,7 +34,6 @@ pub enum ShadowKind {
     Reflink,
     Copy,
     Memory,
-    InPlace,
 }
 
 impl ShadowKind {
@@ -48,7 +43,6 @@ impl ShadowKind {
             Self::Reflink => "as a reflink",
             Self::Copy => "as a byte copy",
             Self::Memory => "into memory",
-            Self::InPlace => "none (mapped in place)",
         }
     }
 }
@@ -97,8 +91,6 @@ enum Store {
     },
     /// Open memfds, kept for the life of the process (see the module docs).
     Memory(Vec<File>),
-    /// No shadows: each library is mapped from its own file.
-    InPlace,
 }
 
 /// Where this host makes its shadows.
@@ -132,27 +124,20 @@ impl ShadowStore {
         }
     }
 
-    /// No shadows: for a process that loads each library once and exits (see the module docs).
-    pub fn in_place() -> Self {
-        Self {
-            store: Mutex::new(Store::InPlace),
-        }
-    }
-
     /// The shadow folder, if this store has one.
     pub fn dir(&self) -> Option<PathBuf> {
         match &*self.store.lock().unwrap_or_else(|p| p.into_inner()) {
             Store::Folder { dir, .. } => Some(dir.clone()),
-            Store::Memory(_) | Store::InPlace => None,
+            Store::Memory(_) => None,
         }
     }
 
     /// Makes a private shadow of `file`, named `name` in the folder.
     pub fn make(&self, file: &Path, name: &str) -> Result<Shadow, ShadowError> {
         let started = Instant::now();
-        let mut store = self.store.lock().unwrap_or_else(|p| p.into_inner());
         let before = identity(file).map_err(io_err(format!("reading {}", file.display())))?;
         let mut source = File::open(file).map_err(io_err(format!("opening {}", file.display())))?;
+        let mut store = self.store.lock().unwrap_or_else(|p| p.into_inner());
         let shadow = match &mut *store {
             Store::Folder { dir, removed } => {
                 if *removed {
@@ -201,14 +186,6 @@ impl ShadowStore {
                     unlink: false,
                 }
             }
-            Store::InPlace => {
-                return Ok(Shadow {
-                    path: file.to_path_buf(),
-                    kind: ShadowKind::InPlace,
-                    took: started.elapsed(),
-                    unlink: false,
-                })
-            }
         };
         // A writer that was still at it (a copy in place, not a rename) would leave us half a library.
         if identity(file).ok() != Some(before) {
@@ -232,7 +209,7 @@ impl ShadowStore {
                 }
                 Some(dir.clone())
             }
-            Store::Memory(_) | Store::InPlace => None,
+            Store::Memory(_) => None,
         }
     }
 }
@@ -377,21 +354,6 @@ mod tests {
         assert_ne!(a.path, b.path, "an open memfd's path is never reused");
         assert_eq!(std::fs::read(&a.path).unwrap(), b"bytes");
         assert!(store.dir().is_none());
-    }
-
-    #[test]
-    fn in_place_loads_map_the_library_itself_and_make_nothing() {
-        let tmp = tempfile::tempdir().unwrap();
-        let lib = tmp.path().join("lib.so");
-        std::fs::write(&lib, b"bytes").unwrap();
-        let store = ShadowStore::in_place();
-        let shadow = store.make(&lib, "a.so").unwrap();
-        assert_eq!(shadow.kind, ShadowKind::InPlace);
-        assert_eq!(shadow.path, lib);
-        shadow.forget_name();
-        assert!(lib.exists(), "the library itself is never unlinked");
-        assert!(store.dir().is_none());
-        assert_eq!(std::fs::read_dir(tmp.path()).unwrap().count(), 1);
     }
 
     #[test]

@@ -5,7 +5,7 @@
 //! holding both transcripts, an identity mismatch or a duplicate id is reported as a problem naming its path,
 //! and every other session still lists. A root holding raw and zstd sessions side by side is read whole.
 
-use std::collections::BTreeMap;
+use std::collections::{BTreeMap, HashMap, HashSet};
 use std::fmt::{self, Write as _};
 use std::fs;
 use std::io;
@@ -282,18 +282,29 @@ impl SessionsRoot {
             self.scan_project(&project, known, &mut found, &mut listing.problems);
         }
 
+        // `found` is in path order already (sorted projects, each one's entries sorted). Most ids are
+        // unique: only the duplicated ones are grouped.
+        let mut seen: HashMap<&str, usize> = HashMap::with_capacity(found.len());
+        for session in &found {
+            *seen.entry(session.header.id.as_str()).or_default() += 1;
+        }
+        let duplicated: HashSet<String> = seen
+            .into_iter()
+            .filter(|(_, n)| *n > 1)
+            .map(|(id, _)| id.to_string())
+            .collect();
         let mut by_id: BTreeMap<String, Vec<ListedSession>> = BTreeMap::new();
         for session in found {
-            by_id
-                .entry(session.header.id.clone())
-                .or_default()
-                .push(session);
+            if duplicated.contains(&session.header.id) {
+                by_id
+                    .entry(session.header.id.clone())
+                    .or_default()
+                    .push(session);
+            } else {
+                listing.sessions.push(session);
+            }
         }
         for (id, sessions) in by_id {
-            if sessions.len() == 1 {
-                listing.sessions.extend(sessions);
-                continue;
-            }
             // Which copy is the real session cannot be known, so neither lists (rule 7).
             let paths: Vec<String> = sessions
                 .iter()
@@ -607,7 +618,8 @@ fn transcript_at(
             }
             return Err(LogError::io(&path, &err));
         }
-        let revision = (stat.st_mode & libc::S_IFMT == libc::S_IFREG).then(|| Revision::from_stat(&stat));
+        let revision =
+            (stat.st_mode & libc::S_IFMT == libc::S_IFREG).then(|| Revision::from_stat(&stat));
         present.push(Candidate {
             path,
             compression: c,
@@ -649,10 +661,15 @@ fn sorted_entries(dir: &Path) -> io::Result<Vec<(PathBuf, fs::FileType)>> {
     let mut entries = Vec::new();
     for entry in fs::read_dir(dir)? {
         let entry = entry?;
-        entries.push((entry.path(), entry.file_type()?));
+        entries.push((entry.file_name(), entry.path(), entry.file_type()?));
     }
+    // By name: every entry has the same parent, so this is the paths' order, without comparing the
+    // whole paths component by component (a large share of listing a big root).
     entries.sort_by(|a, b| a.0.cmp(&b.0));
-    Ok(entries)
+    Ok(entries
+        .into_iter()
+        .map(|(_, path, kind)| (path, kind))
+        .collect())
 }
 
 fn flat_suffix(c: Compression) -> &'static str {

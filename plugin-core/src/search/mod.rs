@@ -562,11 +562,11 @@ impl Search {
                 return Ok(());
             }
             let seen = refreshes.ended;
-            let _ = self
-                .refreshed
-                .wait_timeout_while(refreshes, (deadline - now).min(REFRESH_POLL), |r| {
-                    r.ended == seen
-                });
+            let _ = self.refreshed.wait_timeout_while(
+                refreshes,
+                (deadline - now).min(REFRESH_POLL),
+                |r| r.ended == seen,
+            );
         }
     }
 

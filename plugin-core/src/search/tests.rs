@@ -1614,7 +1614,11 @@ fn searches_arriving_during_a_refresh_share_one_refresh_instead_of_queueing_one_
     let e = env();
     e.disk("first", 0, &conversation("needle", "ok"));
     assert_eq!(e.ids("needle"), ["first"]);
-    write_log(&e.root, &header("second", 1), &conversation("needle again", "ok"));
+    write_log(
+        &e.root,
+        &header("second", 1),
+        &conversation("needle again", "ok"),
+    );
     e.settle();
     let before = e.search.refreshes_started();
     let (inside, release) = (AtomicBool::new(false), AtomicBool::new(false));
@@ -1641,7 +1645,11 @@ fn searches_arriving_during_a_refresh_share_one_refresh_instead_of_queueing_one_
         release.store(true, SeqCst);
         refresher.join().unwrap();
         for s in searchers {
-            assert_eq!(s.join().unwrap(), 2, "each searcher sees what was written before it asked");
+            assert_eq!(
+                s.join().unwrap(),
+                2,
+                "each searcher sees what was written before it asked"
+            );
         }
     });
     assert_eq!(

@@ -372,12 +372,12 @@ pub fn run(cli: Cli, out: &mut dyn Write) -> Result<i32, CommandError> {
 /// Snippet length the host asks the plugin for (code points).
 const SNIPPET_CHARS: u64 = 240;
 
-/// Loads the plugin folder for a one-shot command: it loads each library once and never reloads, so
-/// it maps the library itself (no shadow, no folder, nothing left behind); the plugin is told the host does not live long (`longLived: false`), so it
+/// Loads the plugin folder for a one-shot command: its shadows live in memory, so it makes no folder
+/// and can leave none behind; the plugin is told the host does not live long (`longLived: false`), so it
 /// watches nothing and compares the root with its index by `stat`. A host with nothing serving is still returned (its calls answer
 /// `PLUGIN_UNAVAILABLE`); why nothing serves goes to the log.
 pub fn start_host(options: &Options, sessions: PathBuf) -> Result<Arc<PluginHost>, CommandError> {
-    start_host_in(options, sessions, ShadowPlace::InPlace, false)
+    start_host_in(options, sessions, ShadowPlace::Memory, false)
 }
 
 /// Loads the plugin folder for a host that keeps running and reloads (`watch`, `chat`): its shadows
