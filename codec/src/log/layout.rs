@@ -5,7 +5,7 @@
 //! holding both transcripts, an identity mismatch or a duplicate id is reported as a problem naming its path,
 //! and every other session still lists. A root holding raw and zstd sessions side by side is read whole.
 
-use std::collections::BTreeMap;
+use std::collections::{BTreeMap, HashMap, HashSet};
 use std::fmt::{self, Write as _};
 use std::fs;
 use std::io;
@@ -155,6 +155,18 @@ impl Revision {
 }
 
 impl Revision {
+    /// The revision in a `stat` the caller made (the fields [`Revision::from_metadata`] reads).
+    fn from_stat(stat: &libc::stat) -> Revision {
+        const NS: i128 = 1_000_000_000;
+        Revision {
+            dev: stat.st_dev,
+            ino: stat.st_ino,
+            size: u64::try_from(stat.st_size).unwrap_or(0),
+            mtime_ns: i128::from(stat.st_mtime) * NS + i128::from(stat.st_mtime_nsec),
+            ctime_ns: i128::from(stat.st_ctime) * NS + i128::from(stat.st_ctime_nsec),
+        }
+    }
+
     /// Whether a file that had revision `before` and has this one now may have changed only by
     /// growing: the same file (device and inode) and longer. A replaced file, or one the same size or
     /// shorter whose times changed, was rewritten: it must be read whole. (Growth alone proves
@@ -270,18 +282,29 @@ impl SessionsRoot {
             self.scan_project(&project, known, &mut found, &mut listing.problems);
         }
 
+        // `found` is in path order already (sorted projects, each one's entries sorted). Most ids are
+        // unique: only the duplicated ones are grouped.
+        let mut seen: HashMap<&str, usize> = HashMap::with_capacity(found.len());
+        for session in &found {
+            *seen.entry(session.header.id.as_str()).or_default() += 1;
+        }
+        let duplicated: HashSet<String> = seen
+            .into_iter()
+            .filter(|(_, n)| *n > 1)
+            .map(|(id, _)| id.to_string())
+            .collect();
         let mut by_id: BTreeMap<String, Vec<ListedSession>> = BTreeMap::new();
         for session in found {
-            by_id
-                .entry(session.header.id.clone())
-                .or_default()
-                .push(session);
+            if duplicated.contains(&session.header.id) {
+                by_id
+                    .entry(session.header.id.clone())
+                    .or_default()
+                    .push(session);
+            } else {
+                listing.sessions.push(session);
+            }
         }
         for (id, sessions) in by_id {
-            if sessions.len() == 1 {
-                listing.sessions.extend(sessions);
-                continue;
-            }
             // Which copy is the real session cannot be known, so neither lists (rule 7).
             let paths: Vec<String> = sessions
                 .iter()
@@ -415,6 +438,9 @@ impl SessionsRoot {
                 return;
             }
         };
+        // Transcripts are looked up relative to the open project folder: a listing `stat`s two per
+        // session, and walking the whole path from the root for each was most of their cost.
+        let folder = fs::File::open(project).ok();
         for (path, file_type) in entries {
             if file_type.is_file() {
                 if is_flat_artifact_name(&path) {
@@ -425,13 +451,21 @@ impl SessionsRoot {
             if !file_type.is_dir() {
                 continue;
             }
-            let listed = transcript_in(&path)
+            let transcript = match (&folder, path.file_name()) {
+                (Some(folder), Some(name)) => transcript_at(folder, name, &path),
+                _ => transcript_in(&path),
+            };
+            let listed = transcript
                 .and_then(|candidate| candidate.map(|c| self.known_or_read(c, known)).transpose())
-                .and_then(|session| {
-                    if let Some(session) = &session {
-                        self.check_identity(session)?;
+                .and_then(|session| match session {
+                    // The known entry passed this check when it was listed: the same path and header
+                    // identify the same place (the check reads nothing else).
+                    Some((session, true)) => Ok(Some(session)),
+                    Some((session, false)) => {
+                        self.check_identity(&session)?;
+                        Ok(Some(session))
                     }
-                    Ok(session)
+                    None => Ok(None),
                 });
             match listed {
                 Ok(Some(session)) => found.push(session),
@@ -441,22 +475,23 @@ impl SessionsRoot {
         }
     }
 
-    /// The known session at the candidate's path when its revision is unchanged, else its header read.
+    /// The known session at the candidate's path when its revision is unchanged (`true`), else its
+    /// header read (`false`).
     fn known_or_read(
         &self,
         candidate: Candidate,
         known: &KnownSessions,
-    ) -> Result<ListedSession, LogError> {
+    ) -> Result<(ListedSession, bool), LogError> {
         if let Some(k) = known.get(&candidate.path) {
             let revision = match candidate.revision {
                 Some(r) => Some(r),
                 None => Revision::of(&candidate.path).ok(),
             };
             if revision == Some(k.revision) && k.compression == candidate.compression {
-                return Ok(k.clone());
+                return Ok((k.clone(), true));
             }
         }
-        self.read_candidate(candidate)
+        Ok((self.read_candidate(candidate)?, false))
     }
 
     /// Reads the header (leniently) and the revision of a transcript.
@@ -544,6 +579,58 @@ fn transcript_in(dir: &Path) -> Result<Option<Candidate>, LogError> {
             revision,
         });
     }
+    one_transcript(present, dir)
+}
+
+/// [`transcript_in`] for the session dir `dir`, named `name` in the open project folder `folder`: the
+/// same `lstat`s, relative to the folder (`fstatat`).
+fn transcript_at(
+    folder: &fs::File,
+    name: &std::ffi::OsStr,
+    dir: &Path,
+) -> Result<Option<Candidate>, LogError> {
+    use std::os::fd::AsRawFd;
+    use std::os::unix::ffi::OsStrExt;
+    let mut present = Vec::new();
+    for c in ENCODINGS {
+        let path = dir.join(c.transcript_name());
+        let mut relative = name.as_bytes().to_vec();
+        relative.push(b'/');
+        relative.extend_from_slice(c.transcript_name().as_bytes());
+        // A directory entry's name holds no NUL byte.
+        let relative = std::ffi::CString::new(relative)
+            .map_err(|_| LogError::io(&path, &io::Error::from(io::ErrorKind::InvalidInput)))?;
+        // SAFETY: `stat` is plain data the call fills in; the descriptor is open for the call.
+        let mut stat: libc::stat = unsafe { std::mem::zeroed() };
+        // SAFETY: a valid descriptor, a NUL-terminated path and a `stat` to write into.
+        let rc = unsafe {
+            libc::fstatat(
+                folder.as_raw_fd(),
+                relative.as_ptr(),
+                &mut stat,
+                libc::AT_SYMLINK_NOFOLLOW,
+            )
+        };
+        if rc != 0 {
+            let err = io::Error::last_os_error();
+            if err.kind() == io::ErrorKind::NotFound {
+                continue;
+            }
+            return Err(LogError::io(&path, &err));
+        }
+        let revision =
+            (stat.st_mode & libc::S_IFMT == libc::S_IFREG).then(|| Revision::from_stat(&stat));
+        present.push(Candidate {
+            path,
+            compression: c,
+            revision,
+        });
+    }
+    one_transcript(present, dir)
+}
+
+/// The one transcript found in `dir`, if any; both is that session's error.
+fn one_transcript(mut present: Vec<Candidate>, dir: &Path) -> Result<Option<Candidate>, LogError> {
     match present.len() {
         0 => Ok(None),
         1 => Ok(present.pop()),
@@ -574,10 +661,15 @@ fn sorted_entries(dir: &Path) -> io::Result<Vec<(PathBuf, fs::FileType)>> {
     let mut entries = Vec::new();
     for entry in fs::read_dir(dir)? {
         let entry = entry?;
-        entries.push((entry.path(), entry.file_type()?));
+        entries.push((entry.file_name(), entry.path(), entry.file_type()?));
     }
+    // By name: every entry has the same parent, so this is the paths' order, without comparing the
+    // whole paths component by component (a large share of listing a big root).
     entries.sort_by(|a, b| a.0.cmp(&b.0));
-    Ok(entries)
+    Ok(entries
+        .into_iter()
+        .map(|(_, path, kind)| (path, kind))
+        .collect())
 }
 
 fn flat_suffix(c: Compression) -> &'static str {

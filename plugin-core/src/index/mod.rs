@@ -483,6 +483,11 @@ impl Index {
         }
     }
 
+    /// Whether this process may take the writer role at all (it has the lock file open).
+    pub fn has_writer_lock(&self) -> bool {
+        self.lock.is_some()
+    }
+
     /// Who holds (or last held) the writer role, for messages.
     pub fn writer_pid(&self) -> String {
         self.lock

@@ -45,7 +45,7 @@ mod tests;
 use std::collections::{BTreeMap, HashMap};
 use std::path::{Path, PathBuf};
 use std::sync::atomic::{AtomicBool, AtomicU64, Ordering};
-use std::sync::{Arc, Mutex, MutexGuard};
+use std::sync::{Arc, Condvar, Mutex, MutexGuard};
 use std::time::{Duration, Instant};
 
 use abi_stable::std_types::RStr;
@@ -151,6 +151,38 @@ const REFRESH_WAIT: Duration = Duration::from_millis(500);
 /// Idle reader connections kept for later calls.
 const IDLE_READERS: usize = 8;
 
+/// How long a waiting call sleeps at most before it looks at the writer side again (a refresh that
+/// ends wakes it at once; this bounds a missed wake-up).
+const REFRESH_POLL: Duration = Duration::from_millis(10);
+
+/// Refreshes of one instance, counted so that calls arriving while one runs share the next one
+/// instead of each running its own after the other (see [`Search::prepare`]).
+#[derive(Debug, Default)]
+struct Refreshes {
+    /// Refreshes begun so far; the number is the id of the latest.
+    started: u64,
+    /// The id of the latest refresh that ended (refreshes run one at a time, so ids end in order).
+    ended: u64,
+    /// How it failed, if it did: the error of every call that shared it.
+    failure: Option<PluginError>,
+}
+
+impl Refreshes {
+    /// What a call that arrived when `arrived` refreshes had begun learns from the latest refresh:
+    /// `None` while none that began after it has ended, or when that one was cancelled (by its own
+    /// caller: this call then refreshes itself).
+    fn shared(&self, arrived: u64) -> Option<Result<(), PluginError>> {
+        if self.ended <= arrived {
+            return None;
+        }
+        match &self.failure {
+            None => Some(Ok(())),
+            Some(e) if e.code == ErrorCode::SessionQueryAborted => None,
+            Some(e) => Some(Err(e.clone())),
+        }
+    }
+}
+
 /// The session search of one plugin instance.
 ///
 /// Two sides: the writer (the [`Engine`] behind `state`, which brings the index up to date, holding the
@@ -173,9 +205,51 @@ pub struct Search {
     long_lived: bool,
     /// Session rows reader connections read from the index so far (see [`Search::rows_read`]).
     rows_read: AtomicU64,
+    refreshes: Mutex<Refreshes>,
+    /// Signalled whenever a refresh ends.
+    refreshed: Condvar,
 }
 
 fn no_progress(_: u64, _: u64) {}
+
+/// How often a call that waits for another process's writer role looks again.
+const WRITER_POLL: Duration = Duration::from_millis(2);
+
+/// The index's writer role for a refresh, waiting at most [`REFRESH_WAIT`] for another process; `None`
+/// when it keeps it. The wait also ends once that process commits: its writer is keeping the index
+/// current, and this call answers from the index as it stands rather than queueing behind every
+/// refresh of a busy writer (which, beside a steady stream of appends, held each search for the
+/// whole wait).
+fn writer_role(engine: &Engine) -> Result<Option<index::Writing>, PluginError> {
+    if let Some(writing) = engine.index.writer(Duration::ZERO)? {
+        return Ok(Some(writing));
+    }
+    if !engine.index.has_writer_lock() {
+        // This process only reads the index: there is nothing to wait for.
+        return Ok(None);
+    }
+    let committed = || {
+        engine
+            .index
+            .connection()
+            .and_then(|c| store::version(c).ok())
+    };
+    let before = committed();
+    let deadline = Instant::now() + REFRESH_WAIT;
+    loop {
+        let now = Instant::now();
+        if now >= deadline {
+            return Ok(None);
+        }
+        std::thread::sleep(WRITER_POLL.min(deadline - now));
+        if let Some(writing) = engine.index.writer(Duration::ZERO)? {
+            return Ok(Some(writing));
+        }
+        if before.is_some() && committed() != before {
+            return Ok(None);
+        }
+    }
+}
 
 /// A damage report for this call; the next one rebuilds.
 fn rebuilt_next(e: PluginError) -> PluginError {
@@ -229,6 +303,8 @@ impl Search {
             immutable: AtomicBool::new(false),
             long_lived: config.long_lived,
             rows_read: AtomicU64::new(0),
+            refreshes: Mutex::default(),
+            refreshed: Condvar::new(),
         };
         if config.open_at == OpenAt::Startup {
             let mut state = search.lock();
@@ -339,6 +415,12 @@ impl Search {
         self.rows_read.load(Ordering::Relaxed)
     }
 
+    /// Refreshes begun so far (tests of the shared refresh).
+    #[cfg(test)]
+    fn refreshes_started(&self) -> u64 {
+        lock(&self.refreshes).started
+    }
+
     /// Brings the index up to date, reporting `progress(done, total)` over the sessions to (re)index.
     /// Every search does this itself; a host calls it to draw a progress bar (e.g. the first build).
     pub fn refresh(
@@ -348,7 +430,10 @@ impl Search {
         progress: &dyn Fn(u64, u64),
     ) -> Result<(), PluginError> {
         let mut state = self.lock();
-        self.refresh_locked(&mut state, corpus, cancelled, progress)
+        let outcome = self.refresh_counted(&mut state, corpus, cancelled, progress);
+        drop(state);
+        self.refreshed.notify_all();
+        outcome
     }
 
     /// [`Search::refresh`] for a call that then answers: waits at most [`REFRESH_WAIT`] for another
@@ -361,9 +446,35 @@ impl Search {
         progress: &dyn Fn(u64, u64),
     ) -> Result<(), PluginError> {
         match self.lock_within(REFRESH_WAIT) {
-            Some(mut state) => self.refresh_locked(&mut state, corpus, cancelled, progress),
+            Some(mut state) => {
+                let outcome = self.refresh_counted(&mut state, corpus, cancelled, progress);
+                drop(state);
+                self.refreshed.notify_all();
+                outcome
+            }
             None => Ok(()),
         }
+    }
+
+    /// [`Search::refresh_locked`], counted in [`Refreshes`] so that calls waiting meanwhile need not
+    /// run another. The caller wakes them ([`Search::refreshed`]) once it let go of the writer side.
+    fn refresh_counted(
+        &self,
+        state: &mut State,
+        corpus: &Corpus,
+        cancelled: &dyn Fn() -> bool,
+        progress: &dyn Fn(u64, u64),
+    ) -> Result<(), PluginError> {
+        let id = {
+            let mut refreshes = lock(&self.refreshes);
+            refreshes.started += 1;
+            refreshes.started
+        };
+        let outcome = self.refresh_locked(state, corpus, cancelled, progress);
+        let mut refreshes = lock(&self.refreshes);
+        refreshes.ended = id;
+        refreshes.failure = outcome.as_ref().err().cloned();
+        outcome
     }
 
     /// The refresh itself, with the writer side held: takes the index's writer role (waiting at most
@@ -377,7 +488,7 @@ impl Search {
     ) -> Result<(), PluginError> {
         let engine = self.engine(state)?;
         let mut busy = None;
-        let outcome = match engine.index.writer(REFRESH_WAIT) {
+        let outcome = match writer_role(engine) {
             Ok(Some(writing)) => {
                 let outcome = engine
                     .resync()
@@ -414,18 +525,50 @@ impl Search {
         }
     }
 
-    /// Before a read: refresh unless another thread of this instance is refreshing for longer than
-    /// [`REFRESH_WAIT`] (then the committed index answers). Open failures and refresh failures are
-    /// this call's error.
+    /// Before a read: make sure a refresh that began after this call did has ended, so the answer
+    /// holds every change made before the call. Calls that arrive while another thread refreshes share
+    /// one refresh after it: the first to take the writer side runs it, the others wait for its end
+    /// (woken when it ends) instead of running one each in turn, which under a steady stream of changes
+    /// queued every reader behind every other reader's refresh. The wait is bounded by
+    /// [`REFRESH_WAIT`]; then the committed index answers. Open failures and this call's own refresh
+    /// failures are this call's error.
     fn prepare(&self, corpus: &Corpus, cancelled: &dyn Fn() -> bool) -> Result<(), PluginError> {
-        match self.lock_within(REFRESH_WAIT) {
-            Some(mut state) => self.refresh_locked(&mut state, corpus, cancelled, &no_progress),
-            None => {
+        let arrived = lock(&self.refreshes).started;
+        let deadline = Instant::now() + REFRESH_WAIT;
+        loop {
+            let guard = match self.state.try_lock() {
+                Ok(guard) => Some(guard),
+                Err(std::sync::TryLockError::Poisoned(p)) => Some(p.into_inner()),
+                Err(std::sync::TryLockError::WouldBlock) => None,
+            };
+            if let Some(mut state) = guard {
+                if let Some(shared) = lock(&self.refreshes).shared(arrived) {
+                    // Another call's refresh began after this one arrived and has ended.
+                    return shared;
+                }
+                let outcome = self.refresh_counted(&mut state, corpus, cancelled, &no_progress);
+                drop(state);
+                self.refreshed.notify_all();
+                return outcome;
+            }
+            let refreshes = lock(&self.refreshes);
+            if let Some(shared) = refreshes.shared(arrived) {
+                return shared;
+            }
+            let now = Instant::now();
+            if now >= deadline || cancelled() {
+                drop(refreshes);
                 if cancelled() {
                     return Err(aborted());
                 }
-                Ok(())
+                return Ok(());
             }
+            let seen = refreshes.ended;
+            let _ = self.refreshed.wait_timeout_while(
+                refreshes,
+                (deadline - now).min(REFRESH_POLL),
+                |r| r.ended == seen,
+            );
         }
     }
 

@@ -1572,6 +1572,59 @@ fn a_refresh_in_one_thread_never_blocks_searches_of_the_committed_index_in_anoth
 }
 
 #[test]
+fn searches_arriving_during_a_refresh_share_one_refresh_instead_of_queueing_one_each() {
+    // Regression: beside a writer, every waiting search ran a refresh of its own after the running
+    // one, so N readers queued behind N refreshes (throughput collapsed, p99 in seconds).
+    use std::sync::atomic::{AtomicBool, Ordering::SeqCst};
+    let e = env();
+    e.disk("first", 0, &conversation("needle", "ok"));
+    assert_eq!(e.ids("needle"), ["first"]);
+    write_log(
+        &e.root,
+        &header("second", 1),
+        &conversation("needle again", "ok"),
+    );
+    e.settle();
+    let before = e.search.refreshes_started();
+    let (inside, release) = (AtomicBool::new(false), AtomicBool::new(false));
+    std::thread::scope(|scope| {
+        let refresher = scope.spawn(|| {
+            e.search
+                .refresh(&e.corpus, &never, &|_, _| {
+                    inside.store(true, SeqCst);
+                    while !release.load(SeqCst) {
+                        std::thread::sleep(std::time::Duration::from_millis(1));
+                    }
+                })
+                .unwrap();
+        });
+        while !inside.load(SeqCst) {
+            assert!(!refresher.is_finished(), "the refresh had nothing to index");
+            std::thread::sleep(std::time::Duration::from_millis(1));
+        }
+        let searchers: Vec<_> = (0..4)
+            .map(|_| scope.spawn(|| e.ids("needle").len()))
+            .collect();
+        // Every searcher is waiting for the writer side now; the refresh ends well within their wait.
+        std::thread::sleep(std::time::Duration::from_millis(150));
+        release.store(true, SeqCst);
+        refresher.join().unwrap();
+        for s in searchers {
+            assert_eq!(
+                s.join().unwrap(),
+                2,
+                "each searcher sees what was written before it asked"
+            );
+        }
+    });
+    assert_eq!(
+        e.search.refreshes_started() - before,
+        2,
+        "the running refresh and one more, shared by the four searchers"
+    );
+}
+
+#[test]
 fn a_commit_reloads_only_the_rows_it_changed() {
     let e = env();
     let mut grown = conversation("shared word, grown log", "ok");

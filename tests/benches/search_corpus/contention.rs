@@ -161,6 +161,10 @@ fn processes(
                         continue;
                     }
                     outcome.errors += v["errors"].as_u64().unwrap_or(0);
+                    if let Some(message) = v["firstError"].as_str() {
+                        // What failed is in the report, not only counted.
+                        failure.get_or_insert_with(|| message.to_string());
+                    }
                     let lat: Vec<Duration> = v["micros"]
                         .as_array()
                         .into_iter()
@@ -189,20 +193,23 @@ fn processes(
 pub fn reader_child(root: &Path, index: &Path, term: &str, millis: u64) {
     let result = (|| -> Result<serde_json::Value, String> {
         let ours = ours::Ours::open(root, index)?;
+        // Not timed: the first search sets up the watch and lists the root (see `rows`).
+        ours.search_shared(term, LIMIT)?;
         let deadline = Instant::now() + Duration::from_millis(millis);
         let mut micros = Vec::new();
         let mut errors = 0u64;
+        let mut first_error: Option<String> = None;
         while Instant::now() < deadline {
             let (r, t) = timed(|| ours.search_shared(term, LIMIT));
             match r {
                 Ok(_) => micros.push(t.as_micros() as u64),
                 Err(e) => {
                     errors += 1;
-                    eprintln!("reader process: {e}");
+                    first_error.get_or_insert(e);
                 }
             }
         }
-        Ok(json!({"micros": micros, "errors": errors}))
+        Ok(json!({"micros": micros, "errors": errors, "firstError": first_error}))
     })();
     match result {
         Ok(v) => println!("{CHILD_TAG}{v}"),
@@ -256,6 +263,11 @@ pub fn rows(root: &Path, index: &Path, scratch: &Path, term: &str, rows: &mut Ve
             return;
         }
     };
+    // The first search of a new engine sets up its watch and lists the root: warm up first, so the
+    // baseline is the steady state the readers beside the writer are compared with.
+    if let Err(e) = ours.search_shared(term, LIMIT) {
+        eprintln!("contention: warming up: {e}");
+    }
     let alone = threads(&ours, term, 1, None);
     for n in READERS {
         let o = threads(&ours, term, n, Some(scratch));

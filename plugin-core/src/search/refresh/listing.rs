@@ -166,7 +166,7 @@ impl Engine {
         root: &Path,
         paths: &[PathBuf],
     ) -> bool {
-        let Some(listing) = self.listing.as_mut() else {
+        let Some(listing) = self.listing.as_mut().map(Arc::make_mut) else {
             return false;
         };
         let problems: HashSet<String> = corpus

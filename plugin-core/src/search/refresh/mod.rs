@@ -104,7 +104,9 @@ pub(super) struct Engine {
     watch: Option<(Option<PathBuf>, RootWatch)>,
     /// One watch per other harness's folder: an unchanged folder is not listed again.
     source_watches: Vec<(PathBuf, RootWatch)>,
-    listing: Option<Vec<ListedSession>>,
+    /// Shared with the refresh that compares it (a clone of 10,000 entries per refresh was a large
+    /// share of a one-shot command); written copy-on-write.
+    listing: Option<Arc<Vec<ListedSession>>>,
     /// Logs that failed to read, by path, with the stamp that failed (not retried until it changes) and
     /// the report.
     failed: HashMap<PathBuf, (String, Skipped)>,
@@ -433,12 +435,12 @@ impl Engine {
             self.reads.source_listings += 1;
         }
         if !patched {
-            self.listing = Some(corpus.list_persisted()?);
+            self.listing = Some(Arc::new(corpus.list_persisted()?));
             self.reads.listings += 1;
             self.listed_at = Some(now);
         } else if sources_dirty {
             let fresh = corpus.list_sources();
-            if let Some(listing) = self.listing.as_mut() {
+            if let Some(listing) = self.listing.as_mut().map(Arc::make_mut) {
                 listing.retain(|l| corpus.sources().kind_of(&l.path).is_none());
                 listing.extend(fresh);
             }
@@ -478,7 +480,7 @@ impl Engine {
         // What changed.
         let mut persisted_work: Vec<&ListedSession> = Vec::new();
         let listed_paths: HashSet<&Path> = listing.iter().map(|l| l.path.as_path()).collect();
-        for listed in &listing {
+        for listed in listing.iter() {
             if live_ids.contains(&listed.header.id) {
                 continue; // hidden while live; indexed when the live session goes away
             }
