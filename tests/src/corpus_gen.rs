@@ -37,7 +37,7 @@ const PROVIDER: &str = "deepseek-official";
 const MODEL: &str = "deepseek-v4-flash";
 
 /// Bumped whenever the output for given parameters changes, so an old corpus on disk is regenerated.
-pub const GENERATOR_VERSION: u32 = 3;
+pub const GENERATOR_VERSION: u32 = 4;
 
 /// The marker file that records what a corpus folder holds; written last, so its presence means done.
 pub const MARKER: &str = "corpus.json";

@@ -272,6 +272,27 @@ pub mod host {
         })
     }
 
+    /// [`json_of`] of a run that must have succeeded, failing the test with both streams when its exit
+    /// status is not 0.
+    pub fn ok_json(out: &Output, args: &[&str]) -> serde_json::Value {
+        assert_eq!(
+            out.status.code(),
+            Some(0),
+            "{args:?}: {}\n{}",
+            String::from_utf8_lossy(&out.stdout),
+            String::from_utf8_lossy(&out.stderr)
+        );
+        json_of(args, out)
+    }
+
+    /// [`sample_host`] over `env`'s plugins and the sessions root `sessions`, with the team index at
+    /// `url` (a `postgresql://` URL) and `HOME` isolated.
+    pub fn team_host(env: &DemoEnv, sessions: &Path, url: &str) -> Command {
+        let mut cmd = sample_host(&env.plugins, sessions, Path::new(url));
+        cmd.env("HOME", isolated_home());
+        cmd
+    }
+
     /// The hot-reload shadow copies (`sample-host-shadow-*`) a host left in `dir` (its `TMPDIR`).
     pub fn shadow_folders(dir: &Path) -> Vec<PathBuf> {
         std::fs::read_dir(dir)

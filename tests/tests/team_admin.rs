@@ -3,37 +3,21 @@
 //! code) then lets a role see the collection's rows, by hand-written SQL too; failures are typed and
 //! name the server (without its password) and the collection.
 
-use std::process::{Command, Output};
+use std::process::Output;
 
 use serde_json::Value;
-use tests::host::{demo_env, isolated_home, json_of, DemoEnv};
-use tests::libs::libs;
+use tests::host::{demo_env, json_of, ok_json, team_host, DemoEnv};
 use tests::pg::PgServer;
 
 fn host(env: &DemoEnv, url: &str, args: &[&str]) -> Output {
-    Command::new(&libs().sample_host)
-        .env("HOME", isolated_home())
-        .arg("--plugins")
-        .arg(&env.plugins)
-        .arg("--sessions")
-        .arg(&env.sessions)
-        .arg("--index")
-        .arg(url)
+    team_host(env, &env.sessions, url)
         .args(args)
         .output()
         .expect("run sample-host")
 }
 
 fn ok(env: &DemoEnv, url: &str, args: &[&str]) -> Value {
-    let out = host(env, url, args);
-    assert_eq!(
-        out.status.code(),
-        Some(0),
-        "{args:?}: {}\n{}",
-        String::from_utf8_lossy(&out.stdout),
-        String::from_utf8_lossy(&out.stderr)
-    );
-    json_of(args, &out)
+    ok_json(&host(env, url, args), args)
 }
 
 fn failed(env: &DemoEnv, url: &str, args: &[&str]) -> (i32, Value) {

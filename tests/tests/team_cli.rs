@@ -2,22 +2,14 @@
 //! root into a throwaway PostgreSQL server's collection and answer from it; an unreachable server is
 //! `SESSION_QUERY_INDEX_FAILED` naming it.
 
-use std::process::{Command, Output};
+use std::process::Output;
 
 use serde_json::Value;
-use tests::host::{demo_env, isolated_home, json_of};
-use tests::libs::libs;
+use tests::host::{demo_env, isolated_home, json_of, ok_json, team_host};
 use tests::pg::PgServer;
 
 fn team_search(env: &tests::host::DemoEnv, url: &str, extra: &[&str], args: &[&str]) -> Output {
-    Command::new(&libs().sample_host)
-        .env("HOME", isolated_home())
-        .arg("--plugins")
-        .arg(&env.plugins)
-        .arg("--sessions")
-        .arg(&env.sessions)
-        .arg("--index")
-        .arg(url)
+    team_host(env, &env.sessions, url)
         .args(extra)
         .args(args)
         .output()
@@ -25,15 +17,7 @@ fn team_search(env: &tests::host::DemoEnv, url: &str, extra: &[&str], args: &[&s
 }
 
 fn page(env: &tests::host::DemoEnv, url: &str, extra: &[&str], args: &[&str]) -> Value {
-    let out = team_search(env, url, extra, args);
-    assert_eq!(
-        out.status.code(),
-        Some(0),
-        "{args:?}: {}\n{}",
-        String::from_utf8_lossy(&out.stdout),
-        String::from_utf8_lossy(&out.stderr)
-    );
-    json_of(args, &out)
+    ok_json(&team_search(env, url, extra, args), args)
 }
 
 #[test]
@@ -180,29 +164,11 @@ fn host_at(
     collection: &str,
     args: &[&str],
 ) -> Output {
-    Command::new(&libs().sample_host)
-        .env("HOME", isolated_home())
-        .arg("--plugins")
-        .arg(&env.plugins)
-        .arg("--sessions")
-        .arg(sessions)
-        .arg("--index")
-        .arg(url)
+    team_host(env, sessions, url)
         .args(["--collection", collection])
         .args(args)
         .output()
         .expect("run sample-host")
-}
-
-fn ok_json(out: &Output, args: &[&str]) -> Value {
-    assert_eq!(
-        out.status.code(),
-        Some(0),
-        "{args:?}: {}\n{}",
-        String::from_utf8_lossy(&out.stdout),
-        String::from_utf8_lossy(&out.stderr)
-    );
-    json_of(args, out)
 }
 
 /// Alice (the demo corpus) and Bob (two sessions of his own) publish into their collections; Carol may
@@ -619,4 +585,73 @@ fn a_session_id_another_collection_holds_is_not_published_and_the_reader_keeps_t
         "{window}"
     );
     assert!(!window.to_string().contains("forged"), "{window}");
+}
+
+#[test]
+fn two_publishers_and_a_reader_at_once_lose_nothing() {
+    const ROUNDS: usize = 3;
+    let Some(t) = team() else { return };
+    let admin = t.pg.url();
+    let carol = t.pg.url_as("carol");
+    let reader_root = tempfile::tempdir().unwrap();
+    let done = std::sync::atomic::AtomicUsize::new(0);
+    let base = 1_790_000_100_000;
+    // Each publisher adds a session a round and searches for it: its own publish must find it whole.
+    let publish = |root: &std::path::Path, url: &str, collection: &str, who: &str| {
+        let parent = root.parent().unwrap();
+        for round in 0..ROUNDS {
+            let id = format!("{who}-round-{round}");
+            let word = format!("{who}marker{round}");
+            root_with(
+                parent,
+                &[(
+                    &id,
+                    base + round as i64,
+                    "A round",
+                    &format!("{word} in a build log"),
+                )],
+            );
+            let args = ["--json", "search", word.as_str()];
+            let page = ok_json(&host_at(&t.env, root, url, collection, &args), &args);
+            assert_eq!(
+                ids_of(&page, "items", "/sessionId"),
+                [id.as_str()],
+                "{page}"
+            );
+            assert_eq!(page["items"][0]["collection"], collection, "{page}");
+        }
+        done.fetch_add(1, std::sync::atomic::Ordering::SeqCst);
+    };
+    std::thread::scope(|s| {
+        s.spawn(|| publish(&t.bob, &admin, "bob@desk", "bob"));
+        s.spawn(|| publish(&t.carol, &carol, "carol@home", "carol"));
+        // The reader publishes nothing of its own and never fails while both publish.
+        s.spawn(|| {
+            let args = ["--json", "search", "linker"];
+            let mut searches = 0;
+            while done.load(std::sync::atomic::Ordering::SeqCst) < 2 || searches == 0 {
+                let out = host_at(&t.env, reader_root.path(), &admin, "reader@desk", &args);
+                let page = ok_json(&out, &args);
+                assert!(
+                    ids_of(&page, "items", "/sessionId").contains(&BOB_SESSION.to_string()),
+                    "{page}"
+                );
+                searches += 1;
+            }
+        });
+    });
+    // Afterwards every round of both publishers is there, once, in its own collection.
+    let args = ["--json", "search", "build log", "--limit", "50"];
+    let page = ok_json(
+        &host_at(&t.env, reader_root.path(), &admin, "reader@desk", &args),
+        &args,
+    );
+    let mut found = ids_of(&page, "items", "/sessionId");
+    found.sort();
+    let mut expected: Vec<String> = ["bob", "carol"]
+        .iter()
+        .flat_map(|who| (0..ROUNDS).map(move |r| format!("{who}-round-{r}")))
+        .collect();
+    expected.sort();
+    assert_eq!(found, expected, "{page}");
 }

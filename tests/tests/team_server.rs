@@ -5,7 +5,6 @@
 
 use std::collections::HashMap;
 use std::path::Path;
-use std::process::Command;
 use std::time::{Duration, Instant};
 
 use dsh_codec::log::layout::SessionsRoot;
@@ -15,8 +14,7 @@ use plugin_core::backend::postgres::PostgresBackend;
 use plugin_core::backend::publish::{publish_root, session_write};
 use plugin_core::backend::IndexBackend;
 use serde_json::Value;
-use tests::host::{demo_env, isolated_home, json_of, DemoEnv};
-use tests::libs::libs;
+use tests::host::{demo_env, json_of, team_host, DemoEnv};
 use tests::pg::PgServer;
 
 fn raw(url: &str) -> postgres::Client {
@@ -237,14 +235,7 @@ fn a_version_2_database_is_migrated_to_a_cursor_secret_only_its_owner_may_make()
 }
 
 fn search(env: &DemoEnv, url: &str, args: &[&str]) -> (i32, Value) {
-    let out = Command::new(&libs().sample_host)
-        .env("HOME", isolated_home())
-        .arg("--plugins")
-        .arg(&env.plugins)
-        .arg("--sessions")
-        .arg(&env.sessions)
-        .arg("--index")
-        .arg(url)
+    let out = team_host(env, &env.sessions, url)
         .args(args)
         .output()
         .expect("run sample-host");
