@@ -110,13 +110,9 @@ impl Admin {
         right: Right,
         role: &str,
     ) -> Result<Collection, AdminError> {
-        let held_by = self.holder(collection, right)?;
-        self.check_role(role)?;
-        let sql = format!("GRANT {} TO {}", quote_ident(&held_by), quote_ident(role));
-        self.client
-            .batch_execute(&sql)
-            .map_err(|e| self.failed(e, Some(collection)))?;
-        self.collection(collection)
+        self.membership(collection, right, role, |held_by, role| {
+            format!("GRANT {held_by} TO {role}")
+        })
     }
 
     /// Ends `role`'s direct membership in the role holding `right` on `collection` (a role that reads
@@ -127,13 +123,22 @@ impl Admin {
         right: Right,
         role: &str,
     ) -> Result<Collection, AdminError> {
+        self.membership(collection, right, role, |held_by, role| {
+            format!("REVOKE {held_by} FROM {role}")
+        })
+    }
+
+    /// Runs the membership change `sql` makes of the quoted holder and role names, once both exist.
+    fn membership(
+        &mut self,
+        collection: &str,
+        right: Right,
+        role: &str,
+        sql: impl FnOnce(&str, &str) -> String,
+    ) -> Result<Collection, AdminError> {
         let held_by = self.holder(collection, right)?;
         self.check_role(role)?;
-        let sql = format!(
-            "REVOKE {} FROM {}",
-            quote_ident(&held_by),
-            quote_ident(role)
-        );
+        let sql = sql(&quote_ident(&held_by), &quote_ident(role));
         self.client
             .batch_execute(&sql)
             .map_err(|e| self.failed(e, Some(collection)))?;

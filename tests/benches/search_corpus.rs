@@ -127,20 +127,8 @@ fn parse_args(args: &[String]) -> Result<Mode, String> {
                 });
             }
             "--size" => size = Some(parse_size(&value("--size")?)?),
-            "--sessions" => {
-                let v = value("--sessions")?;
-                sessions = Some(
-                    v.parse()
-                        .map_err(|_| format!("--sessions {v:?}: not a number"))?,
-                );
-            }
-            "--seed" => {
-                let v = value("--seed")?;
-                seed = Some(
-                    v.parse()
-                        .map_err(|_| format!("--seed {v:?}: not a number"))?,
-                );
-            }
+            "--sessions" => sessions = Some(number("--sessions", &value("--sessions")?)?),
+            "--seed" => seed = Some(number("--seed", &value("--seed")?)?),
             "--corpus" => corpus = Some(PathBuf::from(value("--corpus")?)),
             "--generate-only" => generate_only = true,
             "--work" => work = Some(PathBuf::from(value("--work")?)),

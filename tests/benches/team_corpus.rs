@@ -55,7 +55,7 @@ mod measure;
 #[path = "search_corpus/ours.rs"]
 mod ours;
 
-use measure::{db_bytes, ms, parse_size, percentile, timed, Hit, Hits};
+use measure::{db_bytes, ms, number, parse_size, percentile, timed, Hit, Hits};
 
 /// The common term, as `search_corpus` uses it.
 const COMMON: &str = "error";
@@ -105,20 +105,8 @@ fn parse_args(args: &[String]) -> Result<Options, String> {
         };
         match arg.as_str() {
             "--size" => params = CorpusParams::sized(parse_size(&value("--size")?)?),
-            "--sessions" => {
-                let v = value("--sessions")?;
-                sessions = Some(
-                    v.parse()
-                        .map_err(|_| format!("--sessions {v:?}: not a number"))?,
-                );
-            }
-            "--seed" => {
-                let v = value("--seed")?;
-                seed = Some(
-                    v.parse()
-                        .map_err(|_| format!("--seed {v:?}: not a number"))?,
-                );
-            }
+            "--sessions" => sessions = Some(number("--sessions", &value("--sessions")?)?),
+            "--seed" => seed = Some(number("--seed", &value("--seed")?)?),
             "--corpus" => corpus = Some(PathBuf::from(value("--corpus")?)),
             "--work" => work = Some(PathBuf::from(value("--work")?)),
             "--publishers" => publishers = counts("--publishers", &value("--publishers")?)?,

@@ -27,7 +27,7 @@ use host_api::abi::wire::search::{
     Diagnostics, SessionEventSearchHit, SessionEventSearchPage, SessionEventSearchRequest,
     SessionSearchHit, SessionSearchPage, SessionSearchRequest, Skipped,
 };
-use host_api::abi::{ErrorCode, HostContextBox, LogLevel, PluginError};
+use host_api::abi::{ErrorCode, EventFilter, HostContextBox, LogLevel, PluginError};
 
 use super::cursor::Cursors;
 use super::request::{self, Matching, Mode, Order};
@@ -76,6 +76,25 @@ impl TeamSearch {
             max_limit: config.max_limit.min(LIMIT_CEILING),
             snippet_chars: usize::try_from(config.snippet_chars).unwrap_or(usize::MAX),
             backend: Mutex::new(None),
+        }
+    }
+
+    /// The search both methods run: this instance's snippet width, the request's phrases and page.
+    fn search_of<'a>(
+        &self,
+        phrases: &'a [String],
+        events: &'a [EventFilter],
+        limit: u64,
+        offset: u64,
+        mode: Mode,
+    ) -> query::Search<'a> {
+        query::Search {
+            phrases,
+            events,
+            limit,
+            offset,
+            snippet_chars: self.snippet_chars,
+            newest: mode.order == Order::Newest,
         }
     }
 
@@ -282,14 +301,7 @@ impl TeamSearch {
             let page = query::search_sessions(
                 backend,
                 &sessions,
-                &query::Search {
-                    phrases: &phrases,
-                    events: &events,
-                    limit,
-                    offset,
-                    snippet_chars: self.snippet_chars,
-                    newest: mode.order == Order::Newest,
-                },
+                &self.search_of(&phrases, &events, limit, offset, mode),
             )?;
             Ok(SessionSearchPage {
                 items: page
@@ -357,14 +369,7 @@ impl TeamSearch {
             let (target, page) = query::search_events(
                 backend,
                 session_id,
-                &query::Search {
-                    phrases: &phrases,
-                    events: &events,
-                    limit,
-                    offset,
-                    snippet_chars: self.snippet_chars,
-                    newest: mode.order == Order::Newest,
-                },
+                &self.search_of(&phrases, &events, limit, offset, mode),
             )?
             .ok_or_else(|| not_found(session_id, &backend.server()))?;
             Ok(SessionEventSearchPage {

@@ -41,6 +41,11 @@ impl Hit {
 pub type Hits = Result<Vec<Hit>, String>;
 
 /// A size in bytes as `--size` takes it: a number with an optional unit (kB, MB, GB).
+/// A flag's numeric value, or an error naming the flag.
+pub fn number<T: std::str::FromStr>(flag: &str, v: &str) -> Result<T, String> {
+    v.parse().map_err(|_| format!("{flag} {v:?}: not a number"))
+}
+
 pub fn parse_size(text: &str) -> Result<u64, String> {
     let lower = text.trim().to_ascii_lowercase();
     let (digits, unit) = match lower.find(|c: char| !c.is_ascii_digit()) {
