@@ -582,36 +582,6 @@ fn check_sessions(engine: &str, term: &str, hits: &[Hit], expected: &BTreeSet<&s
     true
 }
 
-/// Timings of every rare term, after one warm-up round.
-fn rare_samples(
-    info: &CorpusInfo,
-    engine: &str,
-    mut search: impl FnMut(&str) -> Hits,
-) -> Result<Vec<Duration>, String> {
-    let mut wrong = 0;
-    for term in &info.rare_terms {
-        let hits = search(&term.term)?;
-        if !check_sessions(engine, &term.term, &hits, &term.sessions()) {
-            wrong += 1;
-        }
-    }
-    if wrong > 0 {
-        eprintln!(
-            "{engine}: {wrong} of {} rare-term answers were wrong",
-            info.rare_terms.len()
-        );
-    }
-    let mut samples = Vec::new();
-    for _ in 0..RARE_ROUNDS {
-        for term in &info.rare_terms {
-            let (hits, t) = timed(|| search(&term.term));
-            hits?;
-            samples.push(t);
-        }
-    }
-    Ok(samples)
-}
-
 /// A warm-up call, then up to `runs` timed calls; stops early once the timed calls took
 /// [`REPEAT_BUDGET`] (after three of them, or after one when one alone overran it), so a slow baseline
 /// cannot stretch the run.
@@ -787,13 +757,15 @@ fn measure(
     let rare_naive = naive_conn.as_ref().and_then(|c| {
         or_note(
             "naive rare terms",
-            rare_samples(info, "naive", |t| naive::search_sessions(c, t, LIMIT)),
+            rare_samples(info, "naive", RARE_ROUNDS, |t| {
+                naive::search_sessions(c, t, LIMIT)
+            }),
         )
     });
     let rare_ours = ours.as_mut().and_then(|o| {
         or_note(
             "our rare terms",
-            rare_samples(info, "ours", |t| o.search_sessions(t, LIMIT)),
+            rare_samples(info, "ours", RARE_ROUNDS, |t| o.search_sessions(t, LIMIT)),
         )
     });
     // One scan per query kind: every scan reads the whole corpus, so one is its cost.

@@ -23,7 +23,6 @@
 //! `--corpus DIR` (or `DSH_BENCH_CORPUS`), `--work DIR` (indexes and the scratch root; default
 //! `<corpus>/work`), `--publishers 2,4` (concurrent publisher counts; `0` for none), `--readers 1,2,4`.
 
-use std::collections::BTreeSet;
 use std::fs;
 use std::path::{Path, PathBuf};
 use std::time::{Duration, Instant};
@@ -55,7 +54,7 @@ mod measure;
 #[path = "search_corpus/ours.rs"]
 mod ours;
 
-use measure::{db_bytes, ms, number, parse_size, percentile, timed, Hit, Hits};
+use measure::{db_bytes, ms, number, parse_size, percentile, rare_samples, timed, Hit, Hits};
 
 /// The common term, as `search_corpus` uses it.
 const COMMON: &str = "error";
@@ -392,41 +391,6 @@ fn repeat(runs: usize, mut f: impl FnMut() -> Hits) -> Result<Vec<Duration>, Str
     Ok(samples)
 }
 
-/// Every rare term once (answers checked), then [`RARE_ROUNDS`] timed rounds.
-fn rare_samples(
-    info: &CorpusInfo,
-    engine: &str,
-    mut search: impl FnMut(&str) -> Hits,
-) -> Result<Vec<Duration>, String> {
-    let mut wrong = 0;
-    for term in &info.rare_terms {
-        let got: BTreeSet<String> = search(&term.term)?.into_iter().map(|h| h.session).collect();
-        let expected: BTreeSet<String> = term.sessions().into_iter().map(String::from).collect();
-        if got != expected {
-            wrong += 1;
-            eprintln!(
-                "WRONG ANSWER from {engine} for {:?}: expected {expected:?}, got {got:?}",
-                term.term
-            );
-        }
-    }
-    if wrong > 0 {
-        eprintln!(
-            "{engine}: {wrong} of {} rare-term answers were wrong",
-            info.rare_terms.len()
-        );
-    }
-    let mut samples = Vec::new();
-    for _ in 0..RARE_ROUNDS {
-        for term in &info.rare_terms {
-            let (hits, t) = timed(|| search(&term.term));
-            hits?;
-            samples.push(t);
-        }
-    }
-    Ok(samples)
-}
-
 fn p(samples: &Option<Vec<Duration>>, q: f64) -> Option<f64> {
     samples.as_ref().map(|s| ms(percentile(s, q)))
 }
@@ -647,12 +611,14 @@ fn measure(
     let mut sqlite = or_note("SQLite index", ours::Ours::open(root, &sqlite_db));
     let rare_pg = or_note(
         "PostgreSQL rare terms",
-        rare_samples(info, "PostgreSQL", |t| reader.search_sessions(t)),
+        rare_samples(info, "PostgreSQL", RARE_ROUNDS, |t| {
+            reader.search_sessions(t)
+        }),
     );
     let rare_sqlite = sqlite.as_mut().and_then(|o| {
         or_note(
             "SQLite rare terms",
-            rare_samples(info, "SQLite", |t| o.search_sessions(t, LIMIT)),
+            rare_samples(info, "SQLite", RARE_ROUNDS, |t| o.search_sessions(t, LIMIT)),
         )
     });
     let rare = format!("{} terms × {RARE_ROUNDS}", info.rare_terms.len());

@@ -1,5 +1,6 @@
 //! What the corpus benchmarks measure with: timings, percentiles, hits and sizes on the command line.
 
+use std::collections::BTreeSet;
 use std::fs;
 use std::path::{Path, PathBuf};
 use std::time::{Duration, Instant};
@@ -77,4 +78,41 @@ pub fn db_bytes(db: &Path) -> u64 {
         .filter_map(|p| fs::metadata(p).ok())
         .map(|m| m.len())
         .sum()
+}
+
+/// Every rare term once (its answer checked against the sessions it was planted in), then `rounds`
+/// timed rounds of all of them.
+pub fn rare_samples(
+    info: &tests::corpus_gen::CorpusInfo,
+    engine: &str,
+    rounds: usize,
+    mut search: impl FnMut(&str) -> Hits,
+) -> Result<Vec<Duration>, String> {
+    let mut wrong = 0;
+    for term in &info.rare_terms {
+        let got: BTreeSet<String> = search(&term.term)?.into_iter().map(|h| h.session).collect();
+        let expected: BTreeSet<String> = term.sessions().into_iter().map(String::from).collect();
+        if got != expected {
+            wrong += 1;
+            eprintln!(
+                "WRONG ANSWER from {engine} for {:?}: expected {expected:?}, got {got:?}",
+                term.term
+            );
+        }
+    }
+    if wrong > 0 {
+        eprintln!(
+            "{engine}: {wrong} of {} rare-term answers were wrong",
+            info.rare_terms.len()
+        );
+    }
+    let mut samples = Vec::new();
+    for _ in 0..rounds {
+        for term in &info.rare_terms {
+            let (hits, t) = timed(|| search(&term.term));
+            hits?;
+            samples.push(t);
+        }
+    }
+    Ok(samples)
 }
