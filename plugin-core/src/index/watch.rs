@@ -6,6 +6,13 @@
 //! looks is seen next time. When the watch cannot be set up (no root yet, no inotify) every search
 //! re-lists the root: slower, never stale.
 //!
+//! notify delivers events on its own thread, so a change written just before a look may not have reached
+//! the handler yet. Each look therefore first writes a barrier file in a private folder the same watch
+//! covers and waits (at most [`BARRIER_WAIT`]) until the handler has seen that write closed: inotify
+//! queues one instance's events in order, so every change made before the look has been recorded by
+//! then. A barrier that cannot be set up or answers late makes the look list everything: slower, never
+//! stale. Cost: one small file write and one wake-up of notify's thread per look.
+//!
 //! notify runs its own event thread and does not join it on drop. The handler owns a channel sender whose
 //! only job is to be dropped with it: when the watcher is dropped, notify's thread drops the handler as it
 //! exits, the channel disconnects, and [`RootWatch`]'s `Drop` waits for exactly that, so the thread has
@@ -14,10 +21,15 @@
 use std::collections::HashSet;
 use std::path::{Path, PathBuf};
 use std::sync::atomic::{AtomicBool, Ordering};
-use std::sync::{mpsc, Arc, Mutex};
+use std::sync::{mpsc, Arc, Condvar, Mutex};
 use std::time::Duration;
 
+use notify::event::{AccessKind, AccessMode};
 use notify::{EventKind, RecursiveMode, Watcher};
+
+/// How long a look waits for notify's thread to report the barrier write; past it, the look lists
+/// everything.
+pub const BARRIER_WAIT: Duration = Duration::from_millis(200);
 
 /// How long `Drop` waits for notify's thread to finish.
 const JOIN_TIMEOUT: Duration = Duration::from_secs(5);
@@ -41,12 +53,49 @@ struct Changed {
     overflow: bool,
 }
 
+/// How many barrier writes notify's thread has seen closed, and a wake-up for the look waiting on it.
+#[derive(Default)]
+struct Seen {
+    count: Mutex<u64>,
+    arrived: Condvar,
+}
+
+/// The barrier: a file in a private folder of its own, written once per look.
+struct Barrier {
+    /// Kept only to be removed with the watch.
+    _dir: tempfile::TempDir,
+    file: PathBuf,
+    /// Barrier writes made so far; held across a write and its wait, so counts match one to one.
+    written: Mutex<u64>,
+    seen: Arc<Seen>,
+}
+
+impl Barrier {
+    /// Writes the barrier and waits until notify's thread has delivered it, so every event queued before
+    /// it has been handled; false when that could not be shown in time.
+    fn pass(&self) -> bool {
+        let mut written = self.written.lock().unwrap_or_else(|p| p.into_inner());
+        if std::fs::write(&self.file, written.to_le_bytes()).is_err() {
+            return false;
+        }
+        *written += 1;
+        let count = self.seen.count.lock().unwrap_or_else(|p| p.into_inner());
+        let (count, _) = self
+            .seen
+            .arrived
+            .wait_timeout_while(count, BARRIER_WAIT, |seen| *seen < *written)
+            .unwrap_or_else(|p| p.into_inner());
+        *count >= *written
+    }
+}
+
 /// A watch of one folder tree.
 pub struct RootWatch {
     dirty: Arc<AtomicBool>,
     changed: Arc<Mutex<Changed>>,
     watcher: Option<notify::RecommendedWatcher>,
     stopped: Option<mpsc::Receiver<()>>,
+    barrier: Option<Barrier>,
 }
 
 impl RootWatch {
@@ -62,6 +111,7 @@ impl RootWatch {
             changed,
             watcher: None,
             stopped: None,
+            barrier: None,
         };
         let Some(root) = root else {
             return unwatched(dirty, changed);
@@ -69,9 +119,26 @@ impl RootWatch {
         let (alive, stopped) = mpsc::channel::<()>();
         let flag = dirty.clone();
         let record = changed.clone();
+        let barrier_dir = tempfile::Builder::new()
+            .prefix("dsh-watch-barrier-")
+            .tempdir()
+            .ok();
+        let barrier_path = barrier_dir.as_ref().map(|d| d.path().to_path_buf());
+        let seen = Arc::new(Seen::default());
+        let seen_here = seen.clone();
         let handler = move |event: notify::Result<notify::Event>| {
             // Held so that it is dropped, with this closure, when notify's thread exits.
             let _ = &alive;
+            if let (Ok(e), Some(dir)) = (&event, &barrier_path) {
+                if e.paths.iter().all(|p| p.starts_with(dir)) && !e.paths.is_empty() {
+                    // One close per barrier write: the only barrier event counted.
+                    if e.kind == EventKind::Access(AccessKind::Close(AccessMode::Write)) {
+                        *seen_here.count.lock().unwrap_or_else(|p| p.into_inner()) += 1;
+                        seen_here.arrived.notify_all();
+                    }
+                    return;
+                }
+            }
             let mut changed = record.lock().unwrap_or_else(|p| p.into_inner());
             match event {
                 // Reading a log (ours included) is not a change.
@@ -92,12 +159,25 @@ impl RootWatch {
             Ok(w)
         });
         match watcher {
-            Ok(w) => Self {
-                dirty,
-                changed,
-                watcher: Some(w),
-                stopped: Some(stopped),
-            },
+            Ok(mut w) => {
+                let barrier = barrier_dir.and_then(|dir| {
+                    w.watch(dir.path(), RecursiveMode::NonRecursive).ok()?;
+                    let file = dir.path().join("barrier");
+                    Some(Barrier {
+                        _dir: dir,
+                        file,
+                        written: Mutex::new(0),
+                        seen,
+                    })
+                });
+                Self {
+                    dirty,
+                    changed,
+                    watcher: Some(w),
+                    stopped: Some(stopped),
+                    barrier,
+                }
+            }
             Err(_) => unwatched(dirty, changed),
         }
     }
@@ -118,6 +198,10 @@ impl RootWatch {
     pub fn take(&self) -> Pending {
         if self.watcher.is_none() {
             return Pending::Everything;
+        }
+        if !self.barrier.as_ref().is_some_and(Barrier::pass) {
+            // Events may still be on their way: list everything rather than miss one.
+            self.mark_dirty();
         }
         if !self.dirty.swap(false, Ordering::SeqCst) {
             return Pending::Nothing;
@@ -211,6 +295,26 @@ mod tests {
             started.elapsed() < JOIN_TIMEOUT,
             "notify's thread stopped on drop"
         );
+    }
+
+    #[test]
+    fn a_change_written_just_before_a_look_was_missed_until_notify_delivered_it() {
+        let dir = tempfile::tempdir().unwrap();
+        let w = RootWatch::new(Some(dir.path()));
+        assert!(w.is_watching());
+        assert!(w.take_dirty(), "starts dirty");
+        let log = dir.path().join("x.jsonl");
+        for round in 0..200u32 {
+            std::fs::write(&log, round.to_le_bytes()).unwrap();
+            // No sleep: the look itself must wait for the event already queued.
+            match w.take() {
+                Pending::Paths(paths) => assert!(paths.contains(&log), "{round}: {paths:?}"),
+                Pending::Everything => {}
+                Pending::Nothing => panic!("round {round}: the write before the look was missed"),
+            }
+            // The barrier's own writes are no change.
+            assert_eq!(w.take(), Pending::Nothing, "round {round}");
+        }
     }
 
     #[test]
