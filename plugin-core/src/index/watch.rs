@@ -53,6 +53,37 @@ struct Changed {
     overflow: bool,
 }
 
+/// The barrier folders' name: the prefix, the owning process's id, `-`, a random tail.
+const BARRIER_PREFIX: &str = "dsh-watch-barrier-";
+
+/// Removes the barrier folders that processes no longer running left behind (a host killed, or one
+/// that exited without dropping its watch). Only real folders are removed, never through a link.
+fn sweep_barriers_of_dead_processes() {
+    // Without /proc no process looks alive; sweep nothing rather than a live host's barrier.
+    if !Path::new("/proc/self").exists() {
+        return;
+    }
+    let tmp = std::env::temp_dir();
+    let Ok(entries) = std::fs::read_dir(&tmp) else {
+        return;
+    };
+    for entry in entries.flatten() {
+        let name = entry.file_name();
+        let Some(pid) = name
+            .to_str()
+            .and_then(|n| n.strip_prefix(BARRIER_PREFIX))
+            .and_then(|rest| rest.split_once('-'))
+            .and_then(|(pid, _)| pid.parse::<u32>().ok())
+        else {
+            continue;
+        };
+        let is_dir = entry.file_type().is_ok_and(|t| t.is_dir());
+        if is_dir && !Path::new(&format!("/proc/{pid}")).exists() {
+            let _ = std::fs::remove_dir_all(entry.path());
+        }
+    }
+}
+
 /// How many barrier writes notify's thread has seen closed, and a wake-up for the look waiting on it.
 #[derive(Default)]
 struct Seen {
@@ -119,8 +150,9 @@ impl RootWatch {
         let (alive, stopped) = mpsc::channel::<()>();
         let flag = dirty.clone();
         let record = changed.clone();
+        sweep_barriers_of_dead_processes();
         let barrier_dir = tempfile::Builder::new()
-            .prefix("dsh-watch-barrier-")
+            .prefix(&format!("{BARRIER_PREFIX}{}-", std::process::id()))
             .tempdir()
             .ok();
         let barrier_path = barrier_dir.as_ref().map(|d| d.path().to_path_buf());
@@ -315,6 +347,29 @@ mod tests {
             // The barrier's own writes are no change.
             assert_eq!(w.take(), Pending::Nothing, "round {round}");
         }
+    }
+
+    #[test]
+    fn barrier_folders_of_killed_hosts_were_left_in_tmp_forever() {
+        // A pid no process has: above the kernel's `pid_max` limit (2^22).
+        let left = std::env::temp_dir().join(format!("{BARRIER_PREFIX}4294967294-test"));
+        std::fs::create_dir_all(&left).unwrap();
+        std::fs::write(left.join("barrier"), b"0").unwrap();
+        let root = tempfile::tempdir().unwrap();
+        let w = RootWatch::new(Some(root.path()));
+        assert!(!left.exists(), "a dead process's barrier folder is swept");
+        let own = std::env::temp_dir()
+            .read_dir()
+            .unwrap()
+            .flatten()
+            .filter(|e| {
+                e.file_name()
+                    .to_string_lossy()
+                    .starts_with(&format!("{BARRIER_PREFIX}{}-", std::process::id()))
+            })
+            .count();
+        assert!(own >= 1, "this process's own barrier stays");
+        drop(w);
     }
 
     #[test]
