@@ -1111,7 +1111,8 @@ fn cursors_survive_a_reopen_of_an_unchanged_index() {
 const CHILD_ENV: &str = "DSH_SEARCH_TEST_CHILD";
 
 /// The child side of the two-process tests: `search INDEX ROOT QUERY` prints the ids a search finds;
-/// `refresh INDEX ROOT` indexes ROOT into INDEX (and is killed at some point by the parent).
+/// `refresh INDEX ROOT` indexes ROOT into INDEX (and is killed at some point by the parent); `writer
+/// INDEX` holds the writer role and commits or lets it go as told on stdin ([`OtherWriter`]).
 #[test]
 fn child_process_entry() {
     let Ok(mode) = std::env::var(CHILD_ENV) else {
@@ -1130,6 +1131,28 @@ fn child_process_entry() {
                     println!("CHILD-RESULT {}", ids.join(" "));
                 }
                 Err(e) => println!("CHILD-RESULT {}: {}", e.code, e.message),
+            }
+        }
+        ["writer", index] => {
+            use std::io::BufRead;
+            let lock = Arc::new(crate::index::WriterLock::open(Path::new(index)).unwrap());
+            let mut held = lock.write(std::time::Duration::ZERO).unwrap();
+            assert!(held.is_some(), "the writer role was free");
+            let conn = crate::index::connect_by_hand(Path::new(index)).unwrap();
+            println!("CHILD-RESULT holding");
+            for line in std::io::stdin().lock().lines() {
+                match line.unwrap().as_str() {
+                    "commit" => {
+                        conn.execute("UPDATE state SET commits = commits + 1", [])
+                            .unwrap();
+                        println!("CHILD-RESULT commit");
+                    }
+                    "release" => {
+                        held.take();
+                        println!("CHILD-RESULT release");
+                    }
+                    other => panic!("unknown writer command {other:?}"),
+                }
             }
         }
         ["refresh", index, root] => {
@@ -1644,30 +1667,64 @@ fn searches_arriving_during_a_refresh_waited_for_it_instead_of_answering_from_th
     );
 }
 
-/// Stands in for another process's writer: holds the writer role of `e`'s index and commits (a step
-/// that writes no row) when told, as a writer keeping the index current does.
+/// Another process holding the writer role of `e`'s index (this test binary as a child, `writer`
+/// mode), which commits (a step that writes no row) and lets go of the role when told, as a writer
+/// keeping the index current does.
 struct OtherWriter {
-    held: Option<crate::index::Writing>,
-    conn: rusqlite::Connection,
+    child: std::process::Child,
+    stdout: std::io::BufReader<std::process::ChildStdout>,
 }
 
 impl OtherWriter {
     fn take(e: &Env) -> Self {
-        let lock = std::sync::Arc::new(crate::index::WriterLock::open(&e.index).unwrap());
-        let held = lock.write(std::time::Duration::ZERO).unwrap();
-        assert!(held.is_some(), "the role was free");
-        let conn = crate::index::connect_by_hand(&e.index).unwrap();
-        Self { held, conn }
+        let mut child = child(&format!("writer\n{}", e.index.display()))
+            .stdin(std::process::Stdio::piped())
+            .spawn()
+            .unwrap();
+        let stdout = std::io::BufReader::new(child.stdout.take().unwrap());
+        let mut other = Self { child, stdout };
+        other.answer("holding");
+        other
     }
 
-    fn commit(&self) {
-        self.conn
-            .execute("UPDATE state SET commits = commits + 1", [])
-            .unwrap();
+    /// Waits for the child's `CHILD-RESULT what`.
+    fn answer(&mut self, what: &str) {
+        use std::io::BufRead;
+        let mut line = String::new();
+        loop {
+            line.clear();
+            assert!(
+                self.stdout.read_line(&mut line).unwrap() > 0,
+                "the writer process ended before saying {what:?}"
+            );
+            if let Some(at) = line.find("CHILD-RESULT ") {
+                assert_eq!(line[at..].trim_end(), format!("CHILD-RESULT {what}"));
+                return;
+            }
+        }
+    }
+
+    fn tell(&mut self, what: &str) {
+        use std::io::Write;
+        let stdin = self.child.stdin.as_mut().unwrap();
+        writeln!(stdin, "{what}").unwrap();
+        stdin.flush().unwrap();
+        self.answer(what);
+    }
+
+    fn commit(&mut self) {
+        self.tell("commit");
     }
 
     fn release(&mut self) {
-        self.held.take();
+        self.tell("release");
+    }
+}
+
+impl Drop for OtherWriter {
+    fn drop(&mut self) {
+        drop(self.child.stdin.take());
+        let _ = self.child.wait();
     }
 }
 
