@@ -503,8 +503,8 @@ impl Search {
     }
 
     /// The refresh itself, with the writer side held: takes the index's writer role ([`writer_role`];
-    /// `insist`: take it even after another process's update, as an explicit refresh does); without
-    /// it, the index is used as it stands.
+    /// `insist`: wait for a busy role even when this instance refreshed itself lately, as an explicit
+    /// refresh does); without it, the index is used as it stands.
     fn refresh_locked(
         &self,
         state: &mut State,
