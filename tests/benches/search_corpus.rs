@@ -21,7 +21,8 @@
 //! Options: `--size` (bytes, with kB/MB/GB), `--sessions`, `--seed`, `--corpus DIR` (or the environment
 //! variable `DSH_BENCH_CORPUS`; default `target/search-corpus/<size>-<sessions>`), `--generate-only`,
 //! `--work DIR` (where the indexes go; default `<corpus>/work`), `--only one-shot` (the command-line
-//! and contention figures alone, over the index in the work folder).
+//! and contention figures alone, over the index in the work folder; `--only contention`: the readers
+//! beside a writer alone).
 
 use std::collections::BTreeSet;
 use std::fs;
@@ -69,6 +70,8 @@ struct Options {
     /// `--only one-shot`: the command-line and contention figures alone, over our index in the work
     /// folder (built first when missing), as a quick check of the one-shot paths.
     only_one_shot: bool,
+    /// `--only contention`: the readers-beside-a-writer figures alone (part of `one-shot`).
+    only_contention: bool,
 }
 
 enum Mode {
@@ -97,6 +100,7 @@ fn parse_args(args: &[String]) -> Result<Mode, String> {
     let mut generate_only = false;
     let mut work = None;
     let mut only_one_shot = false;
+    let mut only_contention = false;
     let mut it = args.iter();
     while let Some(arg) = it.next() {
         let mut value = |name: &str| {
@@ -134,7 +138,15 @@ fn parse_args(args: &[String]) -> Result<Mode, String> {
             "--work" => work = Some(PathBuf::from(value("--work")?)),
             "--only" => match value("--only")?.as_str() {
                 "one-shot" => only_one_shot = true,
-                other => return Err(format!("--only {other:?}: the one section is one-shot")),
+                "contention" => {
+                    only_one_shot = true;
+                    only_contention = true;
+                }
+                other => {
+                    return Err(format!(
+                        "--only {other:?}: the sections are one-shot and contention"
+                    ))
+                }
             },
             // cargo passes `--bench` to every bench binary.
             "--bench" => {}
@@ -159,6 +171,7 @@ fn parse_args(args: &[String]) -> Result<Mode, String> {
         generate_only,
         work,
         only_one_shot,
+        only_contention,
     }))
 }
 
@@ -678,7 +691,7 @@ fn measure(
     let corpus_mb = (info.plain_bytes() + scratch.plain_bytes) as f64 / 1e6;
     let mut rows = Vec::new();
     if opts.only_one_shot {
-        return only_one_shot(info, root, scratch, &ours_db);
+        return only_one_shot(info, root, scratch, &ours_db, opts.only_contention);
     }
 
     // Cold builds, each in its own process.
@@ -1076,6 +1089,7 @@ fn only_one_shot(
     root: &Path,
     scratch: &SessionInfo,
     ours_db: &Path,
+    contention_only: bool,
 ) -> Result<(), String> {
     if !ours_db.exists() {
         println!("building our index …");
@@ -1089,7 +1103,9 @@ fn only_one_shot(
     // One search brings the index up to date with the scratch session first, so the one-shot runs
     // meet an unchanged root.
     ours::Ours::open(root, ours_db)?.search_sessions(&probe.term, LIMIT)?;
-    one_shot_rows(root, ours_db, &probe.term, &probe.sessions(), &mut rows);
+    if !contention_only {
+        one_shot_rows(root, ours_db, &probe.term, &probe.sessions(), &mut rows);
+    }
     contention::rows(
         root,
         ours_db,

@@ -3,8 +3,8 @@
 //! service wires to the ABI.
 //!
 //! Every call runs: normalise the request (spec §4.2, first failure wins) → bring the index up to date
-//! ([`refresh`], on the writer side; a call that finds another thread refreshing waits a bounded time and
-//! then answers from what is committed) → on a reader connection of its own, inside one read
+//! ([`refresh`], on the writer side; a call that finds another thread refreshing answers at once from
+//! what is committed, see [`Search::prepare`]) → on a reader connection of its own, inside one read
 //! transaction: decode the cursor → check the predicate budgets → rank the page: a range scan of a
 //! phrase's stored ranking keys (`index::hot`) when they rank it, else (no event clauses) the
 //! spans-first read, else one FTS5 scan → snippets for the page's hits only → a page with an opaque
@@ -144,8 +144,9 @@ impl IndexedTitle {
     }
 }
 
-/// How long a search waits for another thread's refresh of this instance before answering from the
-/// committed index, and for another process's update before the same.
+/// How long a search waits for another thread's first refresh of this instance (nothing committed to
+/// answer from yet) before answering from the index as it stands, and for another process's update
+/// before the same.
 const REFRESH_WAIT: Duration = Duration::from_millis(500);
 
 /// Idle reader connections kept for later calls.
@@ -188,7 +189,7 @@ impl Refreshes {
 /// Two sides: the writer (the [`Engine`] behind `state`, which brings the index up to date, holding the
 /// index's writer role while it writes) and the readers (`readers`: one connection per concurrent call,
 /// each reading one committed state). A refresh never blocks a reader: a call that finds another
-/// thread refreshing waits at most [`REFRESH_WAIT`] and then answers from what is committed.
+/// thread refreshing answers from what is committed ([`Search::prepare`]).
 pub struct Search {
     limits: Limits,
     index_path: PathBuf,
@@ -208,6 +209,11 @@ pub struct Search {
     refreshes: Mutex<Refreshes>,
     /// Signalled whenever a refresh ends.
     refreshed: Condvar,
+    /// Whether a refresh of the open index has ended well: from then on the committed index answers a
+    /// call that finds another thread refreshing (see [`Search::prepare`]).
+    committed: AtomicBool,
+    /// When this instance last refreshed with the writer role (see [`OWN_REFRESH_EVERY`]).
+    own_refresh: Mutex<Option<Instant>>,
 }
 
 fn no_progress(_: u64, _: u64) {}
@@ -215,17 +221,26 @@ fn no_progress(_: u64, _: u64) {}
 /// How often a call that waits for another process's writer role looks again.
 const WRITER_POLL: Duration = Duration::from_millis(2);
 
-/// The index's writer role for a refresh, waiting at most [`REFRESH_WAIT`] for another process; `None`
-/// when it keeps it. The wait also ends once that process commits: its writer is keeping the index
-/// current, and this call answers from the index as it stands rather than queueing behind every
-/// refresh of a busy writer (which, beside a steady stream of appends, held each search for the
-/// whole wait).
-fn writer_role(engine: &Engine) -> Result<Option<index::Writing>, PluginError> {
+/// How long a process goes at most without waiting for a refresh of its own while other processes keep
+/// the writer role busy: what only it can see (its host's live sessions, a root another writer does
+/// not watch) is indexed within about this, and one refresh, even then.
+const OWN_REFRESH_EVERY: Duration = Duration::from_secs(1);
+
+/// The index's writer role for a refresh; `None` when another process keeps it, and this call then
+/// answers from the index as it stands. A role that is free is taken at once. A role held by another
+/// process is its update under way: a process that refreshed itself within [`OWN_REFRESH_EVERY`]
+/// answers at once from what is committed, as a thread beside another thread's refresh does. One
+/// whose own last refresh is older (`overdue`) waits at most [`REFRESH_WAIT`]: until that process
+/// commits (its update brought the index up to date as far as it could see, and the call answers from
+/// there) or lets go of the role (which it then takes). Beside a stream of appends, waiting for the
+/// role and then refreshing once more made every process take the writer role in turn, each search
+/// queued behind the other processes' refreshes.
+fn writer_role(engine: &Engine, overdue: bool) -> Result<Option<index::Writing>, PluginError> {
     if let Some(writing) = engine.index.writer(Duration::ZERO)? {
         return Ok(Some(writing));
     }
-    if !engine.index.has_writer_lock() {
-        // This process only reads the index: there is nothing to wait for.
+    if !engine.index.has_writer_lock() || !overdue {
+        // This process only reads the index, or keeps up with it: nothing to wait for.
         return Ok(None);
     }
     let committed = || {
@@ -242,11 +257,13 @@ fn writer_role(engine: &Engine) -> Result<Option<index::Writing>, PluginError> {
             return Ok(None);
         }
         std::thread::sleep(WRITER_POLL.min(deadline - now));
-        if let Some(writing) = engine.index.writer(Duration::ZERO)? {
-            return Ok(Some(writing));
-        }
+        // The commit is looked at before the role: the other writer lets go of the role right after
+        // it commits.
         if before.is_some() && committed() != before {
             return Ok(None);
+        }
+        if let Some(writing) = engine.index.writer(Duration::ZERO)? {
+            return Ok(Some(writing));
         }
     }
 }
@@ -305,6 +322,8 @@ impl Search {
             rows_read: AtomicU64::new(0),
             refreshes: Mutex::default(),
             refreshed: Condvar::new(),
+            committed: AtomicBool::new(false),
+            own_refresh: Mutex::new(None),
         };
         if config.open_at == OpenAt::Startup {
             let mut state = search.lock();
@@ -367,6 +386,8 @@ impl Search {
         if let Some(damaged) = reopen {
             // Every connection to the old file goes first (readers included).
             *state = State::Pending;
+            self.committed.store(false, Ordering::Release);
+            *lock(&self.own_refresh) = None;
             lock(&self.readers).clear();
             let mut damaged = damaged;
             *state = loop {
@@ -430,7 +451,7 @@ impl Search {
         progress: &dyn Fn(u64, u64),
     ) -> Result<(), PluginError> {
         let mut state = self.lock();
-        let outcome = self.refresh_counted(&mut state, corpus, cancelled, progress);
+        let outcome = self.refresh_counted(&mut state, corpus, cancelled, progress, true);
         drop(state);
         self.refreshed.notify_all();
         outcome
@@ -447,7 +468,7 @@ impl Search {
     ) -> Result<(), PluginError> {
         match self.lock_within(REFRESH_WAIT) {
             Some(mut state) => {
-                let outcome = self.refresh_counted(&mut state, corpus, cancelled, progress);
+                let outcome = self.refresh_counted(&mut state, corpus, cancelled, progress, false);
                 drop(state);
                 self.refreshed.notify_all();
                 outcome
@@ -464,36 +485,47 @@ impl Search {
         corpus: &Corpus,
         cancelled: &dyn Fn() -> bool,
         progress: &dyn Fn(u64, u64),
+        insist: bool,
     ) -> Result<(), PluginError> {
         let id = {
             let mut refreshes = lock(&self.refreshes);
             refreshes.started += 1;
             refreshes.started
         };
-        let outcome = self.refresh_locked(state, corpus, cancelled, progress);
+        let outcome = self.refresh_locked(state, corpus, cancelled, progress, insist);
+        if outcome.is_ok() {
+            self.committed.store(true, Ordering::Release);
+        }
         let mut refreshes = lock(&self.refreshes);
         refreshes.ended = id;
         refreshes.failure = outcome.as_ref().err().cloned();
         outcome
     }
 
-    /// The refresh itself, with the writer side held: takes the index's writer role (waiting at most
-    /// [`REFRESH_WAIT`] for another process); without it, the index is used as it stands.
+    /// The refresh itself, with the writer side held: takes the index's writer role ([`writer_role`];
+    /// `insist`: wait for a busy role even when this instance refreshed itself lately, as an explicit
+    /// refresh does); without it, the index is used as it stands.
     fn refresh_locked(
         &self,
         state: &mut State,
         corpus: &Corpus,
         cancelled: &dyn Fn() -> bool,
         progress: &dyn Fn(u64, u64),
+        insist: bool,
     ) -> Result<(), PluginError> {
         let engine = self.engine(state)?;
         let mut busy = None;
-        let outcome = match writer_role(engine) {
+        let overdue =
+            insist || lock(&self.own_refresh).is_none_or(|at| at.elapsed() >= OWN_REFRESH_EVERY);
+        let outcome = match writer_role(engine, overdue) {
             Ok(Some(writing)) => {
                 let outcome = engine
                     .resync()
                     .and_then(|()| engine.refresh(corpus, cancelled, progress));
                 drop(writing);
+                if outcome.is_ok() {
+                    *lock(&self.own_refresh) = Some(Instant::now());
+                }
                 outcome
             }
             Ok(None) => {
@@ -525,13 +557,16 @@ impl Search {
         }
     }
 
-    /// Before a read: make sure a refresh that began after this call did has ended, so the answer
-    /// holds every change made before the call. Calls that arrive while another thread refreshes share
-    /// one refresh after it: the first to take the writer side runs it, the others wait for its end
-    /// (woken when it ends) instead of running one each in turn, which under a steady stream of changes
-    /// queued every reader behind every other reader's refresh. The wait is bounded by
-    /// [`REFRESH_WAIT`]; then the committed index answers. Open failures and this call's own refresh
-    /// failures are this call's error.
+    /// Before a read: bring the index up to date, unless another thread of this instance is doing so
+    /// right now. A call that finds the writer side free runs the refresh itself (or shares one that
+    /// began after it arrived and has ended), so its answer holds every change made before it. A call
+    /// that finds another thread refreshing answers at once from the committed index: that refresh
+    /// never blocks readers of the committed state, and the changes it commits are in the next call's
+    /// answer. Waiting for it instead (and for one more, to cover changes made while it ran) tied every
+    /// search beside a steady writer to the refreshes' length: throughput collapsed and p99 reached
+    /// seconds. Only before anything is committed to read (the index is being opened or first built)
+    /// does a call wait, at most [`REFRESH_WAIT`]. Open failures and this call's own refresh failures
+    /// are this call's error.
     fn prepare(&self, corpus: &Corpus, cancelled: &dyn Fn() -> bool) -> Result<(), PluginError> {
         let arrived = lock(&self.refreshes).started;
         let deadline = Instant::now() + REFRESH_WAIT;
@@ -546,21 +581,24 @@ impl Search {
                     // Another call's refresh began after this one arrived and has ended.
                     return shared;
                 }
-                let outcome = self.refresh_counted(&mut state, corpus, cancelled, &no_progress);
+                let outcome =
+                    self.refresh_counted(&mut state, corpus, cancelled, &no_progress, false);
                 drop(state);
                 self.refreshed.notify_all();
                 return outcome;
+            }
+            if cancelled() {
+                return Err(aborted());
+            }
+            if self.committed.load(Ordering::Acquire) {
+                return Ok(());
             }
             let refreshes = lock(&self.refreshes);
             if let Some(shared) = refreshes.shared(arrived) {
                 return shared;
             }
             let now = Instant::now();
-            if now >= deadline || cancelled() {
-                drop(refreshes);
-                if cancelled() {
-                    return Err(aborted());
-                }
+            if now >= deadline {
                 return Ok(());
             }
             let seen = refreshes.ended;

@@ -115,7 +115,13 @@ fn threads(ours: &ours::Ours, term: &str, n: usize, scratch: Option<&Path>) -> O
     })
 }
 
-/// `n` reader processes (this binary with `--reader`), each opening the index itself.
+/// What a reader process prints once it is warmed up; it then waits for a line on its stdin.
+const READY: &str = "READY";
+
+/// `n` reader processes (this binary with `--reader`), each opening the index itself. They all warm up
+/// first (a process's first refresh with the writer role lists the whole root, a second at 1 GB, and
+/// the processes take turns for it), then start searching at the same moment, so the figures are of
+/// readers beside a writer rather than of other readers' start-up.
 fn processes(
     root: &Path,
     index: &Path,
@@ -123,32 +129,58 @@ fn processes(
     n: usize,
     scratch: Option<&Path>,
 ) -> Result<Outcome, String> {
+    use std::io::{BufRead, Read, Write};
     let exe = std::env::current_exe().map_err(|e| format!("locating the benchmark binary: {e}"))?;
     let millis = RUN.as_millis().to_string();
     let mut failure = None;
+    let mut children = Vec::new();
+    for _ in 0..n {
+        let mut child = Command::new(&exe)
+            .arg("--reader")
+            .arg(root)
+            .arg(index)
+            .arg(term)
+            .arg(&millis)
+            .stdin(std::process::Stdio::piped())
+            .stdout(std::process::Stdio::piped())
+            .stderr(std::process::Stdio::inherit())
+            .spawn()
+            .map_err(|e| format!("starting a reader process: {e}"))?;
+        let stdout = std::io::BufReader::new(child.stdout.take().expect("piped stdout"));
+        children.push((child, stdout, String::new()));
+    }
+    for (_, stdout, early) in &mut children {
+        // A reader that failed before it was ready printed its result instead: kept for below.
+        let mut line = String::new();
+        while !line.starts_with(READY) && !line.starts_with(CHILD_TAG) {
+            line.clear();
+            if stdout.read_line(&mut line).unwrap_or(0) == 0 {
+                break;
+            }
+        }
+        if line.starts_with(CHILD_TAG) {
+            *early = line;
+        }
+    }
     let outcome = with_writer(scratch, |_| {
-        let children: Vec<_> = (0..n)
-            .map(|_| {
-                Command::new(&exe)
-                    .arg("--reader")
-                    .arg(root)
-                    .arg(index)
-                    .arg(term)
-                    .arg(&millis)
-                    .stdout(std::process::Stdio::piped())
-                    .stderr(std::process::Stdio::piped())
-                    .spawn()
-            })
-            .collect();
+        for (child, _, _) in &mut children {
+            if let Some(stdin) = child.stdin.as_mut() {
+                let _ = stdin.write_all(b"go\n");
+            }
+        }
         let mut outcome = Outcome::default();
-        for child in children {
+        for (mut child, mut stdout, early) in children {
+            let mut rest = early;
+            let _ = stdout.read_to_string(&mut rest);
             let result = child
-                .map_err(|e| format!("starting a reader process: {e}"))
-                .and_then(|c| {
-                    c.wait_with_output()
-                        .map_err(|e| format!("waiting for a reader process: {e}"))
-                })
-                .and_then(|out| {
+                .wait()
+                .map_err(|e| format!("waiting for a reader process: {e}"))
+                .and_then(|status| {
+                    let out = std::process::Output {
+                        status,
+                        stdout: rest.into_bytes(),
+                        stderr: Vec::new(),
+                    };
                     let line = child_result(&out, "a reader process")?;
                     serde_json::from_str::<serde_json::Value>(&line)
                         .map_err(|e| format!("a reader's result: {e}"))
@@ -189,12 +221,23 @@ fn processes(
     Ok(outcome)
 }
 
-/// The body of a `--reader` process: open the index as a host would, search until the time is up.
+/// How long a reader process may take to warm up.
+const WARM_UP: Duration = Duration::from_secs(120);
+
+/// The body of a `--reader` process: open the index as a host would, warm up until one of its own
+/// refreshes ran with the writer role, say so, wait for the go, then search until the time is up.
 pub fn reader_child(root: &Path, index: &Path, term: &str, millis: u64) {
     let result = (|| -> Result<serde_json::Value, String> {
-        let ours = ours::Ours::open(root, index)?;
-        // Not timed: the first search sets up the watch and lists the root (see `rows`).
+        let mut ours = ours::Ours::open(root, index)?;
+        // Not timed: the first refresh with the writer role sets up the watch and lists the root.
+        let warm_until = Instant::now() + WARM_UP;
+        while ours.writer_busy()? && Instant::now() < warm_until {}
         ours.search_shared(term, LIMIT)?;
+        println!("{READY}");
+        let mut go = String::new();
+        std::io::stdin()
+            .read_line(&mut go)
+            .map_err(|e| format!("waiting for the go: {e}"))?;
         let deadline = Instant::now() + Duration::from_millis(millis);
         let mut micros = Vec::new();
         let mut errors = 0u64;

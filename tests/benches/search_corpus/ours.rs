@@ -116,6 +116,22 @@ impl Ours {
         Ok(diagnostics.watching)
     }
 
+    /// Brings the index up to date (an explicit refresh) and says whether another process kept the
+    /// writer role meanwhile, so this one answered from the index as it stood.
+    pub fn writer_busy(&mut self) -> Result<bool, String> {
+        self.search
+            .refresh(&self.corpus, &|| false, &|_, _| {})
+            .map_err(err)?;
+        let diagnostics = self
+            .search
+            .diagnostics(&self.corpus, &|| false)
+            .map_err(err)?;
+        Ok(diagnostics
+            .index_notes
+            .iter()
+            .any(|n| n.contains("another process")))
+    }
+
     /// The freshness check alone (what every search runs first), timed.
     pub fn refresh(&mut self) -> Result<Duration, String> {
         let (done, t) = timed(|| self.search.refresh(&self.corpus, &|| false, &|_, _| {}));
