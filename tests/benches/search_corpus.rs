@@ -21,7 +21,8 @@
 //! Options: `--size` (bytes, with kB/MB/GB), `--sessions`, `--seed`, `--corpus DIR` (or the environment
 //! variable `DSH_BENCH_CORPUS`; default `target/search-corpus/<size>-<sessions>`), `--generate-only`,
 //! `--work DIR` (where the indexes go; default `<corpus>/work`), `--only one-shot` (the command-line
-//! and contention figures alone, over the index in the work folder).
+//! and contention figures alone, over the index in the work folder), `--only command-line` (the
+//! command-line figures alone).
 
 use std::collections::BTreeSet;
 use std::fs;
@@ -69,6 +70,8 @@ struct Options {
     /// `--only one-shot`: the command-line and contention figures alone, over our index in the work
     /// folder (built first when missing), as a quick check of the one-shot paths.
     only_one_shot: bool,
+    /// `--only command-line`: the one-shot figures without the contention ones.
+    without_contention: bool,
 }
 
 enum Mode {
@@ -97,6 +100,7 @@ fn parse_args(args: &[String]) -> Result<Mode, String> {
     let mut generate_only = false;
     let mut work = None;
     let mut only_one_shot = false;
+    let mut without_contention = false;
     let mut it = args.iter();
     while let Some(arg) = it.next() {
         let mut value = |name: &str| {
@@ -134,7 +138,12 @@ fn parse_args(args: &[String]) -> Result<Mode, String> {
             "--work" => work = Some(PathBuf::from(value("--work")?)),
             "--only" => match value("--only")?.as_str() {
                 "one-shot" => only_one_shot = true,
-                other => return Err(format!("--only {other:?}: the one section is one-shot")),
+                "command-line" => (only_one_shot, without_contention) = (true, true),
+                other => {
+                    return Err(format!(
+                        "--only {other:?}: the sections are one-shot and command-line"
+                    ))
+                }
             },
             // cargo passes `--bench` to every bench binary.
             "--bench" => {}
@@ -159,6 +168,7 @@ fn parse_args(args: &[String]) -> Result<Mode, String> {
         generate_only,
         work,
         only_one_shot,
+        without_contention,
     }))
 }
 
@@ -678,7 +688,7 @@ fn measure(
     let corpus_mb = (info.plain_bytes() + scratch.plain_bytes) as f64 / 1e6;
     let mut rows = Vec::new();
     if opts.only_one_shot {
-        return only_one_shot(info, root, scratch, &ours_db);
+        return only_one_shot(info, root, scratch, &ours_db, !opts.without_contention);
     }
 
     // Cold builds, each in its own process.
@@ -1076,6 +1086,7 @@ fn only_one_shot(
     root: &Path,
     scratch: &SessionInfo,
     ours_db: &Path,
+    contention: bool,
 ) -> Result<(), String> {
     if !ours_db.exists() {
         println!("building our index …");
@@ -1089,16 +1100,34 @@ fn only_one_shot(
     // One search brings the index up to date with the scratch session first, so the one-shot runs
     // meet an unchanged root.
     ours::Ours::open(root, ours_db)?.search_sessions(&probe.term, LIMIT)?;
-    one_shot_rows(root, ours_db, &probe.term, &probe.sessions(), &mut rows);
-    contention::rows(
-        root,
-        ours_db,
-        &root.join(&scratch.path),
-        &probe.term,
-        &mut rows,
+    // Wall times on a shared machine mean little without the load they were taken at.
+    println!(
+        "load average before the command-line rows: {}",
+        load_average()
     );
+    one_shot_rows(root, ours_db, &probe.term, &probe.sessions(), &mut rows);
+    println!(
+        "load average after the command-line rows: {}",
+        load_average()
+    );
+    if contention {
+        contention::rows(
+            root,
+            ours_db,
+            &root.join(&scratch.path),
+            &probe.term,
+            &mut rows,
+        );
+    }
     print_table(&rows);
     Ok(())
+}
+
+/// The 1, 5 and 15 minute load averages (`/proc/loadavg`), or why they are unknown.
+fn load_average() -> String {
+    fs::read_to_string("/proc/loadavg")
+        .map(|s| s.split_whitespace().take(3).collect::<Vec<_>>().join(" "))
+        .unwrap_or_else(|e| format!("unknown ({e})"))
 }
 
 /// Runs of each one-shot command (a new process each).
