@@ -36,7 +36,7 @@ use std::time::{Duration, Instant};
 
 use abi_stable::std_types::{RStr, RString};
 use dsh_codec::log::append::AppendValidator;
-use dsh_codec::log::layout::{KnownSessions, ListedSession, Revision, SessionsRoot};
+use dsh_codec::log::layout::{Known, ListedSession, Revision, SessionsRoot};
 use dsh_codec::log::read::{LogReader, ReadOptions};
 use dsh_codec::log::{ErrorClass, Event, LogError, LogErrorCode, SessionHeader};
 use dsh_codec::surface::{FoldError, SurfaceFold};
@@ -207,8 +207,8 @@ pub struct Corpus {
     sources: Sources,
     cache: Mutex<LogCache>,
     problems: Mutex<Problems>,
-    /// The sessions the last listing found (or the index recorded), by path, with their revisions.
-    known: Mutex<KnownSessions>,
+    /// The sessions the last listing found (or the index recorded), with their revisions.
+    known: Mutex<KnownState>,
     /// How long a finished listing of the root answers for the next one (`None`: every listing looks).
     reuse: Option<Duration>,
     /// The last listing of the root, when it finished, and its problems.
@@ -216,7 +216,54 @@ pub struct Corpus {
 }
 
 /// A listing of the root: when it finished, the sessions, the problems.
-type LastListing = (Instant, Vec<ListedSession>, Vec<CorpusProblem>);
+type LastListing = (Instant, Arc<Vec<ListedSession>>, Vec<CorpusProblem>);
+
+/// What the next listing of the root takes unchanged sessions from: this process's last listing, as it
+/// is (shared with whoever holds it: copying 10,000 listed sessions into a map after every listing was
+/// a large share of a one-shot command), else what the index recorded.
+#[derive(Default)]
+struct KnownState {
+    last: Option<Arc<Vec<ListedSession>>>,
+    /// Keyed by the path's bytes: hashing a `Path` walks its components.
+    seeded: HashMap<Vec<u8>, ListedSession>,
+}
+
+/// [`KnownState`] as a listing looks paths up in it.
+struct KnownLookup<'a> {
+    last: HashMap<&'a [u8], &'a ListedSession>,
+    seeded: &'a HashMap<Vec<u8>, ListedSession>,
+}
+
+fn path_bytes(path: &Path) -> &[u8] {
+    use std::os::unix::ffi::OsStrExt;
+    path.as_os_str().as_bytes()
+}
+
+impl<'a> KnownLookup<'a> {
+    fn new(state: &'a KnownState) -> Self {
+        let last = state
+            .last
+            .iter()
+            .flat_map(|l| l.iter())
+            .map(|s| (path_bytes(&s.path), s))
+            .collect();
+        Self {
+            last,
+            seeded: &state.seeded,
+        }
+    }
+}
+
+impl Known for KnownLookup<'_> {
+    fn known(&self, path: &Path) -> Option<&ListedSession> {
+        let key = path_bytes(path);
+        // What this process listed is kept over what the index recorded.
+        match self.last.get(key) {
+            Some(s) => Some(*s),
+            None => self.seeded.get(key),
+        }
+    }
+}
 
 impl Corpus {
     pub fn new(host: Arc<HostContextBox>, sessions_root: Option<PathBuf>) -> Self {
@@ -227,7 +274,7 @@ impl Corpus {
             sources: Sources::new(SourceRoots::default()),
             cache: Mutex::new(LogCache::new(CACHE_MAX_SESSIONS, CACHE_MAX_EVENTS)),
             problems: Mutex::new(Problems::default()),
-            known: Mutex::new(KnownSessions::new()),
+            known: Mutex::new(KnownState::default()),
             reuse: None,
             last: Mutex::new(None),
         }
@@ -254,7 +301,10 @@ impl Corpus {
     pub fn seed_known(&self, sessions: impl IntoIterator<Item = ListedSession>) {
         let mut known = lock(&self.known);
         for session in sessions {
-            known.entry(session.path.clone()).or_insert(session);
+            known
+                .seeded
+                .entry(path_bytes(&session.path).to_vec())
+                .or_insert(session);
         }
     }
 
@@ -339,7 +389,7 @@ impl Corpus {
             );
         }
         self.check_cancelled(cancel, "listing sessions")?;
-        for listed in self.list_persisted()? {
+        for listed in self.list_persisted()?.iter().cloned() {
             match by_id.get_mut(&listed.header.id) {
                 Some(live) => {
                     if !live.header.compatible_with(&listed.header) {
@@ -377,9 +427,13 @@ impl Corpus {
 
     /// The sessions the sessions root lists (empty without a root). Records the listing's problems.
     /// Fails (`PERSISTENCE_FAILED`) only when the root exists but cannot be read as a directory.
-    pub fn list_persisted(&self) -> Result<Vec<ListedSession>, PluginError> {
+    /// Shared with the corpus's own record of the listing: copy it only to change it.
+    pub fn list_persisted(&self) -> Result<Arc<Vec<ListedSession>>, PluginError> {
         let mut listed = self.list_dsh()?;
-        listed.extend(self.list_sources());
+        let sources = self.list_sources();
+        if !sources.is_empty() {
+            Arc::make_mut(&mut listed).extend(sources);
+        }
         Ok(listed)
     }
 
@@ -407,9 +461,9 @@ impl Corpus {
     }
 
     /// The sessions the DSH sessions root lists (empty without a root).
-    fn list_dsh(&self) -> Result<Vec<ListedSession>, PluginError> {
+    fn list_dsh(&self) -> Result<Arc<Vec<ListedSession>>, PluginError> {
         let Some(root) = &self.root else {
-            return Ok(Vec::new());
+            return Ok(Arc::default());
         };
         self.list_root(root).map_err(|e| {
             PluginError::new(
@@ -423,7 +477,7 @@ impl Corpus {
         })
     }
 
-    fn list_root(&self, root: &SessionsRoot) -> Result<Vec<ListedSession>, LogError> {
+    fn list_root(&self, root: &SessionsRoot) -> Result<Arc<Vec<ListedSession>>, LogError> {
         if let Some(window) = self.reuse {
             if let Some((at, sessions, problems)) = &*lock(&self.last) {
                 if at.elapsed() < window {
@@ -434,7 +488,8 @@ impl Corpus {
         }
         // Taken out, not held: the listing stats files (a concurrent listing meanwhile just reads headers).
         let known = std::mem::take(&mut *lock(&self.known));
-        let listing = match root.list_known(&known) {
+        let listed = root.list_known(&KnownLookup::new(&known));
+        let listing = match listed {
             Ok(listing) => listing,
             Err(e) => {
                 *lock(&self.known) = known;
@@ -442,28 +497,29 @@ impl Corpus {
             }
         };
         drop(known);
-        *lock(&self.known) = listing
-            .sessions
-            .iter()
-            .map(|s| (s.path.clone(), s.clone()))
-            .collect();
+        let sessions = Arc::new(listing.sessions);
+        // The listing supersedes what the index recorded: every log that lists is in it.
+        *lock(&self.known) = KnownState {
+            last: Some(sessions.clone()),
+            seeded: HashMap::new(),
+        };
         let problems: Vec<CorpusProblem> = listing
             .problems
             .iter()
             .map(|e| problem(root.root(), None, e))
             .collect();
         if self.reuse.is_some() {
-            *lock(&self.last) = Some((Instant::now(), listing.sessions.clone(), problems.clone()));
+            *lock(&self.last) = Some((Instant::now(), sessions.clone(), problems.clone()));
         }
         let mut state = lock(&self.problems);
         state.listing = Some(problems);
         // A failed read of a log that no longer lists at that path is no longer news.
         let sources = &self.sources;
         state.reads.retain(|path, _| {
-            sources.kind_of(path).is_some() || listing.sessions.iter().any(|s| &s.path == path)
+            sources.kind_of(path).is_some() || sessions.iter().any(|s| &s.path == path)
         });
         drop(state);
-        Ok(listing.sessions)
+        Ok(sessions)
     }
 
     /// Loads one session for an exact read: the live session when `id` is live (persistence is never
@@ -687,10 +743,11 @@ impl Corpus {
     /// last read failed (re-read when its file changed since). Never fails: a sessions root that cannot be
     /// listed is itself reported.
     pub fn problems(&self) -> Vec<CorpusProblem> {
-        let mut listed = self.list_sources();
+        let listed = self.list_sources();
+        let mut dsh = Arc::default();
         if let Some(root) = &self.root {
             match self.list_root(root) {
-                Ok(dsh) => listed.extend(dsh),
+                Ok(sessions) => dsh = sessions,
                 Err(e) => {
                     let mut out = vec![problem(root.root(), None, &e)];
                     out.extend(lock(&self.problems).sources.iter().cloned());
@@ -703,6 +760,7 @@ impl Corpus {
             let state = lock(&self.problems);
             listed
                 .iter()
+                .chain(dsh.iter())
                 .filter(|s| {
                     state
                         .reads

@@ -22,7 +22,7 @@
 //! variable `DSH_BENCH_CORPUS`; default `target/search-corpus/<size>-<sessions>`), `--generate-only`,
 //! `--work DIR` (where the indexes go; default `<corpus>/work`), `--only one-shot` (the command-line
 //! and contention figures alone, over the index in the work folder; `--only contention`: the readers
-//! beside a writer alone).
+//! beside a writer alone; `--only command-line`: the command-line figures alone).
 
 use std::collections::BTreeSet;
 use std::fs;
@@ -72,6 +72,8 @@ struct Options {
     only_one_shot: bool,
     /// `--only contention`: the readers-beside-a-writer figures alone (part of `one-shot`).
     only_contention: bool,
+    /// `--only command-line`: the one-shot figures without the contention ones.
+    without_contention: bool,
 }
 
 enum Mode {
@@ -101,6 +103,7 @@ fn parse_args(args: &[String]) -> Result<Mode, String> {
     let mut work = None;
     let mut only_one_shot = false;
     let mut only_contention = false;
+    let mut without_contention = false;
     let mut it = args.iter();
     while let Some(arg) = it.next() {
         let mut value = |name: &str| {
@@ -138,13 +141,11 @@ fn parse_args(args: &[String]) -> Result<Mode, String> {
             "--work" => work = Some(PathBuf::from(value("--work")?)),
             "--only" => match value("--only")?.as_str() {
                 "one-shot" => only_one_shot = true,
-                "contention" => {
-                    only_one_shot = true;
-                    only_contention = true;
-                }
+                "contention" => (only_one_shot, only_contention) = (true, true),
+                "command-line" => (only_one_shot, without_contention) = (true, true),
                 other => {
                     return Err(format!(
-                        "--only {other:?}: the sections are one-shot and contention"
+                        "--only {other:?}: the sections are one-shot, command-line and contention"
                     ))
                 }
             },
@@ -172,6 +173,7 @@ fn parse_args(args: &[String]) -> Result<Mode, String> {
         work,
         only_one_shot,
         only_contention,
+        without_contention,
     }))
 }
 
@@ -691,7 +693,11 @@ fn measure(
     let corpus_mb = (info.plain_bytes() + scratch.plain_bytes) as f64 / 1e6;
     let mut rows = Vec::new();
     if opts.only_one_shot {
-        return only_one_shot(info, root, scratch, &ours_db, opts.only_contention);
+        let sections = Sections {
+            command_line: !opts.only_contention,
+            contention: !opts.without_contention,
+        };
+        return only_one_shot(info, root, scratch, &ours_db, sections);
     }
 
     // Cold builds, each in its own process.
@@ -1082,14 +1088,21 @@ fn measure(
     Ok(())
 }
 
+/// Which rows `--only` asks for.
+#[derive(Clone, Copy)]
+struct Sections {
+    command_line: bool,
+    contention: bool,
+}
+
 /// `--only one-shot`: our index (built when missing, in its own process), then the command-line rows
-/// and the contention rows.
+/// and the contention rows (or one of them).
 fn only_one_shot(
     info: &CorpusInfo,
     root: &Path,
     scratch: &SessionInfo,
     ours_db: &Path,
-    contention_only: bool,
+    sections: Sections,
 ) -> Result<(), String> {
     if !ours_db.exists() {
         println!("building our index …");
@@ -1103,18 +1116,36 @@ fn only_one_shot(
     // One search brings the index up to date with the scratch session first, so the one-shot runs
     // meet an unchanged root.
     ours::Ours::open(root, ours_db)?.search_sessions(&probe.term, LIMIT)?;
-    if !contention_only {
+    if sections.command_line {
+        // Wall times on a shared machine mean little without the load they were taken at.
+        println!(
+            "load average before the command-line rows: {}",
+            load_average()
+        );
         one_shot_rows(root, ours_db, &probe.term, &probe.sessions(), &mut rows);
+        println!(
+            "load average after the command-line rows: {}",
+            load_average()
+        );
     }
-    contention::rows(
-        root,
-        ours_db,
-        &root.join(&scratch.path),
-        &probe.term,
-        &mut rows,
-    );
+    if sections.contention {
+        contention::rows(
+            root,
+            ours_db,
+            &root.join(&scratch.path),
+            &probe.term,
+            &mut rows,
+        );
+    }
     print_table(&rows);
     Ok(())
+}
+
+/// The 1, 5 and 15 minute load averages (`/proc/loadavg`), or why they are unknown.
+fn load_average() -> String {
+    fs::read_to_string("/proc/loadavg")
+        .map(|s| s.split_whitespace().take(3).collect::<Vec<_>>().join(" "))
+        .unwrap_or_else(|e| format!("unknown ({e})"))
 }
 
 /// Runs of each one-shot command (a new process each).

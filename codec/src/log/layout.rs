@@ -252,6 +252,19 @@ struct Candidate {
 /// transcript still has the revision recorded there is listed from it without opening the file.
 pub type KnownSessions = std::collections::HashMap<PathBuf, ListedSession>;
 
+/// Where a listing looks up what is known of a transcript (see [`KnownSessions`]): a caller may keep
+/// its last listing as it is and look paths up in it, rather than copy every session into a map.
+pub trait Known {
+    /// What is known of the transcript at `path`, if anything.
+    fn known(&self, path: &Path) -> Option<&ListedSession>;
+}
+
+impl Known for KnownSessions {
+    fn known(&self, path: &Path) -> Option<&ListedSession> {
+        self.get(path)
+    }
+}
+
 impl SessionsRoot {
     pub fn new(root: impl Into<PathBuf>) -> Self {
         Self { root: root.into() }
@@ -272,7 +285,7 @@ impl SessionsRoot {
     /// transcript's revision (device, inode, size, mtime, ctime: one `stat`) is the one recorded there.
     /// A revision changes with any write, so the header is then the one read at that revision. An
     /// unchanged root is listed by reading directories and `stat`ing transcripts, no log opened.
-    pub fn list_known(&self, known: &KnownSessions) -> Result<Listing, LogError> {
+    pub fn list_known(&self, known: &dyn Known) -> Result<Listing, LogError> {
         let mut listing = Listing::default();
         let Some(projects) = self.project_dirs()? else {
             return Ok(listing);
@@ -427,7 +440,7 @@ impl SessionsRoot {
     fn scan_project(
         &self,
         project: &Path,
-        known: &KnownSessions,
+        known: &dyn Known,
         found: &mut Vec<ListedSession>,
         problems: &mut Vec<LogError>,
     ) {
@@ -480,9 +493,9 @@ impl SessionsRoot {
     fn known_or_read(
         &self,
         candidate: Candidate,
-        known: &KnownSessions,
+        known: &dyn Known,
     ) -> Result<(ListedSession, bool), LogError> {
-        if let Some(k) = known.get(&candidate.path) {
+        if let Some(k) = known.known(&candidate.path) {
             let revision = match candidate.revision {
                 Some(r) => Some(r),
                 None => Revision::of(&candidate.path).ok(),
@@ -593,13 +606,18 @@ fn transcript_at(
     use std::os::unix::ffi::OsStrExt;
     let mut present = Vec::new();
     for c in ENCODINGS {
-        let path = dir.join(c.transcript_name());
-        let mut relative = name.as_bytes().to_vec();
+        // The path is made only for a transcript that is there (most sessions have one of the two).
+        let mut relative = Vec::with_capacity(name.len() + 16);
+        relative.extend_from_slice(name.as_bytes());
         relative.push(b'/');
         relative.extend_from_slice(c.transcript_name().as_bytes());
         // A directory entry's name holds no NUL byte.
-        let relative = std::ffi::CString::new(relative)
-            .map_err(|_| LogError::io(&path, &io::Error::from(io::ErrorKind::InvalidInput)))?;
+        let relative = std::ffi::CString::new(relative).map_err(|_| {
+            LogError::io(
+                &dir.join(c.transcript_name()),
+                &io::Error::from(io::ErrorKind::InvalidInput),
+            )
+        })?;
         // SAFETY: `stat` is plain data the call fills in; the descriptor is open for the call.
         let mut stat: libc::stat = unsafe { std::mem::zeroed() };
         // SAFETY: a valid descriptor, a NUL-terminated path and a `stat` to write into.
@@ -616,12 +634,12 @@ fn transcript_at(
             if err.kind() == io::ErrorKind::NotFound {
                 continue;
             }
-            return Err(LogError::io(&path, &err));
+            return Err(LogError::io(&dir.join(c.transcript_name()), &err));
         }
         let revision =
             (stat.st_mode & libc::S_IFMT == libc::S_IFREG).then(|| Revision::from_stat(&stat));
         present.push(Candidate {
-            path,
+            path: dir.join(c.transcript_name()),
             compression: c,
             revision,
         });

@@ -294,36 +294,60 @@ pub fn changes_since(conn: &Connection, commits: u64) -> rusqlite::Result<Option
     Ok(Some(RowChanges { written, removed }))
 }
 
+/// The columns of a [`SessionRow`], in the order [`row_of`] reads them.
+const ROW_COLUMNS: &str = "sid, source, id, path, version, created_at, cwd, parent_session, seed_length,
+    delegation_depth, agent_preset, stamp, event_count, title, generation, visible, is_live, is_persisted";
+
+fn row_of(r: &rusqlite::Row<'_>) -> rusqlite::Result<SessionRow> {
+    let source: String = r.get(1)?;
+    let path: Option<Vec<u8>> = r.get(3)?;
+    Ok(SessionRow {
+        sid: r.get(0)?,
+        source: if source == "live" {
+            Source::Live
+        } else {
+            Source::Persisted
+        },
+        header: header_from_row(r, 2)?,
+        path: path.map(|p| PathBuf::from(std::ffi::OsString::from_vec(p))),
+        stamp: r.get(11)?,
+        event_count: r.get::<_, i64>(12)? as u64,
+        title: r.get(13)?,
+        generation: r.get::<_, i64>(14)? as u64,
+        visible: r.get(15)?,
+        is_live: r.get(16)?,
+        is_persisted: r.get(17)?,
+    })
+}
+
 fn select_rows(conn: &Connection, filter: &str, since: i64) -> rusqlite::Result<Vec<SessionRow>> {
-    let mut stmt = conn.prepare_cached(&format!(
-        "SELECT sid, source, id, path, version, created_at, cwd, parent_session, seed_length,
-                delegation_depth, agent_preset, stamp, event_count, title, generation, visible,
-                is_live, is_persisted
-         FROM sessions {filter}"
-    ))?;
+    let mut stmt = conn.prepare_cached(&format!("SELECT {ROW_COLUMNS} FROM sessions {filter}"))?;
     let params: &[&dyn rusqlite::ToSql] = if filter.is_empty() { &[] } else { &[&since] };
-    let rows = stmt.query_map(params, |r| {
-        let source: String = r.get(1)?;
-        let path: Option<Vec<u8>> = r.get(3)?;
-        Ok(SessionRow {
-            sid: r.get(0)?,
-            source: if source == "live" {
-                Source::Live
-            } else {
-                Source::Persisted
-            },
-            header: header_from_row(r, 2)?,
-            path: path.map(|p| PathBuf::from(std::ffi::OsString::from_vec(p))),
-            stamp: r.get(11)?,
-            event_count: r.get::<_, i64>(12)? as u64,
-            title: r.get(13)?,
-            generation: r.get::<_, i64>(14)? as u64,
-            visible: r.get(15)?,
-            is_live: r.get(16)?,
-            is_persisted: r.get(17)?,
-        })
-    })?;
+    let rows = stmt.query_map(params, row_of)?;
     rows.collect()
+}
+
+/// A persisted log's path, stamp and header record (see [`listed_sessions`]).
+pub type ListedRecord = (PathBuf, String, String);
+
+/// [`load_rows`] and [`listed_sessions`] in one scan of the table: a new process needs both, and
+/// reading 10,000 rows twice was a visible share of a one-shot command.
+pub fn load_rows_and_listed(
+    conn: &Connection,
+) -> rusqlite::Result<(Vec<SessionRow>, Vec<ListedRecord>)> {
+    let mut stmt = conn.prepare(&format!("SELECT {ROW_COLUMNS}, listed FROM sessions"))?;
+    let mut rows = Vec::new();
+    let mut listed = Vec::new();
+    let mut query = stmt.query([])?;
+    while let Some(r) = query.next()? {
+        let row = row_of(r)?;
+        let line: Option<String> = r.get(18)?;
+        if let (Source::Persisted, Some(path), Some(line)) = (row.source, &row.path, line) {
+            listed.push((path.clone(), row.stamp.clone(), line));
+        }
+        rows.push(row);
+    }
+    Ok((rows, listed))
 }
 
 /// The header from nine consecutive columns starting at `first` (id, version, created_at, cwd,
@@ -593,7 +617,7 @@ pub fn extend_session(
 /// The resume state stored with row `sid` (see [`Replacement::resume`]), if any.
 /// Every persisted row's path, stamp (its revision when indexed) and the header record it was read
 /// with: what a listing needs to take an unchanged log from the index instead of opening it.
-pub fn listed_sessions(conn: &Connection) -> rusqlite::Result<Vec<(PathBuf, String, String)>> {
+pub fn listed_sessions(conn: &Connection) -> rusqlite::Result<Vec<ListedRecord>> {
     let mut stmt = conn.prepare(
         "SELECT path, stamp, listed FROM sessions
          WHERE source = 'persisted' AND path IS NOT NULL AND listed IS NOT NULL",
@@ -738,6 +762,41 @@ mod tests {
 
     fn commits(conn: &Connection) -> u64 {
         version(conn).unwrap().1
+    }
+
+    #[test]
+    fn a_new_process_reads_the_rows_and_the_listed_headers_in_one_scan() {
+        let mut conn = index();
+        add(&mut conn, "live");
+        for (id, listed) in [("a", Some("{\"id\":\"a\"}")), ("b", None)] {
+            let key = RowKey::Persisted(PathBuf::from(format!("/root/p/{id}/transcript.jsonl")));
+            let header = HitHeader {
+                id: id.into(),
+                ..Default::default()
+            };
+            let new = Replacement {
+                key: &key,
+                header: &header,
+                stamp: "1:2:3:4:5",
+                event_count: 0,
+                title: None,
+                resume: None,
+                listed,
+            };
+            replace_session(&mut conn, None, &new, [], 1).unwrap();
+        }
+        let (rows, listed) = load_rows_and_listed(&conn).unwrap();
+        let by_sid = |mut r: Vec<SessionRow>| {
+            r.sort_by_key(|r| r.sid);
+            r
+        };
+        assert_eq!(by_sid(rows), by_sid(load_rows(&conn).unwrap()));
+        assert_eq!(
+            listed,
+            listed_sessions(&conn).unwrap(),
+            "only persisted rows with a recorded header, as listed_sessions reads them"
+        );
+        assert_eq!(listed.len(), 1);
     }
 
     #[test]

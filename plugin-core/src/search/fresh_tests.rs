@@ -550,6 +550,36 @@ fn a_one_shot_process_sets_up_no_watch_and_lists_an_unchanged_root_from_the_inde
 }
 
 #[test]
+fn a_one_shot_command_reads_the_session_rows_once_not_once_per_side() {
+    let e = env();
+    let index = e.dir.path().join("one-shot.sqlite");
+    for (id, word) in [("a", "alpha"), ("b", "beta")] {
+        let h = header(id, 1);
+        fs::write(
+            raw_path(&e.root, &h),
+            conversation(&format!("{word} words"), "ok").text(&h),
+        )
+        .unwrap();
+    }
+    {
+        let (_s, corpus, search) = one_shot(&e.root, &index);
+        assert_eq!(
+            search
+                .diagnostics(&corpus, &never)
+                .unwrap()
+                .indexed_sessions,
+            2
+        );
+    }
+    // An unchanged root: the writer side read the rows when it opened, and the reader answering the
+    // command takes that copy instead of reading the table again.
+    let (_s, corpus, search) = one_shot(&e.root, &index);
+    let diag = search.diagnostics(&corpus, &never).unwrap();
+    assert_eq!((diag.indexed_sessions, diag.whole_reads), (2, 0));
+    assert_eq!(search.rows_read(), 0, "the reader read the rows again");
+}
+
+#[test]
 fn a_broken_log_is_reported_by_the_next_process_without_being_read_again() {
     let e = env();
     let index = e.dir.path().join("one-shot.sqlite");

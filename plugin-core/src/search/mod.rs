@@ -109,7 +109,7 @@ struct Reader {
 
 struct Cached {
     version: (u64, u64),
-    rows: HashMap<RowKey, SessionRow>,
+    rows: refresh::SharedRows,
     cursors: Cursors,
 }
 
@@ -344,7 +344,7 @@ impl Search {
     /// listing that must not open unchanged logs ([`Corpus::seed_known`]). Empty when the index is
     /// not open yet.
     pub fn known_listing(&self) -> Vec<dsh_codec::log::layout::ListedSession> {
-        match &*self.lock() {
+        match &mut *self.lock() {
             State::Open(engine) => engine.known_listing(),
             _ => Vec::new(),
         }
@@ -647,10 +647,25 @@ impl Search {
                 }
                 None => {
                     let (_, secret) = store::state(conn).map_err(index_failed)?;
-                    let mut rows = HashMap::new();
-                    let caught = refresh::catch_up(conn, &mut rows, None, version.1)
-                        .map_err(index_failed)?;
-                    self.rows_read.fetch_add(caught.read, Ordering::Relaxed);
+                    // The writer side's copy when it is of this same state (a one-shot command's
+                    // refresh just compared it), else one read from the index.
+                    let shared = match self.state.try_lock() {
+                        Ok(state) => match &*state {
+                            State::Open(engine) => engine.rows_at(version),
+                            _ => None,
+                        },
+                        Err(_) => None,
+                    };
+                    let rows = match shared {
+                        Some(rows) => rows,
+                        None => {
+                            let mut rows = refresh::SharedRows::default();
+                            let caught = refresh::catch_up(conn, &mut rows, None, version.1)
+                                .map_err(index_failed)?;
+                            self.rows_read.fetch_add(caught.read, Ordering::Relaxed);
+                            rows
+                        }
+                    };
                     Cached {
                         version,
                         rows,

@@ -17,6 +17,9 @@ pub const ONE_SHOT_REUSE: Duration = Duration::from_millis(250);
 
 /// Live/disk pairs whose headers conflict: (id, log path).
 pub(super) fn conflicts(listing: &[ListedSession], live: &[LiveSession]) -> Vec<(String, PathBuf)> {
+    if live.is_empty() {
+        return Vec::new();
+    }
     let live: HashMap<&str, SessionHeader> = live
         .iter()
         .map(|s| (s.header.id.as_str(), SessionHeader::from(&s.header)))
@@ -34,12 +37,18 @@ impl Engine {
     /// Every log the index holds with the revision and header it was indexed at (see
     /// `store::listed_sessions`). A row whose stamp or header does not parse is left out: the listing
     /// then reads that log's header itself.
-    pub fn known_listing(&self) -> Vec<ListedSession> {
-        let Some(conn) = self.index.connection() else {
-            return Vec::new();
-        };
-        let Ok(rows) = store::listed_sessions(conn) else {
-            return Vec::new();
+    pub fn known_listing(&mut self) -> Vec<ListedSession> {
+        let rows = match self.seed.take() {
+            Some(rows) => rows,
+            None => {
+                let Some(conn) = self.index.connection() else {
+                    return Vec::new();
+                };
+                let Ok(rows) = store::listed_sessions(conn) else {
+                    return Vec::new();
+                };
+                rows
+            }
         };
         rows.into_iter()
             .filter_map(|(path, stamp, line)| {

@@ -94,11 +94,44 @@ enum Failure {
     Plugin(PluginError),
 }
 
+/// A copy of the session table, shared between the writer side and reader connections that read the
+/// same committed state: a one-shot command read all 10,000 rows of a large root twice (once per side),
+/// a large share of its time. Written copy-on-write: a write while a reader holds the same copy
+/// copies it once, and the reader keeps the state it read.
+#[derive(Debug, Clone, Default)]
+pub struct SharedRows(Arc<HashMap<RowKey, SessionRow>>);
+
+impl SharedRows {
+    pub fn new(rows: HashMap<RowKey, SessionRow>) -> Self {
+        Self(Arc::new(rows))
+    }
+}
+
+impl std::ops::Deref for SharedRows {
+    type Target = HashMap<RowKey, SessionRow>;
+
+    fn deref(&self) -> &Self::Target {
+        &self.0
+    }
+}
+
+impl std::ops::DerefMut for SharedRows {
+    fn deref_mut(&mut self) -> &mut Self::Target {
+        Arc::make_mut(&mut self.0)
+    }
+}
+
+impl FromIterator<(RowKey, SessionRow)> for SharedRows {
+    fn from_iter<I: IntoIterator<Item = (RowKey, SessionRow)>>(iter: I) -> Self {
+        Self::new(iter.into_iter().collect())
+    }
+}
+
 /// The open index and what the search knows about it in memory.
 pub(super) struct Engine {
     pub index: Index,
     /// Every row of `sessions`, mirrored.
-    pub rows: HashMap<RowKey, SessionRow>,
+    pub rows: SharedRows,
     /// The cross-session generation: the one every row written by the last refresh carries.
     pub generation: u64,
     watch: Option<(Option<PathBuf>, RootWatch)>,
@@ -107,6 +140,9 @@ pub(super) struct Engine {
     /// Shared with the refresh that compares it (a clone of 10,000 entries per refresh was a large
     /// share of a one-shot command); written copy-on-write.
     listing: Option<Arc<Vec<ListedSession>>>,
+    /// What the index recorded of each log when the engine opened (read with the rows), until
+    /// [`Engine::known_listing`] takes it.
+    seed: Option<Vec<store::ListedRecord>>,
     /// Logs that failed to read, by path, with the stamp that failed (not retried until it changes) and
     /// the report.
     failed: HashMap<PathBuf, (String, Skipped)>,
@@ -259,11 +295,8 @@ impl Engine {
             .ok_or_else(|| index_failed("index is closed"))?;
         let (generation, _) = store::state(conn).map_err(index_failed)?;
         let version = store::version(conn).map_err(index_failed)?;
-        let rows = store::load_rows(conn)
-            .map_err(index_failed)?
-            .into_iter()
-            .map(|row| (key_of(&row), row))
-            .collect();
+        let (rows, listed) = store::load_rows_and_listed(conn).map_err(index_failed)?;
+        let rows = rows.into_iter().map(|row| (key_of(&row), row)).collect();
         // What earlier processes found broken, not read again until the file changes.
         let failed = failed::load(conn)
             .unwrap_or_default()
@@ -277,6 +310,7 @@ impl Engine {
             watch: None,
             source_watches: Vec::new(),
             listing: None,
+            seed: Some(listed),
             failed,
             resume: HashMap::new(),
             clock: 0,
@@ -291,6 +325,12 @@ impl Engine {
             refreshed_at: None,
             sweep_every: SWEEP_EVERY,
         })
+    }
+
+    /// The rows, shared, when they are those of committed state `version` (a reader's transaction reads
+    /// that state): a new reader connection then reads no row from the index.
+    pub fn rows_at(&self, version: (u64, u64)) -> Option<SharedRows> {
+        (self.version == version).then(|| self.rows.clone())
     }
 
     /// Sets whether the host lives long (see [`Engine::long_lived`]'s field).
@@ -388,6 +428,8 @@ impl Engine {
         if cancelled() {
             return Err(aborted());
         }
+        // Whoever wanted the record (the corpus, when the process began) took it by now.
+        self.seed = None;
         let root = corpus.sessions_root().map(Path::to_path_buf);
         if self.long_lived {
             // A root that did not exist (so could not be watched) is watched once it does.
@@ -435,7 +477,7 @@ impl Engine {
             self.reads.source_listings += 1;
         }
         if !patched {
-            self.listing = Some(Arc::new(corpus.list_persisted()?));
+            self.listing = Some(corpus.list_persisted()?);
             self.reads.listings += 1;
             self.listed_at = Some(now);
         } else if sources_dirty {
@@ -477,43 +519,55 @@ impl Engine {
         let listing = self.listing.clone().unwrap_or_default();
         let live_ids: HashSet<String> = live.iter().map(|s| s.header.id.to_string()).collect();
 
-        // What changed.
+        // What changed: every listed log is compared with its row in one pass, by the path's bytes and
+        // the stamp's text, allocating nothing for an unchanged log (10,000 of them in a one-shot
+        // command over a large root).
         let mut persisted_work: Vec<&ListedSession> = Vec::new();
-        let listed_paths: HashSet<&Path> = listing.iter().map(|l| l.path.as_path()).collect();
-        for listed in listing.iter() {
-            if live_ids.contains(&listed.header.id) {
-                continue; // hidden while live; indexed when the live session goes away
+        let listed_paths: HashSet<&[u8]> = listing.iter().map(|l| path_bytes(&l.path)).collect();
+        let mut deletes: Vec<i64> = {
+            let by_path: HashMap<&[u8], &SessionRow> = self
+                .rows
+                .iter()
+                .filter_map(|(k, r)| match k {
+                    RowKey::Persisted(p) => Some((path_bytes(p), r)),
+                    RowKey::Live(_) => None,
+                })
+                .collect();
+            for listed in listing.iter() {
+                if live_ids.contains(&listed.header.id) {
+                    continue; // hidden while live; indexed when the live session goes away
+                }
+                let unchanged = by_path
+                    .get(path_bytes(&listed.path))
+                    .is_some_and(|r| is_stamp_of(&r.stamp, &listed.revision));
+                let still_broken = !self.failed.is_empty()
+                    && self
+                        .failed
+                        .get(&listed.path)
+                        .is_some_and(|(s, _)| is_stamp_of(s, &listed.revision));
+                if !unchanged && !still_broken {
+                    persisted_work.push(listed);
+                }
             }
-            let stamp = listed.revision.to_string();
-            let key = RowKey::Persisted(listed.path.clone());
-            let unchanged = self.rows.get(&key).is_some_and(|r| r.stamp == stamp);
-            let still_broken = self
-                .failed
-                .get(&listed.path)
-                .is_some_and(|(s, _)| *s == stamp);
-            if !unchanged && !still_broken {
-                persisted_work.push(listed);
-            }
-        }
+            self.rows
+                .iter()
+                .filter(|(k, _)| match k {
+                    RowKey::Persisted(p) => !listed_paths.contains(path_bytes(p)),
+                    RowKey::Live(id) => !live_ids.contains(id),
+                })
+                .map(|(_, r)| r.sid)
+                .collect()
+        };
+        deletes.sort_unstable();
         let gone: Vec<PathBuf> = self
             .failed
             .keys()
-            .filter(|p| !listed_paths.contains(p.as_path()))
+            .filter(|p| !listed_paths.contains(path_bytes(p)))
             .cloned()
             .collect();
         for path in gone {
             self.forget_failure(&path);
         }
-        let mut deletes: Vec<i64> = self
-            .rows
-            .iter()
-            .filter(|(k, _)| match k {
-                RowKey::Persisted(p) => !listed_paths.contains(p.as_path()),
-                RowKey::Live(id) => !live_ids.contains(id),
-            })
-            .map(|(_, r)| r.sid)
-            .collect();
-        deletes.sort_unstable();
         let mut live_work: Vec<&LiveSession> = Vec::new();
         for s in &live {
             let id = s.header.id.to_string();
@@ -643,6 +697,38 @@ impl Engine {
     }
 }
 
+fn path_bytes(path: &Path) -> &[u8] {
+    use std::os::unix::ffi::OsStrExt;
+    path.as_os_str().as_bytes()
+}
+
+/// Whether `stamp` is `revision` as written ([`Revision`]'s `Display`), formatted on the stack: one
+/// `String` per listed log was a visible share of comparing a large root.
+fn is_stamp_of(stamp: &str, revision: &Revision) -> bool {
+    use std::io::Write;
+    // Five numbers of at most 40 digits each and four colons.
+    let mut buf = [0u8; 256];
+    let mut cursor = std::io::Cursor::new(&mut buf[..]);
+    if write!(cursor, "{revision}").is_err() {
+        return stamp == revision.to_string();
+    }
+    let len = cursor.position() as usize;
+    stamp.as_bytes() == &buf[..len]
+}
+
+impl Drop for Engine {
+    fn drop(&mut self) {
+        if !self.long_lived {
+            // A process that answers one command and exits leaves its copies of the session rows and
+            // of the listing (10,000 entries each on a large root, shared with the readers and the
+            // corpus) to the exit: freeing them entry by entry was a tenth of such a command's time.
+            // The index itself still closes below, as always.
+            std::mem::forget(std::mem::take(&mut self.rows));
+            std::mem::forget(self.listing.take());
+        }
+    }
+}
+
 pub(super) fn key_of(row: &SessionRow) -> RowKey {
     match (&row.source, &row.path) {
         (Source::Persisted, Some(p)) => RowKey::Persisted(p.clone()),
@@ -666,7 +752,7 @@ pub(super) struct CaughtUp {
 /// index built again from nothing counts its commits from zero).
 pub(super) fn catch_up(
     conn: &rusqlite::Connection,
-    rows: &mut HashMap<RowKey, SessionRow>,
+    rows: &mut SharedRows,
     held: Option<u64>,
     now: u64,
 ) -> rusqlite::Result<CaughtUp> {

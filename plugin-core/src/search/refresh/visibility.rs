@@ -17,7 +17,14 @@ impl Engine {
             .map(|(id, _)| id)
             .collect();
         let live_ids: HashSet<String> = live.iter().map(|s| s.header.id.to_string()).collect();
-        let listed_ids: HashSet<&str> = listing.iter().map(|l| l.header.id.as_str()).collect();
+        // Only live rows ask whether their session also lists (none, in a process without live
+        // sessions).
+        let any_live = self.rows.values().any(|r| r.source == Source::Live);
+        let listed_ids: HashSet<&str> = if any_live {
+            listing.iter().map(|l| l.header.id.as_str()).collect()
+        } else {
+            HashSet::new()
+        };
         let mut updates = Vec::new();
         for row in self.rows.values() {
             let id = row.header.id.as_str();
