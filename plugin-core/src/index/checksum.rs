@@ -10,8 +10,9 @@
 //! checkpoint, a few MB at most; none once the index is closed) are covered by the WAL's own frame
 //! checksums, which SQLite checks when it recovers a WAL after a crash; this layer leaves WAL bytes
 //! untouched so those stay valid. Memory-mapped reads are turned off (the I/O methods are version 2), since they
-//! would bypass the check. A read of part of a database page (the header; an overflow page SQLite reads
-//! directly, around its cache) reads and checks the whole page. A file whose header reserves no
+//! would bypass the check. A read of part of a database page (an overflow page SQLite reads directly,
+//! around its cache) reads and checks the whole page; the header SQLite reads before it takes a lock
+//! is not checked, since page 1 is read again whole, and checked, before SQLite trusts it. A file whose header reserves no
 //! checksum bytes (an index built before this) passes through whole until it is rebuilt.
 //!
 //! The checksum is two running 64-bit sums over the page's 8-byte words (Fletcher-style: the second sum
@@ -248,6 +249,12 @@ unsafe extern "C" fn x_read(
     if !checked(ours) {
         return ffi::SQLITE_OK;
     }
+    if main && offset == 0 && !is_page(amount) {
+        // The database header, which SQLite reads before it takes any lock (so a checkpoint of another
+        // connection may be rewriting page 1 at that moment) and trusts only after reading page 1 whole
+        // again under a lock, a read this layer checks.
+        return ffi::SQLITE_OK;
+    }
     if is_page(amount) {
         let page = std::slice::from_raw_parts(buf.cast::<u8>(), amount as usize);
         return verify(page);
@@ -399,5 +406,62 @@ mod tests {
         // The stored bytes themselves are not covered.
         page[4090] ^= 1;
         assert_eq!(checksum(&page), sum);
+    }
+
+    fn open(path: &std::path::Path) -> rusqlite::Connection {
+        register().expect("the VFS registers");
+        let flags =
+            rusqlite::OpenFlags::SQLITE_OPEN_READ_WRITE | rusqlite::OpenFlags::SQLITE_OPEN_CREATE;
+        rusqlite::Connection::open_with_flags_and_vfs(path, flags, VFS_NAME).expect("opens")
+    }
+
+    /// SQLite reads a database's first 100 bytes before it takes any lock, and trusts them only once it
+    /// has read page 1 again under one. Checking that unlocked read as a page made a checkpoint that was
+    /// rewriting page 1 at that moment (the page count in the header changes as the index grows) look
+    /// like damage: opening the index beside another process's update failed with an I/O error.
+    #[test]
+    fn opening_while_a_checkpoint_rewrote_page_one_was_taken_for_a_damaged_page() {
+        let dir = tempfile::tempdir().expect("temp dir");
+        let path = dir.path().join("index.sqlite");
+        let conn = open(&path);
+        reserve_bytes(&conn).expect("reserves");
+        conn.execute_batch(
+            "PRAGMA journal_mode = WAL; CREATE TABLE t (x BLOB); INSERT INTO t VALUES (zeroblob(100));",
+        )
+        .expect("creates");
+        drop(conn);
+        let stop = std::sync::Arc::new(std::sync::atomic::AtomicBool::new(false));
+        let writer = {
+            let (path, stop) = (path.clone(), stop.clone());
+            std::thread::spawn(move || {
+                let conn = open(&path);
+                let mut rounds = 0u32;
+                while !stop.load(std::sync::atomic::Ordering::Relaxed) {
+                    conn.execute("INSERT INTO t VALUES (zeroblob(5000))", [])
+                        .expect("inserts");
+                    conn.query_row("PRAGMA wal_checkpoint(TRUNCATE)", [], |_| Ok(()))
+                        .expect("checkpoints");
+                    rounds += 1;
+                }
+                rounds
+            })
+        };
+        let started = std::time::Instant::now();
+        let mut opened = 0u32;
+        let mut failure = None;
+        while started.elapsed() < std::time::Duration::from_millis(1500) && failure.is_none() {
+            let conn = open(&path);
+            match conn.query_row("SELECT count(*) FROM t", [], |r| r.get::<_, i64>(0)) {
+                Ok(_) => opened += 1,
+                Err(e) => failure = Some(e),
+            }
+        }
+        stop.store(true, std::sync::atomic::Ordering::Relaxed);
+        let rounds = writer.join().expect("the writer ends");
+        assert!(
+            rounds > 10 && opened > 10,
+            "{rounds} checkpoints, {opened} opens"
+        );
+        assert!(failure.is_none(), "after {opened} opens: {failure:?}");
     }
 }
