@@ -198,10 +198,15 @@ pub(crate) fn expand_row_parts(row: Map<String, Value>) -> Result<Vec<Member>, S
         return Err("packed row seq0 + members − 1 is not a safe integer".into());
     }
 
+    let (Value::Number(turn_n), Value::Number(step_n), Value::Number(index_n)) =
+        (turn, step, index)
+    else {
+        return Err("packed row turn, step and index must be numbers".into());
+    };
     let mut events = Vec::with_capacity(payload.len());
     let mut time = time0;
     let mut seq = seq0;
-    for (k, text) in payload.into_iter().enumerate() {
+    for (k, payload_text) in payload.into_iter().enumerate() {
         if k > 0 {
             let gap = dt
                 .get(k - 1)
@@ -214,14 +219,20 @@ pub(crate) fn expand_row_parts(row: Map<String, Value>) -> Result<Vec<Member>, S
             seq += 1;
         }
         // The member's data is built only if something reads it (see `Payload`): no fold or extraction
-        // step does.
+        // step does. The row's checks above made every payload a string.
+        let Value::String(text) = payload_text else {
+            return Err(format!(
+                "packed row {} holds a non-string",
+                kind.payload_key()
+            ));
+        };
         let delta = ChunkDelta {
             kind,
-            turn: turn.clone(),
-            step: step.clone(),
-            index: index.clone(),
-            id: id.clone(),
-            name: name.is_string().then(|| name.clone()),
+            turn: turn_n.clone(),
+            step: step_n.clone(),
+            index: index_n.clone(),
+            id: id.as_str().unwrap_or_default().to_owned(),
+            name: name.as_str().map(str::to_owned),
             text,
         };
         events.push(Member {

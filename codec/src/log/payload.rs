@@ -15,7 +15,7 @@ use std::sync::OnceLock;
 
 use serde::{Serialize, Serializer};
 use serde_json::value::RawValue;
-use serde_json::{Map, Value};
+use serde_json::{Map, Number, Value};
 
 use super::packed::RowKind;
 use crate::json::parse_lossy;
@@ -107,15 +107,15 @@ pub(crate) fn builds_as_value(raw: &str) -> bool {
 #[derive(Clone)]
 pub(crate) struct ChunkDelta {
     pub(crate) kind: RowKind,
-    pub(crate) turn: Value,
-    pub(crate) step: Value,
-    pub(crate) index: Value,
-    /// Tool-call rows: the call id (a string).
-    pub(crate) id: Value,
-    /// Tool-call rows: the call name, when the row has one (a string).
-    pub(crate) name: Option<Value>,
-    /// The member's `text` (or `argumentsDelta`): a string.
-    pub(crate) text: Value,
+    pub(crate) turn: Number,
+    pub(crate) step: Number,
+    pub(crate) index: Number,
+    /// Tool-call rows: the call id (empty otherwise).
+    pub(crate) id: String,
+    /// Tool-call rows: the call name, when the row has one.
+    pub(crate) name: Option<String>,
+    /// The member's `text` (or `argumentsDelta`).
+    pub(crate) text: String,
 }
 
 impl ChunkDelta {
@@ -123,22 +123,22 @@ impl ChunkDelta {
     fn to_value(&self) -> Value {
         let mut chunk = Map::with_capacity(5);
         chunk.insert("type".into(), self.kind.delta_type().into());
-        chunk.insert("index".into(), self.index.clone());
+        chunk.insert("index".into(), Value::Number(self.index.clone()));
         match self.kind {
             RowKind::ToolCall => {
-                chunk.insert("id".into(), self.id.clone());
+                chunk.insert("id".into(), self.id.clone().into());
                 if let Some(name) = &self.name {
-                    chunk.insert("name".into(), name.clone());
+                    chunk.insert("name".into(), name.clone().into());
                 }
-                chunk.insert("argumentsDelta".into(), self.text.clone());
+                chunk.insert("argumentsDelta".into(), self.text.clone().into());
             }
             RowKind::Text | RowKind::Reasoning => {
-                chunk.insert("text".into(), self.text.clone());
+                chunk.insert("text".into(), self.text.clone().into());
             }
         }
         let mut data = Map::with_capacity(3);
-        data.insert("turn".into(), self.turn.clone());
-        data.insert("step".into(), self.step.clone());
+        data.insert("turn".into(), Value::Number(self.turn.clone()));
+        data.insert("step".into(), Value::Number(self.step.clone()));
         data.insert("chunk".into(), Value::Object(chunk));
         Value::Object(data)
     }
@@ -287,12 +287,12 @@ mod tests {
     fn text_delta() -> ChunkDelta {
         ChunkDelta {
             kind: RowKind::Text,
-            turn: json!(1),
-            step: json!(2),
-            index: json!(0),
-            id: Value::Null,
+            turn: 1.into(),
+            step: 2.into(),
+            index: 0.into(),
+            id: String::new(),
             name: None,
-            text: json!("hel"),
+            text: "hel".into(),
         }
     }
 
@@ -313,9 +313,9 @@ mod tests {
     fn tool_call_members_keep_id_and_name_before_the_arguments() {
         let payload = Payload::chunk(ChunkDelta {
             kind: RowKind::ToolCall,
-            id: json!("c1"),
-            name: Some(json!("read")),
-            text: json!("{\"a\""),
+            id: "c1".into(),
+            name: Some("read".into()),
+            text: "{\"a\"".into(),
             ..text_delta()
         });
         assert_eq!(
