@@ -395,7 +395,7 @@ impl Script {
             return target;
         };
         let prune = self.plain("compaction/prune", prune_data(target, 300));
-        let data = pruned_result_data(original.data, replacement_text);
+        let data = pruned_result_data(original.data.into_value(), replacement_text);
         self.replacing("tool/result", data, target, target, &[prune, target])
     }
 

@@ -986,7 +986,10 @@ fn legacy_turn_start_with_trigger() {
         0,
         json!({"turn":1,"trigger":{"kind":"user"}}),
     )]);
-    assert_eq!((events[0].data.clone(), n), (json!({"turn":1}), 1));
+    assert_eq!(
+        (events[0].data.as_value().clone(), n),
+        (json!({"turn":1}), 1)
+    );
     let e = err(raw(&[event(
         "turn/start",
         0,

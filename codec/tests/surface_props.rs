@@ -241,7 +241,7 @@ fn build(script: &[Step]) -> Vec<Event> {
                 let mut data = events[target as usize].data.clone();
                 data["message"]["content"][0]["content"] =
                     json!([{"type":"text","text":format!("[pruned {pick}]")}]);
-                let mut event = Event::appended("tool/result", seq, seq as i64, data);
+                let mut event = Event::appended("tool/result", seq, seq as i64, data.into_value());
                 event.surface_op = Some(json!({"op":"replace","start":target,"end":target}));
                 event.source_event_seqs = Some(json!([marker, target]));
                 events.push(event);
@@ -445,7 +445,7 @@ proptest! {
             .filter(|event| {
                 !(event.kind == "assistant/message" && event.data["message"]["content"].as_array().is_some_and(Vec::is_empty))
             })
-            .map(|event| if event.kind == "user/message" { event.data.clone() } else { event.data["message"].clone() })
+            .map(|event| if event.kind == "user/message" { event.data.as_value().clone() } else { event.data["message"].clone() })
             .collect();
         prop_assert_eq!(model_messages(&fold, &events), expected);
 

@@ -889,7 +889,7 @@ fn views_follow_the_surface_and_the_appends() {
     assert_eq!(
         messages,
         vec![
-            events[7].data.clone(),
+            events[7].data.as_value().clone(),
             events[5].data["message"].clone(),
             events[8].data["message"].clone()
         ]

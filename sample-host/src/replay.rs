@@ -140,7 +140,10 @@ mod tests {
         let path = write(dir.path(), &events);
         let sent = ModelRequest::build(
             "sys",
-            &[events[0].data.clone(), events[1].data.clone()],
+            &[
+                events[0].data.as_value().clone(),
+                events[1].data.as_value().clone(),
+            ],
             Some(1),
         );
         assert_eq!(rebuild_request(&path, "sys", Some(1)).unwrap(), sent);

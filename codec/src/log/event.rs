@@ -3,6 +3,7 @@
 use serde_json::{Map, Value};
 
 use super::error::{clip_for_message, LogError, LogErrorCode};
+pub use super::payload::Payload;
 use crate::json::{safe_int, safe_uint};
 
 /// The three event types that live on the model-visible surface (spec §1.5).
@@ -90,7 +91,8 @@ pub struct Event {
     pub kind: String,
     pub seq: u64,
     pub time: i64,
-    pub data: Value,
+    /// Any JSON; for chunk deltas read from a packed row, built on first look (see [`Payload`]).
+    pub data: Payload,
     pub source_event_seqs: Option<Value>,
     pub surface_op: Option<Value>,
     /// `Some(true)` only; any other value is rejected when the envelope is read.
@@ -101,6 +103,11 @@ pub struct Event {
 impl Event {
     /// A plain event with no surface marker.
     pub fn new(kind: impl Into<String>, seq: u64, time: i64, data: Value) -> Self {
+        Self::with_payload(kind, seq, time, data.into())
+    }
+
+    /// [`Event::new`] with a payload that may not be built yet.
+    pub fn with_payload(kind: impl Into<String>, seq: u64, time: i64, data: Payload) -> Self {
         Self {
             kind: kind.into(),
             seq,
@@ -152,7 +159,7 @@ impl Event {
         map.insert("type".into(), Value::String(self.kind.clone()));
         map.insert("seq".into(), self.seq.into());
         map.insert("time".into(), self.time.into());
-        map.insert("data".into(), self.data.clone());
+        map.insert("data".into(), self.data.as_value().clone());
         let sources = self
             .source_event_seqs
             .clone()
@@ -230,7 +237,15 @@ pub(crate) struct EnvelopeParts {
     kind: Option<Value>,
     seq: Option<Value>,
     time: Option<Value>,
-    data: Option<Value>,
+    data: Option<Payload>,
+    /// Boxed because most events have none of these keys, and the parts are moved several times on
+    /// their way to an event.
+    tail: Option<Box<TailParts>>,
+}
+
+/// The optional envelope keys as read.
+#[derive(Debug, Default)]
+struct TailParts {
     source_event_seqs: Option<Value>,
     surface_op: Option<Value>,
     ignorable: Option<Value>,
@@ -243,21 +258,28 @@ impl EnvelopeParts {
             EnvelopeKey::Type => self.kind = Some(value),
             EnvelopeKey::Seq => self.seq = Some(value),
             EnvelopeKey::Time => self.time = Some(value),
-            EnvelopeKey::Data => self.data = Some(value),
+            EnvelopeKey::Data => self.data = Some(value.into()),
             EnvelopeKey::SourceEventSeqs => {
-                if self.surface_op.is_none() {
-                    self.tail_order = Some(TailOrder::SourcesFirst);
+                let tail = self.tail.get_or_insert_default();
+                if tail.surface_op.is_none() {
+                    tail.tail_order = Some(TailOrder::SourcesFirst);
                 }
-                self.source_event_seqs = Some(value);
+                tail.source_event_seqs = Some(value);
             }
             EnvelopeKey::SurfaceOp => {
-                if self.source_event_seqs.is_none() {
-                    self.tail_order = Some(TailOrder::SurfaceOpFirst);
+                let tail = self.tail.get_or_insert_default();
+                if tail.source_event_seqs.is_none() {
+                    tail.tail_order = Some(TailOrder::SurfaceOpFirst);
                 }
-                self.surface_op = Some(value);
+                tail.surface_op = Some(value);
             }
-            EnvelopeKey::Ignorable => self.ignorable = Some(value),
+            EnvelopeKey::Ignorable => self.tail.get_or_insert_default().ignorable = Some(value),
         }
+    }
+
+    /// Sets `data` to a payload the line kept as text.
+    pub(crate) fn set_data(&mut self, data: Payload) {
+        self.data = Some(data);
     }
 
     /// The `type`, when it is a string.
@@ -274,31 +296,21 @@ impl EnvelopeParts {
     #[cfg(test)]
     pub(crate) fn into_value(self) -> Value {
         let mut map = Map::new();
+        let tail = self.tail.map(|t| *t).unwrap_or_default();
         for (key, value) in [
             ("type", self.kind),
             ("seq", self.seq),
             ("time", self.time),
-            ("data", self.data),
-            ("sourceEventSeqs", self.source_event_seqs),
-            ("surfaceOp", self.surface_op),
-            ("ignorable", self.ignorable),
+            ("data", self.data.map(Payload::into_value)),
+            ("sourceEventSeqs", tail.source_event_seqs),
+            ("surfaceOp", tail.surface_op),
+            ("ignorable", tail.ignorable),
         ] {
             if let Some(value) = value {
                 map.insert(key.to_owned(), value);
             }
         }
         Value::Object(map)
-    }
-
-    /// Parts of an `assistant/chunk` event expanded from a packed row (already validated there).
-    pub(crate) fn chunk(seq: u64, time: i64, data: Value) -> Self {
-        Self {
-            kind: Some(Value::String("assistant/chunk".to_owned())),
-            seq: Some(seq.into()),
-            time: Some(time.into()),
-            data: Some(data),
-            ..Self::default()
-        }
     }
 
     /// Validates the envelope rules of spec §1.4.
@@ -322,7 +334,8 @@ impl EnvelopeParts {
         let data = self
             .data
             .ok_or_else(|| invalid_envelope("data is missing".into()).at_seq(seq))?;
-        let ignorable = match self.ignorable {
+        let tail = self.tail.map(|t| *t).unwrap_or_default();
+        let ignorable = match tail.ignorable {
             None => None,
             Some(Value::Bool(true)) => Some(true),
             Some(_) => {
@@ -331,8 +344,8 @@ impl EnvelopeParts {
         };
         // The order only matters when both keys are present; otherwise normalise it so that equal lines
         // make equal events.
-        let tail_order = match (&self.source_event_seqs, &self.surface_op) {
-            (Some(_), Some(_)) => self.tail_order.unwrap_or_default(),
+        let tail_order = match (&tail.source_event_seqs, &tail.surface_op) {
+            (Some(_), Some(_)) => tail.tail_order.unwrap_or_default(),
             _ => TailOrder::default(),
         };
         Ok(Event {
@@ -340,8 +353,8 @@ impl EnvelopeParts {
             seq,
             time,
             data,
-            source_event_seqs: self.source_event_seqs,
-            surface_op: self.surface_op,
+            source_event_seqs: tail.source_event_seqs,
+            surface_op: tail.surface_op,
             ignorable,
             tail_order,
         })

@@ -8,9 +8,11 @@
 use std::fmt;
 
 use serde::de::{self, DeserializeSeed, Deserializer, MapAccess, Visitor};
+use serde_json::value::RawValue;
 use serde_json::{Map, Value};
 
 use super::event::{EnvelopeKey, EnvelopeParts};
+use super::payload::{builds_as_value, is_lazy_kind, Payload};
 use super::validate::is_plain_known;
 use crate::json::parse_lossy;
 
@@ -87,43 +89,78 @@ impl<'de> Visitor<'de> for LineVisitor {
     }
 
     fn visit_map<A: MapAccess<'de>>(self, mut map: A) -> Result<Parsed, A::Error> {
-        let mut pairs: Vec<(LineKey, Value)> = Vec::with_capacity(7);
+        let mut pairs: Vec<(LineKey, Field)> = Vec::with_capacity(7);
         let mut seen = 0u8;
         let mut plain_shape = true;
+        // Whether a `type` read so far names a type whose `data` is kept as text (see `Payload`).
+        let mut lazy = false;
         while let Some(key) = map.next_key_seed(LineKeySeed)? {
-            let value: Value = map.next_value()?;
+            let field = match key {
+                LineKey::Known(EnvelopeKey::Data) if lazy => {
+                    let raw: Box<RawValue> = map.next_value()?;
+                    if builds_as_value(raw.get()) {
+                        Field::Data(Payload::raw(raw))
+                    } else {
+                        // Built now, so that a value serde_json refuses fails the line as it always did.
+                        Field::Value(serde_json::from_str(raw.get()).map_err(de::Error::custom)?)
+                    }
+                }
+                _ => Field::Value(map.next_value()?),
+            };
             match &key {
                 LineKey::Known(k) => {
                     let bit = 1u8 << (*k as u8);
                     // A repeated key is legal JSON (the last one wins); leave it to the general path.
                     plain_shape &= seen & bit == 0;
                     seen |= bit;
+                    if let (EnvelopeKey::Type, Field::Value(v)) = (k, &field) {
+                        lazy = v.as_str().is_some_and(is_lazy_kind);
+                    }
                 }
                 LineKey::Other(_) => plain_shape = false,
             }
-            pairs.push((key, value));
+            pairs.push((key, field));
         }
         let plain_kind = pairs.iter().any(|(k, v)| {
-            matches!(k, LineKey::Known(EnvelopeKey::Type)) && v.as_str().is_some_and(is_plain_known)
+            matches!((k, v), (LineKey::Known(EnvelopeKey::Type), Field::Value(v)) if v.as_str().is_some_and(is_plain_known))
         });
         if plain_shape && plain_kind {
             let mut parts = EnvelopeParts::default();
-            for (key, value) in pairs {
-                if let LineKey::Known(k) = key {
-                    parts.set(k, value);
+            for (key, field) in pairs {
+                match (key, field) {
+                    (LineKey::Known(EnvelopeKey::Data), Field::Data(payload)) => {
+                        parts.set_data(payload)
+                    }
+                    (LineKey::Known(k), field) => parts.set(k, field.into_value()),
+                    (LineKey::Other(_), _) => {}
                 }
             }
             return Ok(Parsed::Plain(parts));
         }
         let mut object = Map::with_capacity(pairs.len());
-        for (key, value) in pairs {
+        for (key, field) in pairs {
             let key = match key {
                 LineKey::Known(k) => k.name().to_owned(),
                 LineKey::Other(s) => s,
             };
-            object.insert(key, value);
+            object.insert(key, field.into_value());
         }
         Ok(Parsed::Value(Value::Object(object)))
+    }
+}
+
+/// One field of a line's top-level object: a `Value`, or a `data` kept as text.
+enum Field {
+    Value(Value),
+    Data(Payload),
+}
+
+impl Field {
+    fn into_value(self) -> Value {
+        match self {
+            Self::Value(value) => value,
+            Self::Data(payload) => payload.into_value(),
+        }
     }
 }
 

@@ -18,6 +18,7 @@ pub mod legacy;
 mod line;
 pub mod notes;
 pub mod packed;
+pub mod payload;
 pub mod read;
 pub mod repair;
 pub(crate) mod scan;
@@ -30,6 +31,7 @@ pub use bounds::MAX_LINE_BYTES;
 pub use error::{clip_for_message, ErrorClass, LogError, LogErrorCode};
 pub use event::Event;
 pub use header::{HeaderDiagnostic, SessionHeader};
+pub use payload::Payload;
 
 /// The physical encoding of a log file (spec §1.2). Serialised as `"none"` / `"zstd"` (read checkpoints).
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Hash, serde::Serialize, serde::Deserialize)]

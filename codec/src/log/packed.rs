@@ -9,7 +9,8 @@
 
 use serde_json::{Map, Value};
 
-use super::event::{EnvelopeParts, Event};
+use super::event::Event;
+use super::payload::{ChunkDelta, Payload};
 use crate::json::{is_safe_i64, safe_int, safe_uint, MAX_SAFE_INTEGER};
 
 /// The shortest run the writer packs (DSH's `MIN_RUN`). Readers accept any row length ≥ 1.
@@ -88,19 +89,31 @@ pub fn row_kind_of(line: &Map<String, Value>) -> Option<RowKind> {
 ///
 /// `row` must be an object whose `type` is a packed tag (see [`row_kind`]); anything else is refused.
 pub fn expand_row(row: Map<String, Value>) -> Result<Vec<Value>, String> {
-    expand_row_parts(row)?
+    Ok(expand_row_parts(row)?
         .into_iter()
-        .map(|parts| {
-            parts
-                .into_event()
-                .map(|e| e.to_value())
-                .map_err(|e| e.message)
-        })
-        .collect()
+        .map(|member| member.into_event().to_value())
+        .collect())
+}
+
+/// One member of a packed row as the row's checks leave it: an `assistant/chunk` event with no surface
+/// keys and a safe seq and time, whose data is built only if something reads it (see [`Payload`]).
+#[derive(Debug)]
+pub(crate) struct Member {
+    pub(crate) seq: u64,
+    pub(crate) time: i64,
+    pub(crate) data: Payload,
+}
+
+impl Member {
+    pub(crate) const KIND: &'static str = "assistant/chunk";
+
+    pub(crate) fn into_event(self) -> Event {
+        Event::with_payload(Self::KIND, self.seq, self.time, self.data)
+    }
 }
 
 /// [`expand_row`] without building each member's envelope map: the reader's hot path.
-pub(crate) fn expand_row_parts(row: Map<String, Value>) -> Result<Vec<EnvelopeParts>, String> {
+pub(crate) fn expand_row_parts(row: Map<String, Value>) -> Result<Vec<Member>, String> {
     let kind = row
         .get("type")
         .and_then(Value::as_str)
@@ -185,10 +198,15 @@ pub(crate) fn expand_row_parts(row: Map<String, Value>) -> Result<Vec<EnvelopePa
         return Err("packed row seq0 + members − 1 is not a safe integer".into());
     }
 
+    let (Value::Number(turn_n), Value::Number(step_n), Value::Number(index_n)) =
+        (turn, step, index)
+    else {
+        return Err("packed row turn, step and index must be numbers".into());
+    };
     let mut events = Vec::with_capacity(payload.len());
     let mut time = time0;
     let mut seq = seq0;
-    for (k, text) in payload.into_iter().enumerate() {
+    for (k, payload_text) in payload.into_iter().enumerate() {
         if k > 0 {
             let gap = dt
                 .get(k - 1)
@@ -200,26 +218,28 @@ pub(crate) fn expand_row_parts(row: Map<String, Value>) -> Result<Vec<EnvelopePa
                 .ok_or("packed row running time leaves the safe integer range")?;
             seq += 1;
         }
-        let mut chunk = Map::with_capacity(5);
-        chunk.insert("type".into(), kind.delta_type().into());
-        chunk.insert("index".into(), index.clone());
-        match kind {
-            RowKind::ToolCall => {
-                chunk.insert("id".into(), id.clone());
-                if name.is_string() {
-                    chunk.insert("name".into(), name.clone());
-                }
-                chunk.insert("argumentsDelta".into(), text);
-            }
-            _ => {
-                chunk.insert("text".into(), text);
-            }
-        }
-        let mut member_data = Map::with_capacity(3);
-        member_data.insert("turn".into(), turn.clone());
-        member_data.insert("step".into(), step.clone());
-        member_data.insert("chunk".into(), Value::Object(chunk));
-        events.push(EnvelopeParts::chunk(seq, time, Value::Object(member_data)));
+        // The member's data is built only if something reads it (see `Payload`): no fold or extraction
+        // step does. The row's checks above made every payload a string.
+        let Value::String(text) = payload_text else {
+            return Err(format!(
+                "packed row {} holds a non-string",
+                kind.payload_key()
+            ));
+        };
+        let delta = ChunkDelta {
+            kind,
+            turn: turn_n.clone(),
+            step: step_n.clone(),
+            index: index_n.clone(),
+            id: id.as_str().unwrap_or_default().to_owned(),
+            name: name.as_str().map(str::to_owned),
+            text,
+        };
+        events.push(Member {
+            seq,
+            time,
+            data: Payload::chunk(delta),
+        });
     }
     Ok(events)
 }

@@ -19,7 +19,7 @@ use serde_json::Value;
 use super::error::{LogError, LogErrorCode};
 use super::event::EnvelopeParts;
 use super::line::{parse_line, Parsed};
-use super::packed;
+use super::packed::{self, Member};
 
 /// One event the scanner accepted, in the form the reader's pipeline takes next.
 // `Plain` is the large variant and the common one; see `line::Parsed`.
@@ -29,6 +29,8 @@ pub enum Scanned {
     /// An envelope of a type the checks of spec §1.7 steps 2–5 never look at (chunks, steps, …), or a
     /// member of a packed row; only the envelope rules remain to check.
     Plain(EnvelopeParts),
+    /// A member of a packed row, checked whole by its row: nothing remains to check.
+    Chunk(Member),
     /// Any other value, for the checked path.
     Value(Value),
 }
@@ -37,15 +39,30 @@ impl Scanned {
     fn kind(&self) -> Option<&str> {
         match self {
             Self::Plain(parts) => parts.kind(),
+            Self::Chunk(_) => Some(Member::KIND),
             Self::Value(v) => v.get("type").and_then(Value::as_str),
         }
     }
 
-    fn seq(&self) -> Option<&Value> {
+    /// Whether the event's `seq` is `expected`, as JavaScript compares them.
+    fn seq_is(&self, expected: u64) -> bool {
         match self {
-            Self::Plain(parts) => parts.seq(),
-            Self::Value(v) => v.get("seq"),
+            Self::Plain(parts) => parts.seq().is_some_and(|seq| seq_equals(seq, expected)),
+            Self::Chunk(member) => member.seq == expected,
+            Self::Value(v) => v.get("seq").is_some_and(|seq| seq_equals(seq, expected)),
         }
+    }
+
+    /// The event's `seq` as the gap message shows it.
+    fn seq_text(&self) -> String {
+        let seq = match self {
+            Self::Plain(parts) => parts.seq(),
+            Self::Chunk(member) => return member.seq.to_string(),
+            Self::Value(Value::Null) => return "null".to_owned(),
+            Self::Value(v) if !v.is_object() => return "a value that is not an object".to_owned(),
+            Self::Value(v) => v.get("seq"),
+        };
+        seq.map_or_else(|| "no seq".to_owned(), Value::to_string)
     }
 
     /// The event as the JSON value it was read from.
@@ -53,6 +70,7 @@ impl Scanned {
     pub fn into_value(self) -> Value {
         match self {
             Self::Plain(parts) => parts.into_value(),
+            Self::Chunk(member) => member.into_event().to_value(),
             Self::Value(v) => v,
         }
     }
@@ -139,7 +157,7 @@ impl LineScanner {
             }
             Ok(Parsed::Value(Value::Object(map))) if packed::row_kind_of(&map).is_some() => {
                 match packed::expand_row_parts(map) {
-                    Ok(events) => Decoded::Row(events.into_iter().map(Scanned::Plain).collect()),
+                    Ok(events) => Decoded::Row(events.into_iter().map(Scanned::Chunk).collect()),
                     Err(why) => {
                         self.set_issue(
                             LogErrorCode::InvalidPackedRow,
@@ -161,16 +179,8 @@ impl LineScanner {
         }
         for (k, event) in decoded.as_slice().iter().enumerate() {
             let expected = self.next_seq.saturating_add(k as u64);
-            if !event.seq().is_some_and(|seq| seq_equals(seq, expected)) {
-                let got = match event {
-                    Scanned::Value(Value::Null) => "null".to_owned(),
-                    Scanned::Value(v) if !v.is_object() => {
-                        "a value that is not an object".to_owned()
-                    }
-                    _ => event
-                        .seq()
-                        .map_or_else(|| "no seq".to_owned(), Value::to_string),
-                };
+            if !event.seq_is(expected) {
+                let got = event.seq_text();
                 let message = format!(
                     "seq gap in committed region at line {n} (expected {expected}, got {got})"
                 );

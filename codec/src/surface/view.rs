@@ -30,7 +30,7 @@ pub fn model_messages(fold: &SurfaceFold, events: &[Event]) -> Vec<Value> {
 /// The message one event projects to, if any (`deriveEventMessage`).
 pub fn derive_event_message(event: &Event) -> Option<&Value> {
     match event.kind.as_str() {
-        "user/message" => Some(&event.data),
+        "user/message" => Some(event.data.as_value()),
         "assistant/message" => {
             let message = event.data.get("message")?;
             let empty = match message.get("content") {

@@ -263,7 +263,8 @@ fn a_broken_log_is_reported_and_everything_else_still_reads() {
     // Logical corruption: a user message without an id (message shape, spec §1.7 step 4).
     let mut bad_shape = conversation("q", "a");
     bad_shape.events[1].data =
-        serde_json::json!({"role": "user", "content": [], "source": {"kind": "user"}, "id": ""});
+        serde_json::json!({"role": "user", "content": [], "source": {"kind": "user"}, "id": ""})
+            .into();
     let corrupt_path = write_log(dir.path(), &header("corrupt", 2), &bad_shape);
 
     // Physical damage: garbage before a committed turn/end.

@@ -508,7 +508,7 @@ fn title_snapshots_isolate_failures_per_id() {
     write_log(dir.path(), &header("recovered", 4), &earlier_bad);
     let mut corrupt = conversation("q", "a");
     corrupt.events[1].data =
-        json!({"content": [], "source": {"kind": "user"}, "role": "user", "id": ""});
+        json!({"content": [], "source": {"kind": "user"}, "role": "user", "id": ""}).into();
     write_log(dir.path(), &header("corrupt", 5), &corrupt);
 
     let ask: Vec<String> = [

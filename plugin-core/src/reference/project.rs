@@ -40,7 +40,7 @@ fn item_of(event: &Event) -> Option<Item<'_>> {
             if !checkpoint && kind != Some("user") {
                 return None;
             }
-            (Role::User, &event.data, checkpoint)
+            (Role::User, event.data.as_value(), checkpoint)
         }
         "assistant/message" => (Role::Assistant, event.data.get("message")?, false),
         _ => return None,

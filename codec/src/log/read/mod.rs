@@ -404,6 +404,11 @@ impl LogReader {
                 self.closers.observe(&event);
                 return Ok(event);
             }
+            Scanned::Chunk(member) => {
+                let event = member.into_event();
+                self.closers.observe(&event);
+                return Ok(event);
+            }
             Scanned::Value(value) => value,
         };
         // Most events (chunks, steps, titles) are of a type steps 2–5 never look at: skip the lookups.

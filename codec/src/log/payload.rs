@@ -1,0 +1,362 @@
+//! An event's `data` (spec §1.4: any JSON), built into a [`Value`] only when something looks at it.
+//!
+//! Chunk deltas are most events of a real log, and no step of the read path, the fold or text extraction
+//! reads them; building a `serde_json::Value` (an insertion-ordered map and a key string per field, two
+//! levels deep) for each one was most of what a read cost. A [`Payload`] read from a packed chunk row holds
+//! the member's few typed fields instead, and one read from a chunk line of its own holds the line's
+//! `data` text (checked as JSON by the line's parse); either becomes the very `Value` the old read built
+//! the first time it is dereferenced (at most once; later looks share it). Everything else is held as a
+//! `Value` from the start. To its users a payload is a `Value`: it dereferences to one, compares with one,
+//! serialises as one, and [`Payload::into_value`] hands it over.
+
+use std::fmt;
+use std::ops::{Deref, DerefMut};
+use std::sync::OnceLock;
+
+use serde::{Serialize, Serializer};
+use serde_json::value::RawValue;
+use serde_json::{Map, Number, Value};
+
+use super::packed::RowKind;
+use crate::json::parse_lossy;
+
+/// An event's `data`: a [`Value`], possibly not built yet (see the module doc). As large as a `Value`, so
+/// that events, which the read path moves several times, grow by nothing.
+pub struct Payload(Repr);
+
+enum Repr {
+    Built(Value),
+    Lazy(Box<Lazy>),
+}
+
+/// A value not built yet: what it is built from, and the value once something looked.
+struct Lazy {
+    source: Source,
+    value: OnceLock<Value>,
+}
+
+#[derive(Clone)]
+enum Source {
+    Chunk(ChunkDelta),
+    /// JSON text that [`builds_as_value`] accepted.
+    Raw(Box<RawValue>),
+}
+
+impl Source {
+    fn to_value(&self) -> Value {
+        match self {
+            Self::Chunk(delta) => delta.to_value(),
+            // `builds_as_value` ruled out every way this could fail (the line's parse checked the syntax).
+            Self::Raw(raw) => parse_lossy(raw.get().as_bytes()).unwrap_or(Value::Null),
+        }
+    }
+}
+
+/// The event types whose `data` a read keeps as text until it is looked at: the chunk deltas, which no
+/// step of the read path, the fold or extraction reads, and which are most lines of a real log.
+pub(crate) fn is_lazy_kind(kind: &str) -> bool {
+    kind == "assistant/chunk"
+}
+
+/// Whether `raw` (syntactically valid JSON) is sure to build into a `Value` later: nesting well within
+/// serde_json's depth limit and no number that could leave `f64`'s range (an exponent, or a very long
+/// run of digits). Conservative: anything else is built at once, failing where the old read failed.
+pub(crate) fn builds_as_value(raw: &str) -> bool {
+    const MAX_DEPTH: usize = 100;
+    const MAX_DIGITS: usize = 100;
+    let mut depth = 0usize;
+    let mut digits = 0usize;
+    let mut in_string = false;
+    let mut escaped = false;
+    for &b in raw.as_bytes() {
+        if in_string {
+            match (escaped, b) {
+                (true, _) => escaped = false,
+                (false, b'\\') => escaped = true,
+                (false, b'"') => in_string = false,
+                _ => {}
+            }
+            continue;
+        }
+        match b {
+            b'"' => in_string = true,
+            b'{' | b'[' => {
+                depth += 1;
+                if depth > MAX_DEPTH {
+                    return false;
+                }
+            }
+            b'}' | b']' => depth = depth.saturating_sub(1),
+            b'e' | b'E' if digits > 0 => return false,
+            _ => {}
+        }
+        if b.is_ascii_digit() || b == b'.' {
+            digits += 1;
+            if digits > MAX_DIGITS {
+                return false;
+            }
+        } else {
+            digits = 0;
+        }
+    }
+    true
+}
+
+/// One member of a packed chunk row (spec §1.6), as the row gave it: the row-wide fields (numbers and, for
+/// a tool call, its id and name) and the member's own text. Checked by the row's expansion.
+#[derive(Clone)]
+pub(crate) struct ChunkDelta {
+    pub(crate) kind: RowKind,
+    pub(crate) turn: Number,
+    pub(crate) step: Number,
+    pub(crate) index: Number,
+    /// Tool-call rows: the call id (empty otherwise).
+    pub(crate) id: String,
+    /// Tool-call rows: the call name, when the row has one.
+    pub(crate) name: Option<String>,
+    /// The member's `text` (or `argumentsDelta`).
+    pub(crate) text: String,
+}
+
+impl ChunkDelta {
+    /// `data` as the row expands it, keys in DSH's order: `{turn, step, chunk: {type, index, …}}`.
+    fn to_value(&self) -> Value {
+        let mut chunk = Map::with_capacity(5);
+        chunk.insert("type".into(), self.kind.delta_type().into());
+        chunk.insert("index".into(), Value::Number(self.index.clone()));
+        match self.kind {
+            RowKind::ToolCall => {
+                chunk.insert("id".into(), self.id.clone().into());
+                if let Some(name) = &self.name {
+                    chunk.insert("name".into(), name.clone().into());
+                }
+                chunk.insert("argumentsDelta".into(), self.text.clone().into());
+            }
+            RowKind::Text | RowKind::Reasoning => {
+                chunk.insert("text".into(), self.text.clone().into());
+            }
+        }
+        let mut data = Map::with_capacity(3);
+        data.insert("turn".into(), Value::Number(self.turn.clone()));
+        data.insert("step".into(), Value::Number(self.step.clone()));
+        data.insert("chunk".into(), Value::Object(chunk));
+        Value::Object(data)
+    }
+}
+
+impl Payload {
+    fn lazy(source: Source) -> Self {
+        Self(Repr::Lazy(Box::new(Lazy {
+            source,
+            value: OnceLock::new(),
+        })))
+    }
+
+    /// A payload built from a packed row's member, not yet a `Value`.
+    pub(crate) fn chunk(delta: ChunkDelta) -> Self {
+        Self::lazy(Source::Chunk(delta))
+    }
+
+    /// A payload kept as its JSON text, which [`builds_as_value`] must have accepted.
+    pub(crate) fn raw(raw: Box<RawValue>) -> Self {
+        Self::lazy(Source::Raw(raw))
+    }
+
+    /// Whether the `Value` has been built (always, except for a chunk delta's payload that nothing has
+    /// looked at yet).
+    pub fn is_built(&self) -> bool {
+        match &self.0 {
+            Repr::Built(_) => true,
+            Repr::Lazy(lazy) => lazy.value.get().is_some(),
+        }
+    }
+
+    /// The data as a `Value`, built now if it was not.
+    pub fn as_value(&self) -> &Value {
+        match &self.0 {
+            Repr::Built(value) => value,
+            Repr::Lazy(lazy) => lazy.value.get_or_init(|| lazy.source.to_value()),
+        }
+    }
+
+    /// The data as an owned `Value`, built now if it was not.
+    pub fn into_value(self) -> Value {
+        match self.0 {
+            Repr::Built(value) => value,
+            Repr::Lazy(lazy) => {
+                let Lazy { source, value } = *lazy;
+                value.into_inner().unwrap_or_else(|| source.to_value())
+            }
+        }
+    }
+}
+
+impl From<Value> for Payload {
+    fn from(value: Value) -> Self {
+        Self(Repr::Built(value))
+    }
+}
+
+impl From<Payload> for Value {
+    fn from(payload: Payload) -> Self {
+        payload.into_value()
+    }
+}
+
+impl Default for Payload {
+    fn default() -> Self {
+        Value::Null.into()
+    }
+}
+
+impl Deref for Payload {
+    type Target = Value;
+
+    fn deref(&self) -> &Value {
+        self.as_value()
+    }
+}
+
+impl DerefMut for Payload {
+    /// Builds the value and lets go of what it was built from, so that what is changed is what is seen.
+    fn deref_mut(&mut self) -> &mut Value {
+        if let Repr::Lazy(_) = self.0 {
+            let value = std::mem::take(self).into_value();
+            self.0 = Repr::Built(value);
+        }
+        match &mut self.0 {
+            Repr::Built(value) => value,
+            Repr::Lazy(_) => unreachable!("a payload being changed was built just above"),
+        }
+    }
+}
+
+impl Clone for Payload {
+    fn clone(&self) -> Self {
+        match &self.0 {
+            Repr::Built(value) => Self(Repr::Built(value.clone())),
+            Repr::Lazy(lazy) => Self(Repr::Lazy(Box::new(Lazy {
+                source: lazy.source.clone(),
+                value: lazy.value.clone(),
+            }))),
+        }
+    }
+}
+
+impl PartialEq for Payload {
+    fn eq(&self, other: &Self) -> bool {
+        self.as_value() == other.as_value()
+    }
+}
+
+impl PartialEq<Value> for Payload {
+    fn eq(&self, other: &Value) -> bool {
+        self.as_value() == other
+    }
+}
+
+impl PartialEq<Payload> for Value {
+    fn eq(&self, other: &Payload) -> bool {
+        self == other.as_value()
+    }
+}
+
+impl fmt::Debug for Payload {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        fmt::Debug::fmt(self.as_value(), f)
+    }
+}
+
+impl fmt::Display for Payload {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        fmt::Display::fmt(self.as_value(), f)
+    }
+}
+
+impl Serialize for Payload {
+    fn serialize<S: Serializer>(&self, serializer: S) -> Result<S::Ok, S::Error> {
+        self.as_value().serialize(serializer)
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use serde_json::json;
+
+    fn text_delta() -> ChunkDelta {
+        ChunkDelta {
+            kind: RowKind::Text,
+            turn: 1.into(),
+            step: 2.into(),
+            index: 0.into(),
+            id: String::new(),
+            name: None,
+            text: "hel".into(),
+        }
+    }
+
+    #[test]
+    fn a_chunk_payload_is_built_once_on_first_look_in_dsh_key_order() {
+        let payload = Payload::chunk(text_delta());
+        assert!(!payload.is_built());
+        assert_eq!(
+            payload.to_string(),
+            r#"{"turn":1,"step":2,"chunk":{"type":"text-delta","index":0,"text":"hel"}}"#
+        );
+        assert!(payload.is_built());
+        assert!(std::ptr::eq(payload.as_value(), &*payload));
+        assert_eq!(std::mem::size_of::<Payload>(), std::mem::size_of::<Value>());
+    }
+
+    #[test]
+    fn tool_call_members_keep_id_and_name_before_the_arguments() {
+        let payload = Payload::chunk(ChunkDelta {
+            kind: RowKind::ToolCall,
+            id: "c1".into(),
+            name: Some("read".into()),
+            text: "{\"a\"".into(),
+            ..text_delta()
+        });
+        assert_eq!(
+            payload.into_value(),
+            json!({"turn":1,"step":2,"chunk":{"type":"tool-call-delta","index":0,"id":"c1","name":"read","argumentsDelta":"{\"a\""}})
+        );
+    }
+
+    #[test]
+    fn a_changed_payload_is_what_clones_and_comparisons_see() {
+        let mut payload = Payload::chunk(text_delta());
+        payload["chunk"]["text"] = json!("changed");
+        let copy = payload.clone();
+        assert_eq!(copy["chunk"]["text"], "changed");
+        assert_eq!(copy, payload);
+        assert_eq!(payload.into_value()["chunk"]["text"], "changed");
+        assert_eq!(Payload::from(json!({"a": 1})), json!({"a": 1}));
+    }
+
+    #[test]
+    fn raw_text_builds_as_the_value_a_parse_gives() {
+        let text = r#"{"b":[1,2.5,"x\"}"],"a":{"c":null}}"#;
+        assert!(builds_as_value(text));
+        let payload = Payload::raw(RawValue::from_string(text.to_owned()).unwrap());
+        assert!(!payload.is_built());
+        assert_eq!(payload, serde_json::from_str::<Value>(text).unwrap());
+        assert_eq!(payload.to_string(), text);
+    }
+
+    #[test]
+    fn text_a_value_might_refuse_is_not_kept_raw() {
+        for text in [
+            "1e400",
+            r#"{"a":[2E5]}"#,
+            &"9".repeat(400),
+            &format!("{}{}", "[".repeat(200), "]".repeat(200)),
+        ] {
+            assert!(!builds_as_value(text), "{text}");
+        }
+        for text in [r#""1e400""#, "[true,false,-0.5]", r#"{"e":"E"}"#] {
+            assert!(builds_as_value(text), "{text}");
+        }
+    }
+}
