@@ -27,12 +27,14 @@
 
 pub mod checksum;
 pub mod cjk;
+pub mod common;
 pub mod failed;
 pub mod hot;
 pub mod lock;
 pub mod schema;
 pub mod spans;
 pub mod store;
+pub mod tally;
 pub mod tokens;
 pub mod watch;
 
