@@ -159,7 +159,10 @@ pub fn open_reader(path: &Path, immutable: bool) -> Result<Connection, PluginErr
 /// and the next open would find them damaged and rebuild).
 pub fn connect_by_hand(path: &Path) -> Result<Connection, PluginError> {
     let failed = |what: &dyn std::fmt::Display| index_failed(path, what);
-    Index::connect(path, OpenFlags::SQLITE_OPEN_READ_WRITE, &failed)
+    let conn = Index::connect(path, OpenFlags::SQLITE_OPEN_READ_WRITE, &failed)?;
+    // The FTS5 table cannot be opened without its tokenizer.
+    spans::register(&conn).map_err(|e| failed(&sqlite_cause(&e)))?;
+    Ok(conn)
 }
 
 impl Index {

@@ -570,6 +570,9 @@ pub fn extend_session(
                 .execute(params![lo, hi])?;
             tx.prepare_cached("DELETE FROM docs WHERE rowid BETWEEN ?1 AND ?2")?
                 .execute(params![lo, hi])?;
+            // Token lists hold the dropped documents' keys too (a search's phrases are recomputed
+            // over the range below).
+            hot::delete_range(tx, lo, hi)?;
         }
         // Stored phrase hits follow the documents: from the first dropped or new seq to the session's end.
         let mut first_new: Option<u64> = None;

@@ -76,11 +76,15 @@ pub struct Recorder {
     sample: Option<Sample>,
 }
 
-/// Document frequencies over the first documents of an insert.
+/// Document frequencies over documents spread evenly over an insert.
 #[derive(Debug, Default)]
 pub struct Sample {
     /// Documents still to sample.
     left: usize,
+    /// Every `stride`-th document is sampled.
+    stride: usize,
+    /// Documents tokenized so far.
+    seen: usize,
     /// Documents sampled.
     pub docs: u32,
     /// Untracked token → (documents containing it, last document counted).
@@ -91,8 +95,8 @@ pub struct Sample {
 
 impl Recorder {
     /// A recorder counting `tokens` (list order), each reported only from `least` occurrences on, and
-    /// sampling the first `sample` documents (none when 0).
-    pub fn new(tokens: &[(Vec<u8>, u32)], sample: usize) -> Self {
+    /// sampling `sample` documents, every `stride`-th (none when `sample` is 0).
+    pub fn new(tokens: &[(Vec<u8>, u32)], sample: usize, stride: usize) -> Self {
         Self {
             tracked: tokens
                 .iter()
@@ -105,6 +109,7 @@ impl Recorder {
             docs: Vec::new(),
             sample: (sample > 0).then(|| Sample {
                 left: sample,
+                stride: stride.max(1),
                 tracked: vec![0; tokens.len()],
                 ..Sample::default()
             }),
@@ -116,8 +121,11 @@ impl Recorder {
         self.sample.take()
     }
 
+    /// Whether the next document is sampled.
     fn sampling(&self) -> bool {
-        self.sample.as_ref().is_some_and(|s| s.left > 0)
+        self.sample
+            .as_ref()
+            .is_some_and(|s| s.left > 0 && s.seen.is_multiple_of(s.stride))
     }
 
     fn token(&mut self, token: &[u8], sampling: bool) {
@@ -148,9 +156,12 @@ impl Recorder {
         }
     }
 
-    fn end_doc(&mut self) {
+    fn end_doc(&mut self, sampled: bool) {
         let mut reached = Vec::new();
-        let sample = self.sample.as_mut().filter(|s| s.left > 0);
+        if let Some(s) = self.sample.as_mut() {
+            s.seen += 1;
+        }
+        let sample = self.sample.as_mut().filter(|_| sampled);
         for &i in &self.touched {
             let c = std::mem::take(&mut self.counts[i as usize]);
             if c >= self.least[i as usize] {
@@ -376,7 +387,7 @@ unsafe extern "C" fn tokenize(
 
 fn recorder_end(counting: &mut Counting) {
     // SAFETY: `recorder` points into the armed recorder, borrowed for the whole `tokenize` call.
-    unsafe { (*counting.recorder).end_doc() };
+    unsafe { (*counting.recorder).end_doc(counting.sampling) };
 }
 
 /// # Safety
@@ -439,7 +450,7 @@ mod tests {
             (b"error".to_vec(), 2),
             ("测".as_bytes().to_vec(), 1),
         ];
-        let ((), rec) = record(Recorder::new(&tracked, 10), || {
+        let ((), rec) = record(Recorder::new(&tracked, 10, 1), || {
             for (i, t) in texts.iter().enumerate() {
                 conn.execute(
                     "INSERT INTO t (rowid, text) VALUES (?1, ?2)",
@@ -493,7 +504,7 @@ mod tests {
         table(&conn);
         conn.execute("INSERT INTO t (rowid, text) VALUES (1, 'the the')", [])
             .unwrap();
-        let ((), rec) = record(Recorder::new(&[(b"the".to_vec(), 1)], 0), || {
+        let ((), rec) = record(Recorder::new(&[(b"the".to_vec(), 1)], 0, 1), || {
             let n: i64 = conn
                 .query_row("SELECT count(*) FROM t WHERE t MATCH '\"the\"'", [], |r| {
                     r.get(0)
