@@ -176,14 +176,22 @@ fn a_schema_8_index_with_the_plain_tokenizer_is_rebuilt_once_into_token_lists() 
     drop(s);
     let conn = crate::index::connect_by_hand(&index).unwrap();
     let sql: String = conn
-        .query_row("SELECT sql FROM sqlite_master WHERE name = 'fts'", [], |r| r.get(0))
+        .query_row(
+            "SELECT sql FROM sqlite_master WHERE name = 'fts'",
+            [],
+            |r| r.get(0),
+        )
         .unwrap();
     assert!(sql.contains("tokenize = \"dsh "), "{sql}");
     assert!(!crate::index::common::lists(&conn).unwrap().is_empty());
     drop(conn);
     let again = side(&root, &index);
     assert_eq!(again.answers().unwrap(), answers);
-    assert_eq!(again.logged("was rebuilt"), 0, "a current index is not rebuilt again");
+    assert_eq!(
+        again.logged("was rebuilt"),
+        0,
+        "a current index is not rebuilt again"
+    );
 }
 
 #[test]
