@@ -18,7 +18,7 @@
 //! token was the rarest in the latest sample only when it is twice as frequent (so lists do not churn).
 //! A list's weight is that frequency, averaged with the earlier weight at each sample.
 //!
-//! Bounded: at most [`MAX_TOKENS`] × 2 × `hot::KEEP` rows; the writer's state is the lists (loaded per
+//! Bounded: at most [`MAX_TOKENS`] × 2 × [`KEEP`] rows; the writer's state is the lists (loaded per
 //! insert) and one sample's tally; upkeep per inserted document is one hash lookup per token plus an
 //! insert for the lists it reaches, whatever the corpus's size. Deletions drop the documents' rows
 //! (`hot::delete_range`), which keeps the invariant.
@@ -30,7 +30,14 @@ use super::tally::{Recorder, Sample};
 use super::tokens::Tokenizer;
 
 /// At most this many token lists.
-pub const MAX_TOKENS: usize = 128;
+pub const MAX_TOKENS: usize = 512;
+
+/// The rows a token list keeps after a trim: a quarter of a searched phrase's (`hot::KEEP`), so that
+/// four times as many tokens fit in the same room; deeper pages scan.
+#[cfg(not(test))]
+pub const KEEP: usize = 512;
+#[cfg(test)]
+pub const KEEP: usize = hot::KEEP;
 
 /// An insert of fewer documents than this samples nothing.
 #[cfg(not(test))]
@@ -136,7 +143,7 @@ pub fn apply(
     for (l, hits) in lists.iter().zip(&hits) {
         if !hits.is_empty() {
             hot::insert_rows(tx, l.id, hits)?;
-            hot::trim(tx, l.id)?;
+            hot::trim(tx, l.id, KEEP)?;
         }
     }
     if let Some(sample) = recorder.take_sample() {
@@ -225,7 +232,7 @@ fn start(
     tx.prepare_cached("INSERT INTO hot_phrases (phrase, token, weight) VALUES (?1, ?2, ?3)")?
         .execute(params![phrase, token, w])?;
     let id = tx.last_insert_rowid();
-    hot::fill(tx, id, &phrase)?;
+    hot::fill(tx, id, &phrase, KEEP)?;
     Ok(Some(id))
 }
 

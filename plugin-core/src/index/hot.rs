@@ -146,7 +146,7 @@ pub fn materialise(
     )?;
     let id = tx.last_insert_rowid();
     touch(&tx, id)?;
-    fill(&tx, id, phrase)?;
+    fill(&tx, id, phrase, KEEP)?;
     tx.commit()?;
     Ok(Some(id))
 }
@@ -160,9 +160,9 @@ pub(crate) fn forget(tx: &Connection, id: i64) -> rusqlite::Result<()> {
     Ok(())
 }
 
-/// Fills stored phrase `id` (with no rows yet) from one FTS5 scan of `phrase`: its best [`KEEP`]
-/// rows and the floor.
-pub(crate) fn fill(tx: &Connection, id: i64, phrase: &str) -> rusqlite::Result<()> {
+/// Fills stored phrase `id` (with no rows yet) from one FTS5 scan of `phrase`: its best `keep` rows
+/// and the floor.
+pub(crate) fn fill(tx: &Connection, id: i64, phrase: &str, keep: usize) -> rusqlite::Result<()> {
     let mut rows: Vec<HotHit> = tx
         .prepare_cached(
             "SELECT dsh_spans(fts), d.len, d.time, fts.rowid
@@ -172,8 +172,8 @@ pub(crate) fn fill(tx: &Connection, id: i64, phrase: &str) -> rusqlite::Result<(
         .query_map([phrase], hit_row)?
         .collect::<rusqlite::Result<_>>()?;
     rows.sort_unstable_by(HotHit::rank);
-    let floor = (rows.len() > KEEP).then(|| rows[KEEP - 1]);
-    rows.truncate(KEEP);
+    let floor = (rows.len() > keep).then(|| rows[keep - 1]);
+    rows.truncate(keep);
     insert_rows(tx, id, &rows)?;
     set_floor(tx, id, floor)
 }
@@ -266,17 +266,17 @@ pub fn index_range(tx: &Connection, lo: i64, hi: i64) -> rusqlite::Result<()> {
             continue;
         }
         insert_rows(tx, p.id, &rows)?;
-        trim(tx, p.id)?;
+        trim(tx, p.id, KEEP)?;
     }
     Ok(())
 }
 
-/// Keeps a phrase's best [`KEEP`] rows once it holds more than twice that, raising its floor.
-pub(crate) fn trim(tx: &Connection, id: i64) -> rusqlite::Result<()> {
+/// Keeps a phrase's best `keep` rows once it holds more than twice that, raising its floor.
+pub(crate) fn trim(tx: &Connection, id: i64, keep: usize) -> rusqlite::Result<()> {
     let count: i64 = tx
         .prepare_cached("SELECT count(*) FROM hot_hits WHERE phrase = ?1")?
         .query_row([id], |r| r.get(0))?;
-    if count as usize <= 2 * KEEP {
+    if count as usize <= 2 * keep {
         return Ok(());
     }
     let floor = tx
@@ -284,7 +284,7 @@ pub(crate) fn trim(tx: &Connection, id: i64) -> rusqlite::Result<()> {
             "SELECT spans, len, time, doc FROM hot_hits WHERE phrase = ?1
              ORDER BY spans DESC, len ASC, time DESC, doc DESC LIMIT 1 OFFSET ?2",
         )?
-        .query_row(params![id, (KEEP - 1) as i64], hit_row)?;
+        .query_row(params![id, (keep - 1) as i64], hit_row)?;
     tx.prepare_cached(
         "DELETE FROM hot_hits WHERE phrase = ?1 AND (spans, -len, time, doc) < (?2, -?3, ?4, ?5)",
     )?
