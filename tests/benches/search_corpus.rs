@@ -45,7 +45,7 @@ use tests::corpus_gen::{
 /// The common term of the "top 20" query.
 const COMMON: &str = "error";
 /// Common words whose first search (nothing stored for them yet) is measured.
-const FIRST_SEARCHES: [&str; 3] = ["the", "error", "test"];
+const FIRST_SEARCHES: [&str; 4] = ["the", "error", "test", "1"];
 /// Hits per page, as the spec's default limit.
 const LIMIT: usize = 20;
 /// Rounds over every rare term after the warm-up round (samples = rounds × terms).

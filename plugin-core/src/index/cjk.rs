@@ -21,6 +21,10 @@ pub const SEP: char = '\u{FDD2}';
 /// characters).
 pub const TOKENIZE: &str = "unicode61 separators '\u{FDD2}'";
 
+/// The `tokenize` option of the index's FTS5 table: the same tokenizer through `super::tally`'s
+/// wrapper, which passes its options on to `unicode61`.
+pub const INDEX_TOKENIZE: &str = "dsh separators '\u{FDD2}'";
+
 /// Whether `c` is a CJK character searched one character at a time: Han (unified, extensions,
 /// compatibility, radicals), Hiragana, Katakana (with extensions and halfwidth forms), Hangul syllables and
 /// jamo (with compatibility and halfwidth forms), and the ideographic iteration marks.

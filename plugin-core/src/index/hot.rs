@@ -79,7 +79,7 @@ pub fn phrase(conn: &Connection, phrase: &str) -> rusqlite::Result<Option<Phrase
     .optional()
 }
 
-fn phrase_row(r: &rusqlite::Row<'_>) -> rusqlite::Result<Phrase> {
+pub(crate) fn phrase_row(r: &rusqlite::Row<'_>) -> rusqlite::Result<Phrase> {
     let floor = match r.get::<_, Option<i64>>(1)? {
         Some(spans) => Some(HotHit {
             spans,
@@ -93,6 +93,15 @@ fn phrase_row(r: &rusqlite::Row<'_>) -> rusqlite::Result<Phrase> {
         id: r.get(0)?,
         floor,
     })
+}
+
+/// The token list of `token` (see `super::common`), when there is one.
+pub fn token_list(conn: &Connection, token: &[u8]) -> rusqlite::Result<Option<Phrase>> {
+    conn.prepare_cached(
+        "SELECT id, floor_spans, floor_len, floor_time, floor_doc FROM hot_phrases WHERE token = ?1",
+    )?
+    .query_row([token], phrase_row)
+    .optional()
 }
 
 /// The id of `phrase` when it is materialised.
@@ -111,22 +120,25 @@ pub fn touch(conn: &Connection, id: i64) -> rusqlite::Result<()> {
 
 /// Materialises `phrase` (which must not be yet) in one transaction, evicting the least recently used
 /// phrase when [`MAX_PHRASES`] are kept; returns its id. The rows are the search's own FTS5 scan's,
-/// the best [`KEEP`] of them.
+/// the best [`KEEP`] of them. Token lists (`super::common`) are not counted or evicted here.
 pub fn materialise(
     conn: &Connection,
     phrase: &str,
     _matched: u64,
 ) -> rusqlite::Result<Option<i64>> {
     let tx = conn.unchecked_transaction()?;
-    let count: i64 = tx.query_row("SELECT count(*) FROM hot_phrases", [], |r| r.get(0))?;
+    let count: i64 = tx.query_row(
+        "SELECT count(*) FROM hot_phrases WHERE token IS NULL",
+        [],
+        |r| r.get(0),
+    )?;
     if count >= MAX_PHRASES {
         let oldest: i64 = tx.query_row(
-            "SELECT id FROM hot_phrases ORDER BY used LIMIT 1",
+            "SELECT id FROM hot_phrases WHERE token IS NULL ORDER BY used LIMIT 1",
             [],
             |r| r.get(0),
         )?;
-        tx.execute("DELETE FROM hot_hits WHERE phrase = ?1", [oldest])?;
-        tx.execute("DELETE FROM hot_phrases WHERE id = ?1", [oldest])?;
+        forget(&tx, oldest)?;
     }
     tx.execute(
         "INSERT INTO hot_phrases (phrase, used) VALUES (?1, 0)",
@@ -134,8 +146,25 @@ pub fn materialise(
     )?;
     let id = tx.last_insert_rowid();
     touch(&tx, id)?;
+    fill(&tx, id, phrase, KEEP)?;
+    tx.commit()?;
+    Ok(Some(id))
+}
+
+/// Drops stored phrase `id` and its rows.
+pub(crate) fn forget(tx: &Connection, id: i64) -> rusqlite::Result<()> {
+    tx.prepare_cached("DELETE FROM hot_hits WHERE phrase = ?1")?
+        .execute([id])?;
+    tx.prepare_cached("DELETE FROM hot_phrases WHERE id = ?1")?
+        .execute([id])?;
+    Ok(())
+}
+
+/// Fills stored phrase `id` (with no rows yet) from one FTS5 scan of `phrase`: its best `keep` rows
+/// and the floor.
+pub(crate) fn fill(tx: &Connection, id: i64, phrase: &str, keep: usize) -> rusqlite::Result<()> {
     let mut rows: Vec<HotHit> = tx
-        .prepare(
+        .prepare_cached(
             "SELECT dsh_spans(fts), d.len, d.time, fts.rowid
              FROM fts CROSS JOIN docs d ON d.rowid = fts.rowid
              WHERE fts MATCH ?1",
@@ -143,15 +172,13 @@ pub fn materialise(
         .query_map([phrase], hit_row)?
         .collect::<rusqlite::Result<_>>()?;
     rows.sort_unstable_by(HotHit::rank);
-    let floor = (rows.len() > KEEP).then(|| rows[KEEP - 1]);
-    rows.truncate(KEEP);
-    insert_rows(&tx, id, &rows)?;
-    set_floor(&tx, id, floor)?;
-    tx.commit()?;
-    Ok(Some(id))
+    let floor = (rows.len() > keep).then(|| rows[keep - 1]);
+    rows.truncate(keep);
+    insert_rows(tx, id, &rows)?;
+    set_floor(tx, id, floor)
 }
 
-fn hit_row(r: &rusqlite::Row<'_>) -> rusqlite::Result<HotHit> {
+pub(crate) fn hit_row(r: &rusqlite::Row<'_>) -> rusqlite::Result<HotHit> {
     Ok(HotHit {
         spans: r.get(0)?,
         len: r.get(1)?,
@@ -160,7 +187,7 @@ fn hit_row(r: &rusqlite::Row<'_>) -> rusqlite::Result<HotHit> {
     })
 }
 
-fn insert_rows(tx: &Connection, id: i64, rows: &[HotHit]) -> rusqlite::Result<()> {
+pub(crate) fn insert_rows(tx: &Connection, id: i64, rows: &[HotHit]) -> rusqlite::Result<()> {
     let mut insert = tx.prepare_cached(
         "INSERT OR REPLACE INTO hot_hits (phrase, spans, len, time, doc) VALUES (?1, ?2, ?3, ?4, ?5)",
     )?;
@@ -170,7 +197,7 @@ fn insert_rows(tx: &Connection, id: i64, rows: &[HotHit]) -> rusqlite::Result<()
     Ok(())
 }
 
-fn set_floor(tx: &Connection, id: i64, floor: Option<HotHit>) -> rusqlite::Result<()> {
+pub(crate) fn set_floor(tx: &Connection, id: i64, floor: Option<HotHit>) -> rusqlite::Result<()> {
     tx.prepare_cached(
         "UPDATE hot_phrases SET floor_spans = ?2, floor_len = ?3, floor_time = ?4, floor_doc = ?5
          WHERE id = ?1",
@@ -185,9 +212,11 @@ fn set_floor(tx: &Connection, id: i64, floor: Option<HotHit>) -> rusqlite::Resul
     Ok(())
 }
 
+/// The phrases materialised by a search (token lists are kept up to date by `super::common`).
 fn phrases(tx: &Connection) -> rusqlite::Result<Vec<(Phrase, String)>> {
     let mut stmt = tx.prepare_cached(
-        "SELECT id, floor_spans, floor_len, floor_time, floor_doc, phrase FROM hot_phrases",
+        "SELECT id, floor_spans, floor_len, floor_time, floor_doc, phrase FROM hot_phrases
+         WHERE token IS NULL",
     )?;
     let rows = stmt.query_map([], |r| Ok((phrase_row(r)?, r.get(5)?)))?;
     rows.collect()
@@ -196,10 +225,14 @@ fn phrases(tx: &Connection) -> rusqlite::Result<Vec<(Phrase, String)>> {
 /// Write path: drops the rows of documents `lo..=hi` for every phrase (the invariant holds: what is
 /// left is every remaining document at least as good as the floor).
 pub fn delete_range(tx: &Connection, lo: i64, hi: i64) -> rusqlite::Result<()> {
+    let ids: Vec<i64> = tx
+        .prepare_cached("SELECT id FROM hot_phrases")?
+        .query_map([], |r| r.get(0))?
+        .collect::<rusqlite::Result<_>>()?;
     let mut stmt =
         tx.prepare_cached("DELETE FROM hot_hits WHERE phrase = ?1 AND doc BETWEEN ?2 AND ?3")?;
-    for (p, _) in phrases(tx)? {
-        stmt.execute(params![p.id, lo, hi])?;
+    for id in ids {
+        stmt.execute(params![id, lo, hi])?;
     }
     Ok(())
 }
@@ -233,17 +266,17 @@ pub fn index_range(tx: &Connection, lo: i64, hi: i64) -> rusqlite::Result<()> {
             continue;
         }
         insert_rows(tx, p.id, &rows)?;
-        trim(tx, p.id)?;
+        trim(tx, p.id, KEEP)?;
     }
     Ok(())
 }
 
-/// Keeps a phrase's best [`KEEP`] rows once it holds more than twice that, raising its floor.
-fn trim(tx: &Connection, id: i64) -> rusqlite::Result<()> {
+/// Keeps a phrase's best `keep` rows once it holds more than twice that, raising its floor.
+pub(crate) fn trim(tx: &Connection, id: i64, keep: usize) -> rusqlite::Result<()> {
     let count: i64 = tx
         .prepare_cached("SELECT count(*) FROM hot_hits WHERE phrase = ?1")?
         .query_row([id], |r| r.get(0))?;
-    if count as usize <= 2 * KEEP {
+    if count as usize <= 2 * keep {
         return Ok(());
     }
     let floor = tx
@@ -251,7 +284,7 @@ fn trim(tx: &Connection, id: i64) -> rusqlite::Result<()> {
             "SELECT spans, len, time, doc FROM hot_hits WHERE phrase = ?1
              ORDER BY spans DESC, len ASC, time DESC, doc DESC LIMIT 1 OFFSET ?2",
         )?
-        .query_row(params![id, (KEEP - 1) as i64], hit_row)?;
+        .query_row(params![id, (keep - 1) as i64], hit_row)?;
     tx.prepare_cached(
         "DELETE FROM hot_hits WHERE phrase = ?1 AND (spans, -len, time, doc) < (?2, -?3, ?4, ?5)",
     )?

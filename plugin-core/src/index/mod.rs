@@ -27,12 +27,14 @@
 
 pub mod checksum;
 pub mod cjk;
+pub mod common;
 pub mod failed;
 pub mod hot;
 pub mod lock;
 pub mod schema;
 pub mod spans;
 pub mod store;
+pub mod tally;
 pub mod tokens;
 pub mod watch;
 
@@ -157,7 +159,10 @@ pub fn open_reader(path: &Path, immutable: bool) -> Result<Connection, PluginErr
 /// and the next open would find them damaged and rebuild).
 pub fn connect_by_hand(path: &Path) -> Result<Connection, PluginError> {
     let failed = |what: &dyn std::fmt::Display| index_failed(path, what);
-    Index::connect(path, OpenFlags::SQLITE_OPEN_READ_WRITE, &failed)
+    let conn = Index::connect(path, OpenFlags::SQLITE_OPEN_READ_WRITE, &failed)?;
+    // The FTS5 table cannot be opened without its tokenizer.
+    spans::register(&conn).map_err(|e| failed(&sqlite_cause(&e)))?;
+    Ok(conn)
 }
 
 impl Index {

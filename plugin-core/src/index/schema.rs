@@ -19,10 +19,12 @@
 //! - `docs`: one row per document (an event with text, spec §3), keyed by the FTS rowid: session, seq,
 //!   type, time, surface label, code-point length and the sanitised text (zstd when that pays) for
 //!   snippets. Labels live here so a later replacement relabels with an UPDATE, never re-indexing text;
-//! - `fts`: a contentless FTS5 table (`unicode61`, see `cjk::TOKENIZE`) over the text with CJK characters split into one-token
+//! - `fts`: a contentless FTS5 table (tokenizer `dsh`: `unicode61` as `cjk::TOKENIZE` configures it,
+//!   through `super::tally`'s counting wrapper; schema 9) over the text with CJK characters split into one-token
 //!   runs (`super::cjk`); `contentless_delete=1` lets a session's documents be deleted by rowid;
 //! - `hot_phrases`, `hot_hits`: common phrases' best ranking keys, ordered like the ranking, bounded
-//!   and evicted (`super::hot`);
+//!   and evicted (`super::hot`); rows with a `token` are common tokens' lists, kept by the writer
+//!   from the first document on (`super::common`);
 //! - `failed_logs`: logs that could not be indexed, with the revision that failed and the report
 //!   (`super::failed`), so a new process neither re-reads an unchanged broken log nor forgets to report it.
 
@@ -32,7 +34,7 @@ use rusqlite::Connection;
 pub const APPLICATION_ID: i32 = 0x4453_4851;
 
 /// `PRAGMA user_version` of the current schema. An index of ours with another version is rebuilt.
-pub const SCHEMA_VERSION: i32 = 8;
+pub const SCHEMA_VERSION: i32 = 9;
 
 /// Every table the current schema creates (FTS5 shadow tables included).
 const OUR_TABLES: [&str; 13] = [
@@ -144,7 +146,9 @@ pub fn apply(conn: &mut Connection, verdict: Verdict) -> Result<(), SchemaError>
             tx.execute_batch(&format!("DROP TABLE IF EXISTS \"{name}\""))?;
         }
     }
-    let tokenize = super::cjk::TOKENIZE;
+    // Dropping or creating the FTS5 table needs its tokenizer.
+    super::tally::register(&tx)?;
+    let tokenize = super::cjk::INDEX_TOKENIZE;
     tx.execute_batch(&format!(
         "PRAGMA application_id = {APPLICATION_ID};
          CREATE TABLE IF NOT EXISTS state (
@@ -205,6 +209,8 @@ pub fn apply(conn: &mut Connection, verdict: Verdict) -> Result<(), SchemaError>
          CREATE TABLE IF NOT EXISTS hot_phrases (
              id INTEGER PRIMARY KEY,
              phrase TEXT NOT NULL UNIQUE,
+             token BLOB UNIQUE,
+             weight INTEGER NOT NULL DEFAULT 0,
              used INTEGER NOT NULL DEFAULT 0,
              floor_spans INTEGER,
              floor_len INTEGER,

@@ -21,8 +21,9 @@ use rusqlite::Connection;
 /// The SQL name of the function.
 pub const NAME: &str = "dsh_spans";
 
-/// Registers [`NAME`] on `conn`.
+/// Registers [`NAME`] on `conn`, and the index's tokenizer (`super::tally`) when it is not yet.
 pub fn register(conn: &Connection) -> Result<(), rusqlite::Error> {
+    super::tally::register(conn)?;
     let api = fts5_api(conn)?;
     if api.is_null() {
         return Err(rusqlite::Error::SqliteFailure(

@@ -16,7 +16,7 @@ use dsh_codec::surface::Label;
 use host_api::abi::wire::search::HitHeader;
 use rusqlite::{params, Connection, OptionalExtension, Transaction, TransactionBehavior};
 
-use super::{cjk, hot};
+use super::{cjk, common, hot, tally};
 
 /// Where an indexed session came from.
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Hash, PartialOrd, Ord)]
@@ -140,7 +140,9 @@ fn begin(conn: &mut Connection) -> rusqlite::Result<Transaction<'_>> {
 /// phrase hits are not yet computed (see [`flush_fts`]). Call once per connection, before any write.
 pub fn register(conn: &Connection) -> rusqlite::Result<()> {
     conn.execute_batch(
-        "CREATE TEMP TABLE IF NOT EXISTS fts_pending (rowid INTEGER PRIMARY KEY, text TEXT NOT NULL);
+        "CREATE TEMP TABLE IF NOT EXISTS fts_pending (
+             rowid INTEGER PRIMARY KEY, len INTEGER NOT NULL, time INTEGER NOT NULL, text TEXT NOT NULL
+         );
          CREATE TEMP TABLE IF NOT EXISTS hot_pending (lo INTEGER NOT NULL, hi INTEGER NOT NULL);",
     )
 }
@@ -152,10 +154,29 @@ pub fn register(conn: &Connection) -> rusqlite::Result<()> {
 /// go in with one statement and FTS5 flushes only when its buffer fills. Runs before anything reads or
 /// deletes FTS5 rows, and before every commit.
 fn flush_fts(tx: &Connection) -> rusqlite::Result<()> {
-    tx.prepare_cached("INSERT INTO fts (rowid, text) SELECT rowid, text FROM temp.fts_pending")?
-        .execute([])?;
-    tx.prepare_cached("DELETE FROM temp.fts_pending")?
-        .execute([])?;
+    let pending: i64 = tx
+        .prepare_cached("SELECT count(*) FROM temp.fts_pending")?
+        .query_row([], |r| r.get(0))?;
+    if pending > 0 {
+        // Common tokens' lists are kept from the counts the tokenizer takes during this insert; the
+        // rows go in in rowid order, the order `inserted` reads them back in.
+        let lists = common::lists(tx)?;
+        let recorder = common::recorder(&lists, pending as usize);
+        let (inserted, recorder) = tally::record(recorder, || {
+            tx.prepare_cached(
+                "INSERT INTO fts (rowid, text) SELECT rowid, text FROM temp.fts_pending ORDER BY rowid",
+            )?
+            .execute([])
+        });
+        inserted?;
+        let rows: Vec<common::Inserted> = tx
+            .prepare_cached("SELECT rowid, len, time FROM temp.fts_pending ORDER BY rowid")?
+            .query_map([], |r| Ok((r.get(0)?, r.get(1)?, r.get(2)?)))?
+            .collect::<rusqlite::Result<_>>()?;
+        common::apply(tx, &lists, recorder, &rows)?;
+        tx.prepare_cached("DELETE FROM temp.fts_pending")?
+            .execute([])?;
+    }
     // Stored phrase hits are computed from the FTS table, so only once the queued rows are in it.
     let ranges: Vec<(i64, i64)> = tx
         .prepare_cached("SELECT lo, hi FROM temp.hot_pending")?
@@ -420,8 +441,9 @@ fn insert_docs(
     let mut doc_stmt = tx.prepare_cached(
         "INSERT INTO docs (rowid, sid, seq, type, time, surface, len, text) VALUES (?1, ?2, ?3, ?4, ?5, ?6, ?7, ?8)",
     )?;
-    let mut fts_stmt =
-        tx.prepare_cached("INSERT INTO temp.fts_pending (rowid, text) VALUES (?1, ?2)")?;
+    let mut fts_stmt = tx.prepare_cached(
+        "INSERT INTO temp.fts_pending (rowid, len, time, text) VALUES (?1, ?2, ?3, ?4)",
+    )?;
     let mut n = 0;
     for doc in docs {
         let rowid = doc_rowid(sid, doc.seq).ok_or_else(|| {
@@ -443,7 +465,7 @@ fn insert_docs(
             doc.len,
             doc.stored
         ])?;
-        fts_stmt.execute(params![rowid, doc.split])?;
+        fts_stmt.execute(params![rowid, doc.len, doc.time, doc.split])?;
         n += 1;
     }
     Ok(n)
@@ -572,6 +594,9 @@ pub fn extend_session(
                 .execute(params![lo, hi])?;
             tx.prepare_cached("DELETE FROM docs WHERE rowid BETWEEN ?1 AND ?2")?
                 .execute(params![lo, hi])?;
+            // Token lists hold the dropped documents' keys too (a search's phrases are recomputed
+            // over the range below).
+            hot::delete_range(tx, lo, hi)?;
         }
         // Stored phrase hits follow the documents: from the first dropped or new seq to the session's end.
         let mut first_new: Option<u64> = None;

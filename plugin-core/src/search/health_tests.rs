@@ -147,6 +147,53 @@ fn an_index_of_another_schema_version_is_rebuilt_and_says_so() {
     assert_eq!(s.logged("was rebuilt"), 1);
 }
 
+/// Schema 9 changed the FTS5 table's tokenizer (`dsh`, which also counts common tokens): an index of
+/// schema 8, whose table used `unicode61` itself, is rebuilt once, says so, and then has token lists.
+#[test]
+fn a_schema_8_index_with_the_plain_tokenizer_is_rebuilt_once_into_token_lists() {
+    let (_dir, root, index, answers) = built();
+    {
+        let conn = crate::index::connect_by_hand(&index).unwrap();
+        conn.execute_batch(&format!(
+            "DROP TABLE fts;
+             CREATE VIRTUAL TABLE fts USING fts5 (
+                 text, content = '', contentless_delete = 1, tokenize = \"{}\"
+             );
+             DELETE FROM hot_hits; DELETE FROM hot_phrases;
+             PRAGMA user_version = 8",
+            crate::index::cjk::TOKENIZE
+        ))
+        .unwrap();
+    }
+    let s = side(&root, &index);
+    assert_eq!(s.answers().unwrap(), answers);
+    assert!(
+        s.notes().iter().any(|n| n.contains("schema version 8")),
+        "{:?}",
+        s.notes()
+    );
+    assert_eq!(s.logged("was rebuilt"), 1, "said once");
+    drop(s);
+    let conn = crate::index::connect_by_hand(&index).unwrap();
+    let sql: String = conn
+        .query_row(
+            "SELECT sql FROM sqlite_master WHERE name = 'fts'",
+            [],
+            |r| r.get(0),
+        )
+        .unwrap();
+    assert!(sql.contains("tokenize = \"dsh "), "{sql}");
+    assert!(!crate::index::common::lists(&conn).unwrap().is_empty());
+    drop(conn);
+    let again = side(&root, &index);
+    assert_eq!(again.answers().unwrap(), answers);
+    assert_eq!(
+        again.logged("was rebuilt"),
+        0,
+        "a current index is not rebuilt again"
+    );
+}
+
 #[test]
 fn a_lock_on_a_symlinked_sidecar_is_refused_and_its_target_untouched() {
     for suffix in [".lock", "-wal", "-shm"] {

@@ -64,7 +64,7 @@ use crate::config::{Config, OpenAt, LIMIT_CEILING};
 use crate::corpus::Corpus;
 use crate::index::store::{self, label_of, RowKey, SessionRow, Source};
 use crate::index::tokens::Tokenizer;
-use crate::index::{self, cjk, hot, Index};
+use crate::index::{self, cjk, common, hot, Index};
 use crate::sources::SourceKind;
 use cursor::Cursors;
 use refresh::{aborted, Engine};
@@ -778,17 +778,19 @@ impl Search {
             // The stored phrases and the spans-first read hold spec §4.4's ranking of a phrase; the other
             // modes scan.
             let hot = if events.is_empty() && mode.is_spec() {
-                hot::phrase(conn, &query.phrase).map_err(index_failed)?
+                stored_ranking(conn, &query)?
             } else {
                 None
             };
             let every_candidate = candidates(&|_| true);
             // The stored rows answer when they rank the page before they run out (a phrase keeps only
             // its best rows); otherwise the scan does.
-            let from_hot = match hot {
-                Some(p) => {
-                    used = Some(p.id);
-                    hot_ranked(conn, p, &every_candidate, need, cancelled)?
+            let from_hot = match &hot {
+                Some(stored) => {
+                    if stored.by_use {
+                        used = Some(stored.phrase.id);
+                    }
+                    hot_ranked(conn, stored.phrase, &every_candidate, need, cancelled)?
                 }
                 None => None,
             };
@@ -912,8 +914,8 @@ impl Search {
             let conn = view.conn;
             // Within one session the stored rows answer only when the phrase keeps every matching row.
             let hot = if events.is_empty() && mode.is_spec() {
-                hot::phrase(conn, &query.phrase)
-                    .map_err(index_failed)?
+                stored_ranking(conn, &query)?
+                    .map(|s| s.phrase)
                     .filter(|p| p.floor.is_none())
             } else {
                 None
@@ -1136,6 +1138,36 @@ impl HitRow {
 
 /// Sessions' best matches with their rows, in rank order.
 type Ranked<'a> = Vec<(rank::Match, &'a SessionRow)>;
+
+/// Stored ranking keys of a phrase-mode query: its token's list when it is one token that has one
+/// (`index::common`), else the phrase as a search materialised it (`index::hot`).
+struct Stored {
+    phrase: hot::Phrase,
+    /// A materialised phrase, evicted by last use (a token list is kept by its frequency instead).
+    by_use: bool,
+}
+
+fn stored_ranking(
+    conn: &Connection,
+    query: &request::Query,
+) -> Result<Option<Stored>, PluginError> {
+    let tokenizer = Tokenizer::new(conn, cjk::TOKENIZE).map_err(index_failed)?;
+    let token = common::single_token(&tokenizer, &cjk::split(&query.text)).map_err(index_failed)?;
+    if let Some(token) = token {
+        if let Some(list) = hot::token_list(conn, &token).map_err(index_failed)? {
+            return Ok(Some(Stored {
+                phrase: list,
+                by_use: false,
+            }));
+        }
+    }
+    Ok(hot::phrase(conn, &query.phrase)
+        .map_err(index_failed)?
+        .map(|phrase| Stored {
+            phrase,
+            by_use: true,
+        }))
+}
 
 /// The first `need` sessions of the ranking from a materialised phrase's rows (`index::hot`), or `None`
 /// when the rows run out before those are ranked and the phrase does not keep every row (the scan
