@@ -255,7 +255,7 @@ mod tests {
     use host_api::abi::wire::search::HitHeader;
 
     use super::*;
-    use crate::index::store::{self, Doc, RowKey, SessionRow, Source};
+    use crate::index::store::{self, Doc, RowKey, SessionRow};
     use crate::index::{schema, spans};
     use crate::search::rank::{Best, Match, Prefix};
 
@@ -349,24 +349,8 @@ mod tests {
     }
 
     fn row(sid: i64) -> SessionRow {
-        SessionRow {
-            sid,
-            source: Source::Persisted,
-            header: HitHeader {
-                // Ids ordered unlike row ids, so ties between sessions are broken by id.
-                id: format!("s{:03}", 1000 - sid),
-                created_at: sid % 3,
-                ..Default::default()
-            },
-            path: None,
-            stamp: String::new(),
-            event_count: 0,
-            title: None,
-            generation: 0,
-            visible: true,
-            is_live: false,
-            is_persisted: true,
-        }
+        // Ids ordered unlike row ids, so ties between sessions are broken by id.
+        SessionRow::persisted_for_tests(sid, format!("s{:03}", 1000 - sid), sid % 3)
     }
 
     fn to_match(h: &HotHit) -> Match {

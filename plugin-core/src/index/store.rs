@@ -53,6 +53,30 @@ pub struct SessionRow {
     pub is_persisted: bool,
 }
 
+#[cfg(test)]
+impl SessionRow {
+    /// A visible persisted row with no log, for ranking tests.
+    pub(crate) fn persisted_for_tests(sid: i64, id: String, created_at: i64) -> Self {
+        SessionRow {
+            sid,
+            source: Source::Persisted,
+            header: HitHeader {
+                id,
+                created_at,
+                ..Default::default()
+            },
+            path: None,
+            stamp: String::new(),
+            event_count: 0,
+            title: None,
+            generation: 0,
+            visible: true,
+            is_live: false,
+            is_persisted: true,
+        }
+    }
+}
+
 /// A document to write: one event with non-empty text.
 #[derive(Debug, Clone)]
 pub struct Doc<'a> {

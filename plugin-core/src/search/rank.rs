@@ -170,27 +170,9 @@ impl<'a> Prefix<'a> {
 #[cfg(test)]
 mod tests {
     use super::*;
-    use crate::index::store::Source;
-    use host_api::abi::wire::search::HitHeader;
 
     fn row(sid: i64, id: &str) -> SessionRow {
-        SessionRow {
-            sid,
-            source: Source::Persisted,
-            header: HitHeader {
-                id: id.into(),
-                created_at: 10,
-                ..Default::default()
-            },
-            path: None,
-            stamp: String::new(),
-            event_count: 0,
-            title: None,
-            generation: 0,
-            visible: true,
-            is_live: false,
-            is_persisted: true,
-        }
+        SessionRow::persisted_for_tests(sid, id.into(), 10)
     }
 
     fn m(sid: i64, seq: u64, time: i64, len: i64, spans: i64) -> Match {
