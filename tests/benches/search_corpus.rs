@@ -22,7 +22,8 @@
 //! variable `DSH_BENCH_CORPUS`; default `target/search-corpus/<size>-<sessions>`), `--generate-only`,
 //! `--work DIR` (where the indexes go; default `<corpus>/work`), `--only one-shot` (the command-line
 //! and contention figures alone, over the index in the work folder; `--only contention`: the readers
-//! beside a writer alone; `--only command-line`: the command-line figures alone).
+//! beside a writer alone; `--only command-line`: the command-line figures alone; `--only first-search`:
+//! the first searches of common words and phrases alone, over a copy of the index in the work folder).
 
 use std::collections::BTreeSet;
 use std::fs;
@@ -46,6 +47,8 @@ use tests::corpus_gen::{
 const COMMON: &str = "error";
 /// Common words whose first search (nothing stored for them yet) is measured.
 const FIRST_SEARCHES: [&str; 4] = ["the", "error", "test", "1"];
+/// Common phrases of several words whose first search is measured (their tokens have lists).
+const FIRST_PHRASES: [&str; 3] = ["the test", "error the", "test failed"];
 /// Hits per page, as the spec's default limit.
 const LIMIT: usize = 20;
 /// Rounds over every rare term after the warm-up round (samples = rounds × terms).
@@ -74,6 +77,9 @@ struct Options {
     only_contention: bool,
     /// `--only command-line`: the one-shot figures without the contention ones.
     without_contention: bool,
+    /// `--only first-search`: the first-search rows alone, over a copy of our index in the work
+    /// folder (built first when missing) and the naive index beside it.
+    only_first_search: bool,
 }
 
 enum Mode {
@@ -104,6 +110,7 @@ fn parse_args(args: &[String]) -> Result<Mode, String> {
     let mut only_one_shot = false;
     let mut only_contention = false;
     let mut without_contention = false;
+    let mut only_first_search = false;
     let mut it = args.iter();
     while let Some(arg) = it.next() {
         let mut value = |name: &str| {
@@ -143,9 +150,10 @@ fn parse_args(args: &[String]) -> Result<Mode, String> {
                 "one-shot" => only_one_shot = true,
                 "contention" => (only_one_shot, only_contention) = (true, true),
                 "command-line" => (only_one_shot, without_contention) = (true, true),
+                "first-search" => only_first_search = true,
                 other => {
                     return Err(format!(
-                        "--only {other:?}: the sections are one-shot, command-line and contention"
+                        "--only {other:?}: the sections are one-shot, command-line, contention and first-search"
                     ))
                 }
             },
@@ -174,6 +182,7 @@ fn parse_args(args: &[String]) -> Result<Mode, String> {
         only_one_shot,
         only_contention,
         without_contention,
+        only_first_search,
     }))
 }
 
@@ -692,6 +701,9 @@ fn measure(
     let ours_db = work.join("ours.sqlite");
     let corpus_mb = (info.plain_bytes() + scratch.plain_bytes) as f64 / 1e6;
     let mut rows = Vec::new();
+    if opts.only_first_search {
+        return only_first_search(info, root, &work, &naive_db, &ours_db);
+    }
     if opts.only_one_shot {
         let sections = Sections {
             command_line: !opts.only_contention,
@@ -823,39 +835,8 @@ fn measure(
         )),
     });
 
-    // First searches of common words, before anything was stored for them: one each, in process.
-    for word in FIRST_SEARCHES {
-        let (naive_first, t_naive) = match naive_conn.as_ref() {
-            Some(c) => {
-                let (hits, t) = timed(|| naive::search_sessions(c, word, LIMIT));
-                (Some(hits), Some(ms(t)))
-            }
-            None => (None, None),
-        };
-        let (ours_first, t_ours) = match ours.as_mut() {
-            Some(o) => {
-                let (hits, t) = timed(|| o.search_sessions(word, LIMIT));
-                (Some(hits), Some(ms(t)))
-            }
-            None => (None, None),
-        };
-        if let (Some(Ok(n)), Some(Ok(o))) = (&naive_first, &ours_first) {
-            if n != o {
-                eprintln!(
-                    "note: our first top {LIMIT} for {word:?} differs from the naive table's"
-                );
-            }
-        }
-        let t_ours = ours_first.and_then(|h| h.ok()).and(t_ours);
-        rows.push(Row {
-            what: format!("first search of \"{word}\", top {LIMIT}"),
-            ours: t_ours,
-            naive: naive_first.and_then(|h| h.ok()).and(t_naive),
-            scan: None,
-            unit: "ms",
-            aim: Some(("≤ 100 ms".into(), t_ours.is_some_and(|v| v <= 100.0))),
-        });
-    }
+    // First searches of common words and phrases, before anything was stored for them.
+    first_search_rows(naive_conn.as_ref(), ours.as_mut(), &mut rows);
 
     let common_naive = naive_conn.as_ref().and_then(|c| {
         or_note(
@@ -1085,6 +1066,86 @@ fn measure(
          one-shot rows: a new sample-host process per run (plugin load, index open, stat sweep, answer); \
          their scan column is rg -uu -z -F -l over the same root."
     );
+    Ok(())
+}
+
+/// The first search of each common word and phrase (nothing stored for it yet), one each, in process,
+/// beside the naive index's answer to the same query.
+fn first_search_rows(
+    naive_conn: Option<&rusqlite::Connection>,
+    mut ours: Option<&mut ours::Ours>,
+    rows: &mut Vec<Row>,
+) {
+    for word in FIRST_SEARCHES.iter().chain(FIRST_PHRASES.iter()).copied() {
+        let (naive_first, t_naive) = match naive_conn {
+            Some(c) => {
+                let (hits, t) = timed(|| naive::search_sessions(c, word, LIMIT));
+                (Some(hits), Some(ms(t)))
+            }
+            None => (None, None),
+        };
+        let (ours_first, t_ours) = match ours.as_deref_mut() {
+            Some(o) => {
+                let (hits, t) = timed(|| o.search_sessions(word, LIMIT));
+                (Some(hits), Some(ms(t)))
+            }
+            None => (None, None),
+        };
+        if let (Some(Ok(n)), Some(Ok(o))) = (&naive_first, &ours_first) {
+            if n != o {
+                eprintln!(
+                    "note: our first top {LIMIT} for {word:?} differs from the naive table's"
+                );
+            }
+        }
+        let t_ours = ours_first.and_then(|h| h.ok()).and(t_ours);
+        rows.push(Row {
+            what: format!("first search of \"{word}\", top {LIMIT}"),
+            ours: t_ours,
+            naive: naive_first.and_then(|h| h.ok()).and(t_naive),
+            scan: None,
+            unit: "ms",
+            aim: Some(("≤ 100 ms".into(), t_ours.is_some_and(|v| v <= 100.0))),
+        });
+    }
+}
+
+/// `--only first-search`: both indexes (built when missing, each in its own process), then the
+/// first-search rows over a copy of ours, so that no phrase a earlier run stored is "first" again.
+fn only_first_search(
+    info: &CorpusInfo,
+    root: &Path,
+    work: &Path,
+    naive_db: &Path,
+    ours_db: &Path,
+) -> Result<(), String> {
+    for (which, db) in [("naive", naive_db), ("ours", ours_db)] {
+        if !db.exists() {
+            println!("building the {which} index …");
+            build_in_child(which, root, db)?;
+        }
+    }
+    let probe = info
+        .rare_terms
+        .first()
+        .ok_or("the corpus has no rare terms")?;
+    // Up to date with the scratch session first, so the copy meets an unchanged root.
+    drop(ours::Ours::open(root, ours_db)?.search_sessions(&probe.term, LIMIT)?);
+    let copy = work.join("ours-first-search.sqlite");
+    let _ = fs::remove_file(&copy);
+    fs::copy(ours_db, &copy).map_err(|e| format!("copying {}: {e}", ours_db.display()))?;
+    let naive_conn = naive::open(naive_db)?;
+    let mut ours = ours::Ours::open(root, &copy)?;
+    ours.search_sessions(&probe.term, LIMIT)?;
+    println!("load average before the first searches: {}", load_average());
+    let mut rows = Vec::new();
+    first_search_rows(Some(&naive_conn), Some(&mut ours), &mut rows);
+    println!("load average after the first searches: {}", load_average());
+    drop(ours);
+    for suffix in ["", "-wal", "-shm", ".lock"] {
+        let _ = fs::remove_file(format!("{}{suffix}", copy.display()));
+    }
+    print_table(&rows);
     Ok(())
 }
 

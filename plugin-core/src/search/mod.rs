@@ -22,6 +22,7 @@
 //! [`sql`] (the statements), [`rank`] (session clauses and cross-session ranking), [`snippet`] (`makeSnippet`), [`cursor`] (MAC-protected cursors). The index
 //! file itself is `crate::index`.
 
+mod bounded;
 pub mod cursor;
 mod newest;
 pub mod rank;
@@ -31,6 +32,8 @@ pub mod snippet;
 pub mod sql;
 pub mod team;
 
+#[cfg(test)]
+mod bounded_tests;
 #[cfg(test)]
 mod fresh_tests;
 #[cfg(test)]
@@ -794,22 +797,53 @@ impl Search {
                 }
                 None => None,
             };
+            if from_hot.is_some() {
+                took(Plan::Stored);
+            }
+            // A phrase of several words: one of its tokens' lists bounds its ranking (`bounded`).
+            let from_hot = match (from_hot, events.is_empty() && mode.is_spec()) {
+                (None, true) => match bounded::pick_list(conn, &query.text)? {
+                    Some(list) => {
+                        let ranked = bounded::ranked(
+                            conn,
+                            &query.phrase,
+                            list,
+                            &every_candidate,
+                            need,
+                            cancelled,
+                        )?;
+                        if ranked.is_some() {
+                            took(Plan::Bounded);
+                        }
+                        ranked
+                    }
+                    None => None,
+                },
+                (from_hot, _) => from_hot,
+            };
             // Without event clauses, the spans-first read ranks the page from the match spans alone
             // and reads lengths and times only for the sessions that can reach it.
             let from_spans = match (&from_hot, events.is_empty() && mode.is_spec()) {
                 (None, true) => {
-                    spans_first(conn, &query.phrase, &every_candidate, need, cancelled)?
+                    let ranked =
+                        spans_first(conn, &query.phrase, &every_candidate, need, cancelled)?;
+                    if ranked.is_some() {
+                        took(Plan::SpansFirst);
+                    }
+                    ranked
                 }
                 _ => None,
             };
             let ranked = match (from_hot, from_spans) {
                 (Some(ranked), _) | (None, Some(ranked)) => ranked,
                 (None, None) if mode.order == request::Order::Newest => {
+                    took(Plan::Scan);
                     let newest = newest::scan(conn, &sql, cancelled)?;
                     let matched_candidates = candidates(&|sid| newest.contains_key(&sid));
                     newest::ranked(newest, &matched_candidates)
                 }
                 (None, None) => {
+                    took(Plan::Scan);
                     let (best, matched) = scan(conn, &sql, cancelled)?;
                     if events.is_empty()
                         && mode.is_spec()
@@ -1134,6 +1168,37 @@ impl HitRow {
             collection: None,
         }
     }
+}
+
+/// Which read ranked a cross-session page.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+enum Plan {
+    /// A stored ranking: the token's list or the materialised phrase (`index::hot`).
+    Stored,
+    /// A token list of the phrase bounding its ranking (`bounded`).
+    Bounded,
+    /// The spans-first read.
+    SpansFirst,
+    /// One FTS5 scan ranking every match.
+    Scan,
+}
+
+#[cfg(test)]
+thread_local! {
+    /// The plan of this thread's latest cross-session search, for tests that assert which read ran.
+    static LAST_PLAN: std::cell::Cell<Option<Plan>> = const { std::cell::Cell::new(None) };
+}
+
+fn took(plan: Plan) {
+    #[cfg(test)]
+    LAST_PLAN.with(|p| p.set(Some(plan)));
+    let _ = plan;
+}
+
+/// The plan of this thread's latest cross-session search.
+#[cfg(test)]
+fn last_plan() -> Option<Plan> {
+    LAST_PLAN.with(|p| p.take())
 }
 
 /// Sessions' best matches with their rows, in rank order.

@@ -24,7 +24,7 @@ pub struct Match {
 }
 
 /// Better first, within a session.
-fn within(a: &Match, b: &Match) -> Ordering {
+pub(crate) fn within(a: &Match, b: &Match) -> Ordering {
     b.spans
         .cmp(&a.spans)
         .then(a.len.cmp(&b.len))
