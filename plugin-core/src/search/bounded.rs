@@ -1,21 +1,22 @@
-//! The first page of a phrase of several words from one of its tokens' lists (`index::common`), read
-//! as candidates with an upper bound, exactly as the full ranking of spec §4.4 orders it.
+//! The first page of a phrase of several words from its tokens' lists (`index::common`), read as
+//! candidates with an upper bound, exactly as the full ranking of spec §4.4 orders it.
 //!
 //! Why it is exact: a phrase instance covers one occurrence of each of its tokens, a different one per
 //! instance, and merging overlapping instances only lowers the count; so a document's match_count for
-//! the phrase is at most its count of any one token of it. A list row of token `t` is `(count of t,
-//! len, time, doc)`, so with the phrase's count in place of `t`'s, the row's key can only get worse:
-//! the row is an upper bound of the document's true key, and the list is in bound order. A matching
-//! document missing from the list holds `t` with a key below the list's floor, so its true key is
-//! below the floor too. Reading rows best first and computing each candidate's true key (the phrase's
-//! spans in that one document), the ranked prefix is final once the `need`-th session's best true key
-//! beats the next row's bound on `(spans, len, time)`, strictly: sessions tied on those three are
-//! ordered by id, which a bound says nothing about. When the rows run out first the floor bounds what
-//! is left; if it does not beat the floor either, `None`, and the caller scans (which stays exact).
+//! the phrase is at most its count of each token of it. A list row of token `t` is `(count of t, len,
+//! time, doc)`; a document missing from `t`'s list either lacks `t` (when the list has no floor, it
+//! holds every document with `t`) or has a key below the list's floor, so a count of `t` at most the
+//! floor's and a `(spans, len, time)` at most the floor's. From the lists of the phrase's tokens, each
+//! listed document gets a bound on its true key, and every matching document that is in no list is
+//! below every floor. Reading candidates best bound first and computing each one's true key (the
+//! phrase's spans in that one document, from FTS5), the ranked prefix is final once the `need`-th
+//! session's best true key beats, strictly on `(spans, len, time)`, both the next candidate's bound and
+//! the floors' (sessions tied on those three are ordered by id, which a bound says nothing about). When
+//! that cannot happen before the candidates run out, `None`: the caller scans, which stays exact.
 //!
-//! Which list: of the phrase's tokens that have one, a list without a floor (it holds every match),
-//! else the one whose floor is lowest, which is the one most likely to reach its stop before the floor
-//! and whose counts are the rarest, so the tightest bounds.
+//! Cost: the lists are read whole (each at most twice its kept rows, `common::KEEP`), and one FTS5
+//! lookup by rowid per candidate read; a phrase whose bounds cannot reach its floors is known before
+//! any lookup (the `need`-th session's best bound is not above them) and costs only the list reads.
 
 use std::cmp::Ordering;
 use std::collections::HashMap;
@@ -30,9 +31,16 @@ use crate::index::store::{self, SessionRow};
 use crate::index::tokens::Tokenizer;
 use host_api::abi::PluginError;
 
-/// The list of one of `text`'s tokens the bounded read should use, when `text` (a query's text) is
-/// several tokens and at least one of them has a list.
-pub(super) fn pick_list(conn: &Connection, text: &str) -> Result<Option<hot::Phrase>, PluginError> {
+/// The lists a bounded read uses at most (those with the lowest floors): a long phrase of common
+/// words gains little from its eighth list.
+const MAX_LISTS: usize = 8;
+
+/// The lists of `text`'s tokens (a query's text), lowest floor first, when `text` is several tokens
+/// and at least one of them has a list.
+pub(super) fn phrase_lists(
+    conn: &Connection,
+    text: &str,
+) -> Result<Option<Vec<hot::Phrase>>, PluginError> {
     let tokenizer = Tokenizer::new(conn, cjk::TOKENIZE).map_err(index_failed)?;
     let mut tokens = tokenizer
         .phrase_tokens(&cjk::split(text))
@@ -42,101 +50,185 @@ pub(super) fn pick_list(conn: &Connection, text: &str) -> Result<Option<hot::Phr
     }
     tokens.sort_unstable();
     tokens.dedup();
-    let mut best: Option<hot::Phrase> = None;
+    let mut lists = Vec::new();
     for token in tokens {
-        let Some(list) = hot::token_list(conn, &token).map_err(index_failed)? else {
-            continue;
-        };
-        best = Some(match best {
-            None => list,
-            Some(b) => match (b.floor, list.floor) {
-                (None, _) => b,
-                (Some(_), None) => list,
-                // The lower floor (worse in rank order) lets more of the ranking be read.
-                (Some(fb), Some(fl)) if fl.rank(&fb) == Ordering::Greater => list,
-                _ => b,
-            },
-        });
+        if let Some(list) = hot::token_list(conn, &token).map_err(index_failed)? {
+            lists.push(list);
+        }
     }
-    Ok(best)
+    if lists.is_empty() {
+        return Ok(None);
+    }
+    // No floor first (it holds every match), then the lower floors (worse in rank order).
+    lists.sort_by(|a, b| match (a.floor, b.floor) {
+        (None, None) => a.id.cmp(&b.id),
+        (None, Some(_)) => Ordering::Less,
+        (Some(_), None) => Ordering::Greater,
+        (Some(fa), Some(fb)) => fb.rank(&fa).then(a.id.cmp(&b.id)),
+    });
+    lists.truncate(MAX_LISTS);
+    Ok(Some(lists))
 }
 
 /// `(spans, len, time)` as one comparable value, larger is better.
-fn triple(spans: i64, len: i64, time: i64) -> (i64, i64, i64) {
+type Triple = (i64, i64, i64);
+
+fn triple(spans: i64, len: i64, time: i64) -> Triple {
     (spans, len.saturating_neg(), time)
 }
 
-/// Whether the `need`-th best of `bests` beats `bound` strictly.
-fn beats(bests: &HashMap<i64, Match>, need: usize, bound: (i64, i64, i64)) -> bool {
-    if bests.len() < need {
-        return false;
+fn floor_triple(f: &HotHit) -> Triple {
+    triple(f.spans, f.len, f.time)
+}
+
+/// The `need`-th best of `keys` (`None` when there are fewer).
+fn nth_best(mut keys: Vec<Triple>, need: usize) -> Option<Triple> {
+    if keys.len() < need || need == 0 {
+        return None;
     }
-    let mut keys: Vec<(i64, i64, i64)> = bests
+    let (_, kth, _) = keys.select_nth_unstable_by(need - 1, |a, b| b.cmp(a));
+    Some(*kth)
+}
+
+/// Whether the `need`-th best of `bests` beats `bound` strictly.
+fn beats(bests: &HashMap<i64, Match>, need: usize, bound: Triple) -> bool {
+    let keys = bests
         .values()
         .map(|m| triple(m.spans, m.len, m.time))
         .collect();
-    let (_, kth, _) = keys.select_nth_unstable_by(need - 1, |a, b| b.cmp(a));
-    *kth > bound
+    nth_best(keys, need).is_some_and(|kth| kth > bound)
 }
 
-/// The first `need` sessions of `phrase`'s ranking (at least; all when fewer match), from `list`, the
-/// list of one of its tokens (see the module's comment); `None` when the list cannot rank them.
-/// `candidates` as for [`rank::Best::ranked`].
+/// One listed document: its key with the bounded spans, and the bound of its `(spans, len, time)`.
+struct Candidate {
+    bound: Match,
+    triple: Triple,
+}
+
+/// The listed documents of candidate sessions that may match, with their bounds, best bound first;
+/// and the bound of every matching document in no list (`None`: there is none, a list without a floor
+/// holds every match).
+fn candidates_of(
+    conn: &Connection,
+    lists: &[hot::Phrase],
+    sessions: &HashMap<i64, &SessionRow>,
+) -> Result<(Vec<Candidate>, Option<Triple>), PluginError> {
+    // doc → (len, time, least count over the lists holding it, how many hold it)
+    let mut docs: HashMap<i64, (i64, i64, i64, usize)> = HashMap::new();
+    let mut held: Vec<std::collections::HashSet<i64>> = Vec::with_capacity(lists.len());
+    for list in lists {
+        let mut in_list = std::collections::HashSet::new();
+        hot::ranked(conn, list.id, |h| {
+            if sessions.contains_key(&(h.doc >> 32)) {
+                in_list.insert(h.doc);
+                let e = docs.entry(h.doc).or_insert((h.len, h.time, h.spans, 0));
+                e.2 = e.2.min(h.spans);
+                e.3 += 1;
+            }
+            true
+        })
+        .map_err(index_failed)?;
+        held.push(in_list);
+    }
+    let unlisted = if lists.iter().any(|l| l.floor.is_none()) {
+        None
+    } else {
+        lists
+            .iter()
+            .filter_map(|l| l.floor.as_ref())
+            .map(floor_triple)
+            .min()
+    };
+    let mut out = Vec::with_capacity(docs.len());
+    'doc: for (doc, (len, time, mut spans, holders)) in docs {
+        let mut bound = triple(spans, len, time);
+        if holders < lists.len() {
+            for (list, in_list) in lists.iter().zip(&held) {
+                if in_list.contains(&doc) {
+                    continue;
+                }
+                // Not in a list holding every document with its token: the document lacks it.
+                let Some(f) = &list.floor else {
+                    continue 'doc;
+                };
+                spans = spans.min(f.spans);
+                bound = bound.min(floor_triple(f));
+            }
+            bound = bound.min(triple(spans, len, time));
+        }
+        out.push(Candidate {
+            bound: Match {
+                sid: doc >> 32,
+                seq: (doc as u64) & store::SEQ_MASK,
+                time,
+                len,
+                spans,
+            },
+            triple: bound,
+        });
+    }
+    out.sort_unstable_by(|a, b| {
+        b.triple
+            .cmp(&a.triple)
+            .then(b.bound.sid.cmp(&a.bound.sid))
+            .then(b.bound.seq.cmp(&a.bound.seq))
+    });
+    Ok((out, unlisted))
+}
+
+/// The first `need` sessions of `phrase`'s ranking (at least; all when fewer match), from `lists`,
+/// its tokens' lists (see the module's comment); `None` when they cannot rank them. `sessions` as for
+/// [`rank::Best::ranked`].
 pub(super) fn ranked<'a>(
     conn: &Connection,
     phrase: &str,
-    list: hot::Phrase,
-    candidates: &'a HashMap<i64, &'a SessionRow>,
+    lists: &[hot::Phrase],
+    sessions: &'a HashMap<i64, &'a SessionRow>,
     need: usize,
     cancelled: &dyn Fn() -> bool,
 ) -> Result<Option<Ranked<'a>>, PluginError> {
-    // A list holds at most twice its kept rows, so reading it whole is a short range scan.
-    let mut rows: Vec<HotHit> = Vec::new();
-    hot::ranked(conn, list.id, |h| {
-        rows.push(h);
-        true
-    })
-    .map_err(index_failed)?;
+    let (candidates, unlisted) = candidates_of(conn, lists, sessions)?;
+    if let Some(floor) = unlisted {
+        // The `need`-th session's true key is at most the `need`-th best of the sessions' best
+        // bounds: when that does not beat the floors, no lookup can.
+        let mut most: HashMap<i64, Triple> = HashMap::new();
+        for c in &candidates {
+            most.entry(c.bound.sid).or_insert(c.triple);
+        }
+        if !nth_best(most.into_values().collect(), need).is_some_and(|kth| kth > floor) {
+            return Ok(None);
+        }
+    }
     let mut spans_of = conn
         .prepare_cached("SELECT dsh_spans(fts) FROM fts WHERE fts MATCH ?1 AND fts.rowid = ?2")
         .map_err(index_failed)?;
     let mut bests: HashMap<i64, Match> = HashMap::new();
-    let mut last_checked: Option<(i64, i64, i64)> = None;
+    let mut last_checked: Option<Triple> = None;
     let mut done = false;
-    for (i, h) in rows.iter().enumerate() {
+    for (i, c) in candidates.iter().enumerate() {
         if i % 256 == 255 && cancelled() {
             return Err(aborted());
         }
-        let bound = triple(h.spans, h.len, h.time);
         // Bounds only fall, and the best keys only rise between two checks with the same bound.
-        if last_checked != Some(bound) {
-            if beats(&bests, need, bound) {
+        if last_checked != Some(c.triple) {
+            if beats(&bests, need, c.triple.max(unlisted.unwrap_or(c.triple))) {
                 done = true;
                 break;
             }
-            last_checked = Some(bound);
+            last_checked = Some(c.triple);
         }
-        let sid = h.doc >> 32;
-        if !candidates.contains_key(&sid) {
-            continue;
-        }
-        let seq = (h.doc as u64) & store::SEQ_MASK;
-        let bound_match = Match {
-            sid,
-            seq,
-            time: h.time,
-            len: h.len,
-            spans: h.spans,
-        };
+        let b = c.bound;
         // Its true key is at most its bound: it cannot replace a session best that beats the bound.
         if bests
-            .get(&sid)
-            .is_some_and(|b| rank::within(b, &bound_match) != Ordering::Greater)
+            .get(&b.sid)
+            .is_some_and(|best| rank::within(best, &b) != Ordering::Greater)
         {
             continue;
         }
+        let doc = store::doc_rowid(b.sid, b.seq)
+            .ok_or_else(|| index_failed(format!("document {}:{} has no rowid", b.sid, b.seq)))?;
         let spans: Option<i64> =
-            match spans_of.query_row(rusqlite::params![phrase, h.doc], |r| r.get(0)) {
+            match spans_of.query_row(rusqlite::params![phrase, doc], |r| r.get(0)) {
                 Ok(n) => Some(n),
                 Err(rusqlite::Error::QueryReturnedNoRows) => None,
                 Err(e) => return Err(index_failed(e)),
@@ -144,23 +236,19 @@ pub(super) fn ranked<'a>(
         let Some(spans) = spans.filter(|&n| n > 0) else {
             continue;
         };
-        let m = Match {
-            spans,
-            ..bound_match
-        };
+        let m = Match { spans, ..b };
         bests
-            .entry(sid)
-            .and_modify(|b| {
-                if rank::within(&m, b) == Ordering::Less {
-                    *b = m;
+            .entry(b.sid)
+            .and_modify(|best| {
+                if rank::within(&m, best) == Ordering::Less {
+                    *best = m;
                 }
             })
             .or_insert(m);
     }
     if !done {
-        // The rows ran out: what the list does not hold is below its floor.
-        if let Some(f) = list.floor {
-            if !beats(&bests, need, triple(f.spans, f.len, f.time)) {
+        if let Some(floor) = unlisted {
+            if !beats(&bests, need, floor) {
                 return Ok(None);
             }
         }
@@ -169,7 +257,7 @@ pub(super) fn ranked<'a>(
     for m in bests.into_values() {
         best.offer(m);
     }
-    let mut ranked = best.ranked(candidates);
+    let mut ranked = best.ranked(sessions);
     ranked.truncate(need);
     Ok(Some(ranked))
 }
@@ -271,8 +359,13 @@ mod tests {
     }
 
     fn row(sid: i64) -> SessionRow {
-        // Ids ordered unlike row ids, so ties between sessions are broken by id.
-        SessionRow::persisted_for_tests(sid, format!("s{:03}", 1000 - sid), sid % 3)
+        // Ids in neither the row ids' order nor its reverse (the candidates' order), so ties between
+        // sessions are broken by id only where the ranking reads it.
+        SessionRow::persisted_for_tests(
+            sid,
+            format!("s{:04}", (sid * 389) % 11 * 1000 + sid),
+            sid % 3,
+        )
     }
 
     /// The full ranking of `phrase` over `truth` (spec §4.4), as (row id, seq).
@@ -338,7 +431,7 @@ mod tests {
         let (mut answered, mut fell_back) = (0, 0);
         for phrase in PHRASES {
             let fts = format!("\"{phrase}\"");
-            let Some(list) = pick_list(conn, phrase).unwrap() else {
+            let Some(lists) = phrase_lists(conn, phrase).unwrap() else {
                 continue;
             };
             for filtered in [false, true] {
@@ -349,7 +442,7 @@ mod tests {
                     .collect();
                 let full = brute_force(truth, phrase, &candidates);
                 for need in 1..=full.len() + 1 {
-                    let got = ranked(conn, &fts, list, &candidates, need, &never).unwrap();
+                    let got = ranked(conn, &fts, &lists, &candidates, need, &never).unwrap();
                     let Some(got) = got else {
                         fell_back += 1;
                         continue;
@@ -451,13 +544,49 @@ mod tests {
         assert!(fell_back > 0, "the bounded read never reached a floor");
     }
 
+    /// Sessions whose best documents tie on (spans, len, time) are ordered by id: the read must not
+    /// stop on a bound equal to the page's last key, whatever order it reads the candidates in.
+    #[test]
+    fn ties_between_sessions_are_broken_by_id_not_by_the_read_order() {
+        let mut conn = index();
+        let mut truth = Truth::new();
+        store::begin_batch(&conn).unwrap();
+        // As many as a list keeps, so that it has no floor. Every best document ends up at (1 span,
+        // 19 characters, time 5); half of them are bounded at 2 spans, read first.
+        for n in 0..common::KEEP as i64 {
+            let text = if n % 2 == 0 {
+                "error the error the"
+            } else {
+                "the error xxxxxxxxx"
+            };
+            let d = vec![(0, 5, text.to_string())];
+            let sid = write(&mut conn, None, &key(n), &d);
+            truth.insert(sid, d.into_iter().map(|(s, t, x)| (s, (t, x))).collect());
+        }
+        store::commit_batch(&conn).unwrap();
+        let lists = phrase_lists(&conn, "the error")
+            .unwrap()
+            .expect("listed tokens");
+        assert!(lists.iter().all(|l| l.floor.is_none()));
+        let rows: Vec<SessionRow> = truth.keys().map(|&sid| row(sid)).collect();
+        let sessions: HashMap<i64, &SessionRow> = rows.iter().map(|r| (r.sid, r)).collect();
+        let full = brute_force(&truth, "the error", &sessions);
+        for need in 1..=common::KEEP + 1 {
+            let got = ranked(&conn, "\"the error\"", &lists, &sessions, need, &never)
+                .unwrap()
+                .expect("lists without a floor always answer");
+            let got: Vec<(i64, u64)> = got.iter().map(|(m, _)| (m.sid, m.seq)).collect();
+            assert_eq!(got[..], full[..need.min(full.len())], "need {need}");
+        }
+    }
+
     #[test]
     fn phrases_of_one_token_or_without_a_listed_token_have_no_list() {
         let mut conn = index();
         let d: Vec<(u64, i64, String)> = (0..8).map(|s| (s, 0, "the error".to_string())).collect();
         write(&mut conn, None, &key(1), &d);
-        assert!(pick_list(&conn, "the").unwrap().is_none(), "one token");
-        assert!(pick_list(&conn, "nowhere unlisted").unwrap().is_none());
-        assert!(pick_list(&conn, "the nowhere").unwrap().is_some());
+        assert!(phrase_lists(&conn, "the").unwrap().is_none(), "one token");
+        assert!(phrase_lists(&conn, "nowhere unlisted").unwrap().is_none());
+        assert!(phrase_lists(&conn, "the nowhere").unwrap().is_some());
     }
 }

@@ -802,12 +802,12 @@ impl Search {
             }
             // A phrase of several words: one of its tokens' lists bounds its ranking (`bounded`).
             let from_hot = match (from_hot, events.is_empty() && mode.is_spec()) {
-                (None, true) => match bounded::pick_list(conn, &query.text)? {
-                    Some(list) => {
+                (None, true) => match bounded::phrase_lists(conn, &query.text)? {
+                    Some(lists) => {
                         let ranked = bounded::ranked(
                             conn,
                             &query.phrase,
-                            list,
+                            &lists,
                             &every_candidate,
                             need,
                             cancelled,
