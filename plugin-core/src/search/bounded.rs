@@ -70,6 +70,40 @@ pub(super) fn phrase_lists(
     Ok(Some(lists))
 }
 
+/// The request's event clauses, checked one stored row at a time: a row whose document does not
+/// pass is skipped as the scan would skip it. The bounds stay valid (the filtered documents are a
+/// subset of the matching ones), so filtering the candidates keeps every read exact.
+pub(super) struct EventCheck<'c> {
+    /// `None` without event clauses (every document passes).
+    stmt: Option<(rusqlite::CachedStatement<'c>, Vec<rusqlite::types::Value>)>,
+}
+
+impl<'c> EventCheck<'c> {
+    pub(super) fn new(
+        conn: &'c Connection,
+        events: &[host_api::abi::EventFilter],
+    ) -> Result<Self, PluginError> {
+        if events.is_empty() {
+            return Ok(Self { stmt: None });
+        }
+        let sql = super::sql::doc_passes(events);
+        let stmt = conn.prepare_cached(&sql.text).map_err(index_failed)?;
+        Ok(Self {
+            stmt: Some((stmt, sql.params)),
+        })
+    }
+
+    /// Whether document `doc` passes every clause.
+    pub(super) fn passes(&mut self, doc: i64) -> Result<bool, PluginError> {
+        let Some((stmt, params)) = &mut self.stmt else {
+            return Ok(true);
+        };
+        params[0] = rusqlite::types::Value::Integer(doc);
+        stmt.exists(rusqlite::params_from_iter(params.iter()))
+            .map_err(index_failed)
+    }
+}
+
 /// `(spans, len, time)` as one comparable value, larger is better.
 type Triple = (i64, i64, i64);
 
@@ -184,6 +218,7 @@ pub(super) fn ranked<'a>(
     phrase: &str,
     lists: &[hot::Phrase],
     sessions: &'a HashMap<i64, &'a SessionRow>,
+    events: &mut EventCheck<'_>,
     need: usize,
     cancelled: &dyn Fn() -> bool,
 ) -> Result<Option<Ranked<'a>>, PluginError> {
@@ -227,6 +262,9 @@ pub(super) fn ranked<'a>(
         }
         let doc = store::doc_rowid(b.sid, b.seq)
             .ok_or_else(|| index_failed(format!("document {}:{} has no rowid", b.sid, b.seq)))?;
+        if !events.passes(doc)? {
+            continue;
+        }
         let spans: Option<i64> =
             match spans_of.query_row(rusqlite::params![phrase, doc], |r| r.get(0)) {
                 Ok(n) => Some(n),
@@ -275,6 +313,7 @@ mod tests {
     use crate::index::store::{Doc, RowKey};
     use crate::index::{common, schema, spans};
     use crate::search::test_support::never;
+    use host_api::abi::EventFilter;
 
     /// xorshift, so a failure names its seed.
     struct Rng(u64);
@@ -374,9 +413,22 @@ mod tests {
         phrase: &str,
         rows: &HashMap<i64, &SessionRow>,
     ) -> Vec<(i64, u64)> {
+        brute_force_where(truth, phrase, rows, &|_, _| true)
+    }
+
+    /// [`brute_force`] over the documents `(seq, time)` that `keep`.
+    fn brute_force_where(
+        truth: &Truth,
+        phrase: &str,
+        rows: &HashMap<i64, &SessionRow>,
+        keep: &dyn Fn(u64, i64) -> bool,
+    ) -> Vec<(i64, u64)> {
         let mut best = rank::Best::new();
         for (&sid, docs) in truth {
             for (&seq, (time, text)) in docs {
+                if !keep(seq, *time) {
+                    continue;
+                }
                 let spans = match_count(text, phrase);
                 if spans > 0 {
                     best.offer(Match {
@@ -429,6 +481,18 @@ mod tests {
     fn check(conn: &Connection, truth: &Truth, round: &str) -> (usize, usize) {
         let rows: Vec<SessionRow> = truth.keys().map(|&sid| row(sid)).collect();
         let (mut answered, mut fell_back) = (0, 0);
+        let range = |from: Option<f64>, to: Option<f64>| host_api::abi::Range { from, to };
+        // Event clauses as the request gives them, and what they keep of a document (seq, time).
+        let clauses: [(Vec<EventFilter>, &dyn Fn(u64, i64) -> bool); 3] = [
+            (vec![], &|_, _| true),
+            (
+                vec![EventFilter::Time(range(Some(0.5), Some(1.0)))],
+                &|_, t| t == 1,
+            ),
+            (vec![EventFilter::Seq(range(None, Some(3.0)))], &|s, _| {
+                s <= 3
+            }),
+        ];
         for phrase in PHRASES {
             let fts = format!("\"{phrase}\"");
             let Some(lists) = phrase_lists(conn, phrase).unwrap() else {
@@ -440,21 +504,26 @@ mod tests {
                     .filter(|r| !filtered || r.header.created_at != 2)
                     .map(|r| (r.sid, r))
                     .collect();
-                let full = brute_force(truth, phrase, &candidates);
-                for need in 1..=full.len() + 1 {
-                    let got = ranked(conn, &fts, &lists, &candidates, need, &never).unwrap();
-                    let Some(got) = got else {
-                        fell_back += 1;
-                        continue;
-                    };
-                    answered += 1;
-                    let got: Vec<(i64, u64)> = got.iter().map(|(m, _)| (m.sid, m.seq)).collect();
-                    let n = need.min(full.len());
-                    assert_eq!(
-                        got[..],
-                        full[..n],
-                        "{round}: {phrase:?} need {need} filtered {filtered}"
-                    );
+                for (events, keep) in &clauses {
+                    let full = brute_force_where(truth, phrase, &candidates, keep);
+                    let mut check = EventCheck::new(conn, events).unwrap();
+                    for need in 1..=full.len() + 1 {
+                        let got = ranked(conn, &fts, &lists, &candidates, &mut check, need, &never)
+                            .unwrap();
+                        let Some(got) = got else {
+                            fell_back += 1;
+                            continue;
+                        };
+                        answered += 1;
+                        let got: Vec<(i64, u64)> =
+                            got.iter().map(|(m, _)| (m.sid, m.seq)).collect();
+                        let n = need.min(full.len());
+                        assert_eq!(
+                            got[..],
+                            full[..n],
+                            "{round}: {phrase:?} need {need} filtered {filtered} events {events:?}"
+                        );
+                    }
                 }
             }
         }
@@ -572,9 +641,17 @@ mod tests {
         let sessions: HashMap<i64, &SessionRow> = rows.iter().map(|r| (r.sid, r)).collect();
         let full = brute_force(&truth, "the error", &sessions);
         for need in 1..=common::KEEP + 1 {
-            let got = ranked(&conn, "\"the error\"", &lists, &sessions, need, &never)
-                .unwrap()
-                .expect("lists without a floor always answer");
+            let got = ranked(
+                &conn,
+                "\"the error\"",
+                &lists,
+                &sessions,
+                &mut EventCheck::new(&conn, &[]).unwrap(),
+                need,
+                &never,
+            )
+            .unwrap()
+            .expect("lists without a floor always answer");
             let got: Vec<(i64, u64)> = got.iter().map(|(m, _)| (m.sid, m.seq)).collect();
             assert_eq!(got[..], full[..need.min(full.len())], "need {need}");
         }

@@ -176,7 +176,49 @@ fn compare(lists: &Side, scan: &Side, round: &str) -> usize {
             }
         }
     }
+    // Event clauses filter the lists' rows one document at a time, for phrases and single words.
+    for q in ["the error", "the the", "the", "error"] {
+        for events in [
+            json!([{"kind": "seq", "to": 3}]),
+            json!([{"kind": "time", "from": 1002}]),
+            json!([{"kind": "type", "values": ["user/message"]}]),
+            json!([{"kind": "type", "values": []}]),
+        ] {
+            let (l, plans) = event_pages(lists, q, &events);
+            let (s, _) = event_pages(scan, q, &events);
+            assert_eq!(l, s, "{round}: query {q:?}, event clauses {events}");
+            bounded += plans.iter().filter(|p| **p == Plan::Bounded).count();
+        }
+    }
     bounded
+}
+
+/// Every page (of 2) of a search with event clauses `events`, and the plans the pages took.
+fn event_pages(side: &Side, q: &str, events: &serde_json::Value) -> (Vec<String>, Vec<Plan>) {
+    let (mut out, mut plans) = (Vec::new(), Vec::new());
+    let mut cursor: Option<String> = None;
+    loop {
+        let mut req = json!({"query": q, "limit": 2, "eventFilters": events});
+        if let Some(c) = &cursor {
+            req["cursor"] = json!(c);
+        }
+        let req: SessionSearchRequest = serde_json::from_value(req).unwrap();
+        let page = side
+            .search
+            .search_sessions(&side.corpus, req, &never)
+            .unwrap();
+        plans.extend(last_plan());
+        out.extend(page.items.iter().map(|h| {
+            format!(
+                "{} {} {}",
+                h.header.id, h.best_match.seq, h.best_match.snippet
+            )
+        }));
+        match page.next_cursor {
+            Some(c) => cursor = Some(c),
+            None => return (out, plans),
+        }
+    }
 }
 
 #[test]

@@ -780,11 +780,13 @@ impl Search {
                 .unwrap_or(usize::MAX);
             // The stored phrases and the spans-first read hold spec §4.4's ranking of a phrase; the other
             // modes scan.
-            let hot = if events.is_empty() && mode.is_spec() {
+            // Event clauses filter the stored rows one document at a time (`bounded::EventCheck`).
+            let hot = if mode.is_spec() {
                 stored_ranking(conn, &query)?
             } else {
                 None
             };
+            let mut event_check = bounded::EventCheck::new(conn, &events)?;
             let every_candidate = candidates(&|_| true);
             // The stored rows answer when they rank the page before they run out (a phrase keeps only
             // its best rows); otherwise the scan does.
@@ -793,7 +795,14 @@ impl Search {
                     if stored.by_use {
                         used = Some(stored.phrase.id);
                     }
-                    hot_ranked(conn, stored.phrase, &every_candidate, need, cancelled)?
+                    hot_ranked(
+                        conn,
+                        stored.phrase,
+                        &every_candidate,
+                        &mut event_check,
+                        need,
+                        cancelled,
+                    )?
                 }
                 None => None,
             };
@@ -801,7 +810,7 @@ impl Search {
                 took(Plan::Stored);
             }
             // A phrase of several words: one of its tokens' lists bounds its ranking (`bounded`).
-            let from_hot = match (from_hot, events.is_empty() && mode.is_spec()) {
+            let from_hot = match (from_hot, mode.is_spec()) {
                 (None, true) => match bounded::phrase_lists(conn, &query.text)? {
                     Some(lists) => {
                         let ranked = bounded::ranked(
@@ -809,6 +818,7 @@ impl Search {
                             &query.phrase,
                             &lists,
                             &every_candidate,
+                            &mut event_check,
                             need,
                             cancelled,
                         )?;
@@ -1241,23 +1251,32 @@ fn hot_ranked<'a>(
     conn: &Connection,
     phrase: hot::Phrase,
     candidates: &'a HashMap<i64, &'a SessionRow>,
+    events: &mut bounded::EventCheck<'_>,
     need: usize,
     cancelled: &dyn Fn() -> bool,
 ) -> Result<Option<Ranked<'a>>, PluginError> {
     let mut prefix = rank::Prefix::new(candidates, need);
     let mut seen = 0u64;
-    let mut stopped = false;
+    let mut stopped = None;
     let ran_out = hot::ranked(conn, phrase.id, |h| {
         seen += 1;
         if seen.is_multiple_of(4096) && cancelled() {
-            stopped = true;
+            stopped = Some(aborted());
             return false;
         }
-        prefix.offer(hot_match(h))
+        // Rows of documents the event clauses leave out are skipped, as the scan skips them.
+        match events.passes(h.doc) {
+            Ok(true) => prefix.offer(hot_match(h)),
+            Ok(false) => true,
+            Err(e) => {
+                stopped = Some(e);
+                false
+            }
+        }
     })
     .map_err(index_failed)?;
-    if stopped {
-        return Err(aborted());
+    if let Some(e) = stopped {
+        return Err(e);
     }
     if ran_out && phrase.floor.is_some() {
         return Ok(None);

@@ -93,6 +93,19 @@ pub fn matches_query(phrase: &str, events: &[EventFilter]) -> Sql {
     sql
 }
 
+/// Whether document `?1` passes the event clauses, with the scan's own predicates (so a read that
+/// filters stored rows one document at a time filters exactly as the scan does). `?1` is bound to 0
+/// here; the caller binds each rowid.
+pub fn doc_passes(events: &[EventFilter]) -> Sql {
+    let mut sql = Sql::default();
+    let rowid = sql.bind(SqlValue::Integer(0));
+    let mut preds = Vec::new();
+    sql.event_predicates(events, &mut preds);
+    let extra: String = preds.iter().map(|p| format!(" AND {p}")).collect();
+    sql.text = format!("SELECT 1 FROM docs d WHERE d.rowid = {rowid}{extra}");
+    sql
+}
+
 /// Within-session search over row `sid` (its rowid range): (rowid, seq, type, time, surface), ranked
 /// by spans, then shorter, then newer.
 pub fn events_query(
