@@ -230,7 +230,7 @@ pub(super) fn ranked<'a>(
         for c in &candidates {
             most.entry(c.bound.sid).or_insert(c.triple);
         }
-        if !nth_best(most.into_values().collect(), need).is_some_and(|kth| kth > floor) {
+        if nth_best(most.into_values().collect(), need).is_none_or(|kth| kth <= floor) {
             return Ok(None);
         }
     }
@@ -416,12 +416,15 @@ mod tests {
         brute_force_where(truth, phrase, rows, &|_, _| true)
     }
 
+    /// Which documents `(seq, time)` a brute-force ranking keeps.
+    type Keep = dyn Fn(u64, i64) -> bool;
+
     /// [`brute_force`] over the documents `(seq, time)` that `keep`.
     fn brute_force_where(
         truth: &Truth,
         phrase: &str,
         rows: &HashMap<i64, &SessionRow>,
-        keep: &dyn Fn(u64, i64) -> bool,
+        keep: &Keep,
     ) -> Vec<(i64, u64)> {
         let mut best = rank::Best::new();
         for (&sid, docs) in truth {
@@ -483,7 +486,7 @@ mod tests {
         let (mut answered, mut fell_back) = (0, 0);
         let range = |from: Option<f64>, to: Option<f64>| host_api::abi::Range { from, to };
         // Event clauses as the request gives them, and what they keep of a document (seq, time).
-        let clauses: [(Vec<EventFilter>, &dyn Fn(u64, i64) -> bool); 3] = [
+        let clauses: [(Vec<EventFilter>, &Keep); 3] = [
             (vec![], &|_, _| true),
             (
                 vec![EventFilter::Time(range(Some(0.5), Some(1.0)))],
