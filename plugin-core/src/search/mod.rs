@@ -6,9 +6,11 @@
 //! ([`refresh`], on the writer side; a call that finds another thread refreshing answers at once from
 //! what is committed, see [`Search::prepare`]) → on a reader connection of its own, inside one read
 //! transaction: decode the cursor → check the predicate budgets → rank the page: a range scan of a
-//! phrase's stored ranking keys (`index::hot`) when they rank it, else (no event clauses) the
-//! spans-first read, else one FTS5 scan → snippets for the page's hits only → a page with an opaque
-//! cursor and the `skipped` report. A page therefore never mixes committed states.
+//! phrase's stored ranking keys (`index::hot`) when they rank it, else for a phrase of several words
+//! its tokens' lists as bounded candidates (`bounded`), both with event clauses checked per stored
+//! row; else (no event clauses) the spans-first read, else one FTS5 scan → snippets for the page's
+//! hits only → a page with an opaque cursor and the `skipped` report. A page therefore never mixes
+//! committed states.
 //!
 //! Where this differs from the reference on purpose (DESIGN.md deviation 2): a session left out of search
 //! is reported in every page's `skipped` instead of failing the search, and `search_events` on such a
