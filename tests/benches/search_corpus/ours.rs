@@ -8,7 +8,7 @@ use host_api::abi::wire::search::{SessionEventSearchRequest, SessionSearchReques
 use plugin_core::config::Config;
 use plugin_core::corpus::Corpus;
 use plugin_core::search::Search;
-use serde_json::json;
+use serde_json::{json, Value};
 
 use super::measure::{timed, Hit, Hits};
 
@@ -66,12 +66,21 @@ impl Ours {
         self.search_shared(query, limit)
     }
 
+    /// [`Ours::search_sessions`] over the events from seq `from` on (an event clause).
+    pub fn search_from_seq(&mut self, query: &str, limit: usize, from: u64) -> Hits {
+        self.search_with(query, limit, Some(json!([{"kind": "seq", "from": from}])))
+    }
+
     /// [`Ours::search_sessions`] through a shared reference: threads of one host search at once.
     pub fn search_shared(&self, query: &str, limit: usize) -> Hits {
+        self.search_with(query, limit, None)
+    }
+
+    fn search_with(&self, query: &str, limit: usize, event_filters: Option<Value>) -> Hits {
         let req = SessionSearchRequest {
             query: json!(query),
             session_filters: None,
-            event_filters: None,
+            event_filters,
             limit: Some(json!(limit)),
             cursor: None,
             ..Default::default()
