@@ -12,6 +12,7 @@ use serde_json::value::RawValue;
 use serde_json::{Map, Value};
 
 use super::event::{EnvelopeKey, EnvelopeParts};
+use super::packed::{RowKind, TypedRow};
 use super::payload::{builds_as_value, is_lazy_kind, Payload};
 use super::validate::is_plain_known;
 use crate::json::parse_lossy;
@@ -24,6 +25,8 @@ use crate::json::parse_lossy;
 pub(crate) enum Parsed {
     /// An envelope of a type steps 2–5 of spec §1.7 never look at, not yet validated (§1.4).
     Plain(EnvelopeParts),
+    /// A packed chunk row whose shape the parse checked (see [`RowDataSeed`]).
+    Row(TypedRow),
     /// Anything else, as `JSON.parse` would return it.
     Value(Value),
 }
@@ -94,8 +97,13 @@ impl<'de> Visitor<'de> for LineVisitor {
         let mut plain_shape = true;
         // Whether a `type` read so far names a type whose `data` is kept as text (see `Payload`).
         let mut lazy = false;
+        // The packed row kind a `type` read so far names: its `data` is parsed typed.
+        let mut row = None;
         while let Some(key) = map.next_key_seed(LineKeySeed)? {
             let field = match key {
+                LineKey::Known(EnvelopeKey::Data) if row.is_some() => {
+                    Field::Row(map.next_value_seed(RowDataSeed(row.unwrap_or(RowKind::Text)))?)
+                }
                 LineKey::Known(EnvelopeKey::Data) if lazy => {
                     let raw: Box<RawValue> = map.next_value()?;
                     if builds_as_value(raw.get()) {
@@ -115,11 +123,18 @@ impl<'de> Visitor<'de> for LineVisitor {
                     seen |= bit;
                     if let (EnvelopeKey::Type, Field::Value(v)) = (k, &field) {
                         lazy = v.as_str().is_some_and(is_lazy_kind);
+                        row = v.as_str().and_then(RowKind::from_tag);
                     }
                 }
                 LineKey::Other(_) => plain_shape = false,
             }
             pairs.push((key, field));
+        }
+        if pairs
+            .iter()
+            .any(|(_, field)| matches!(field, Field::Row(_)))
+        {
+            return typed_row(pairs);
         }
         let plain_kind = pairs.iter().any(|(k, v)| {
             matches!((k, v), (LineKey::Known(EnvelopeKey::Type), Field::Value(v)) if v.as_str().is_some_and(is_plain_known))
@@ -149,10 +164,12 @@ impl<'de> Visitor<'de> for LineVisitor {
     }
 }
 
-/// One field of a line's top-level object: a `Value`, or a `data` kept as text.
+/// One field of a line's top-level object: a `Value`, a `data` kept as text, or a packed row's `data`
+/// parsed typed.
 enum Field {
     Value(Value),
     Data(Payload),
+    Row(RowData),
 }
 
 impl Field {
@@ -160,7 +177,175 @@ impl Field {
         match self {
             Self::Value(value) => value,
             Self::Data(payload) => payload.into_value(),
+            // `typed_row` takes every line with a typed row data; nothing else gets one.
+            Self::Row(_) => Value::Null,
         }
+    }
+}
+
+/// The error that sends a line to the general parse: the typed parse of a packed row only answers for
+/// rows of exactly the expected shape, and leaves everything else (with its wording) to
+/// `packed::expand_row_parts`.
+fn not_typed<E: de::Error>() -> E {
+    E::custom("not a packed row of the expected shape")
+}
+
+/// A line whose `data` was parsed as a packed row's: exactly `type`, `seq0`, `time0` and `data`, once each.
+fn typed_row<E: de::Error>(pairs: Vec<(LineKey, Field)>) -> Result<Parsed, E> {
+    if pairs.len() != 4 {
+        return Err(not_typed());
+    }
+    let (mut kind, mut seq0, mut time0, mut data) = (None, None, None, None);
+    for (key, field) in pairs {
+        match (key, field) {
+            (LineKey::Known(EnvelopeKey::Type), Field::Value(v)) if kind.is_none() => {
+                kind = v.as_str().and_then(RowKind::from_tag)
+            }
+            (LineKey::Other(k), Field::Value(v)) if k == "seq0" && seq0.is_none() => seq0 = Some(v),
+            (LineKey::Other(k), Field::Value(v)) if k == "time0" && time0.is_none() => {
+                time0 = Some(v)
+            }
+            (LineKey::Known(EnvelopeKey::Data), Field::Row(d)) if data.is_none() => data = Some(d),
+            _ => return Err(not_typed()),
+        }
+    }
+    let (Some(kind), Some(seq0), Some(time0), Some(data)) = (kind, seq0, time0, data) else {
+        return Err(not_typed());
+    };
+    if data.kind != kind {
+        return Err(not_typed());
+    }
+    Ok(Parsed::Row(TypedRow {
+        kind,
+        seq0,
+        time0,
+        turn: data.turn,
+        step: data.step,
+        index: data.index,
+        id: data.id,
+        name: data.name,
+        dt: data.dt,
+        texts: data.texts,
+    }))
+}
+
+/// The keys a packed row's `data` may have, read without allocating.
+#[derive(Clone, Copy)]
+enum RowKey {
+    Turn,
+    Step,
+    Index,
+    Dt,
+    Texts,
+    Args,
+    Id,
+    Name,
+}
+
+struct RowKeySeed;
+
+impl<'de> DeserializeSeed<'de> for RowKeySeed {
+    type Value = RowKey;
+
+    fn deserialize<D: Deserializer<'de>>(self, deserializer: D) -> Result<RowKey, D::Error> {
+        deserializer.deserialize_str(self)
+    }
+}
+
+impl Visitor<'_> for RowKeySeed {
+    type Value = RowKey;
+
+    fn expecting(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        f.write_str("a packed row data key")
+    }
+
+    fn visit_str<E: de::Error>(self, key: &str) -> Result<RowKey, E> {
+        Ok(match key {
+            "turn" => RowKey::Turn,
+            "step" => RowKey::Step,
+            "index" => RowKey::Index,
+            "dt" => RowKey::Dt,
+            "texts" => RowKey::Texts,
+            "args" => RowKey::Args,
+            "id" => RowKey::Id,
+            "name" => RowKey::Name,
+            _ => return Err(not_typed()),
+        })
+    }
+}
+
+/// A packed row's `data` of the expected shape (see [`TypedRow`]).
+struct RowData {
+    kind: RowKind,
+    turn: serde_json::Number,
+    step: serde_json::Number,
+    index: serde_json::Number,
+    id: Option<String>,
+    name: Option<String>,
+    dt: Vec<Value>,
+    texts: Vec<String>,
+}
+
+/// Parses a packed row's `data` straight into its fields: no map, no key strings, no `Value` per text.
+/// Any other shape (a missing, repeated or unknown key, a value of another type) is [`not_typed`].
+struct RowDataSeed(RowKind);
+
+impl<'de> DeserializeSeed<'de> for RowDataSeed {
+    type Value = RowData;
+
+    fn deserialize<D: Deserializer<'de>>(self, deserializer: D) -> Result<RowData, D::Error> {
+        deserializer.deserialize_map(self)
+    }
+}
+
+impl<'de> Visitor<'de> for RowDataSeed {
+    type Value = RowData;
+
+    fn expecting(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        f.write_str("a packed row's data")
+    }
+
+    fn visit_map<A: MapAccess<'de>>(self, mut map: A) -> Result<RowData, A::Error> {
+        let kind = self.0;
+        let (mut turn, mut step, mut index, mut id, mut name, mut dt, mut texts) =
+            (None, None, None, None, None, None, None);
+        fn once<T, E: de::Error>(slot: &mut Option<T>, value: T) -> Result<(), E> {
+            match slot.replace(value) {
+                None => Ok(()),
+                Some(_) => Err(not_typed()),
+            }
+        }
+        while let Some(key) = map.next_key_seed(RowKeySeed)? {
+            match (key, kind) {
+                (RowKey::Turn, _) => once(&mut turn, map.next_value()?)?,
+                (RowKey::Step, _) => once(&mut step, map.next_value()?)?,
+                (RowKey::Index, _) => once(&mut index, map.next_value()?)?,
+                (RowKey::Dt, _) => once(&mut dt, map.next_value()?)?,
+                (RowKey::Texts, RowKind::Text | RowKind::Reasoning)
+                | (RowKey::Args, RowKind::ToolCall) => once(&mut texts, map.next_value()?)?,
+                (RowKey::Id, RowKind::ToolCall) => once(&mut id, map.next_value()?)?,
+                (RowKey::Name, RowKind::ToolCall) => once(&mut name, map.next_value()?)?,
+                _ => return Err(not_typed()),
+            }
+        }
+        let (Some(turn), Some(step), Some(index), Some(dt), Some(texts)) =
+            (turn, step, index, dt, texts)
+        else {
+            return Err(not_typed());
+        };
+        if kind == RowKind::ToolCall && id.is_none() {
+            return Err(not_typed());
+        }
+        Ok(RowData {
+            kind,
+            turn,
+            step,
+            index,
+            id,
+            name,
+            dt,
+            texts,
+        })
     }
 }
 
@@ -172,6 +357,40 @@ mod tests {
         match parse_line(line.as_bytes()).unwrap() {
             Parsed::Value(v) => v,
             Parsed::Plain(p) => p.into_event().unwrap().to_value(),
+            Parsed::Row(_) => panic!("a packed row"),
+        }
+    }
+
+    #[test]
+    fn packed_rows_of_the_expected_shape_parse_typed_and_any_other_shape_generally() {
+        let typed = [
+            r#"{"type":"text-chunks","seq0":2,"time0":3,"data":{"turn":1,"step":1,"index":0,"dt":[1,0],"texts":["he","l","lo"]}}"#,
+            r#"{"type":"tool-call-chunks","seq0":5,"time0":9,"data":{"turn":1,"step":1,"index":1,"id":"c1","name":"read","dt":[2],"args":["{","}"]}}"#,
+            // Checks past the shape (an empty payload, a gap count) are the expansion's.
+            r#"{"type":"reasoning-chunks","seq0":0,"time0":0,"data":{"turn":1,"step":1,"index":0,"dt":[],"texts":[]}}"#,
+        ];
+        for line in typed {
+            assert!(
+                matches!(parse_line(line.as_bytes()).unwrap(), Parsed::Row(_)),
+                "{line}"
+            );
+        }
+        for line in [
+            // `type` after `data`, a repeated key, an unknown key, a value of another type, a missing key.
+            r#"{"seq0":2,"time0":3,"data":{"turn":1,"step":1,"index":0,"dt":[],"texts":["a"]},"type":"text-chunks"}"#,
+            r#"{"type":"text-chunks","seq0":2,"time0":3,"data":{"turn":1,"turn":1,"step":1,"index":0,"dt":[],"texts":["a"]}}"#,
+            r#"{"type":"text-chunks","seq0":2,"time0":3,"data":{"turn":1,"step":1,"index":0,"dt":[],"texts":["a"],"x":0}}"#,
+            r#"{"type":"text-chunks","seq0":2,"time0":3,"data":{"turn":"1","step":1,"index":0,"dt":[],"texts":["a"]}}"#,
+            r#"{"type":"text-chunks","seq0":2,"time0":3,"data":{"turn":1,"step":1,"index":0,"dt":[],"texts":[1]}}"#,
+            r#"{"type":"tool-call-chunks","seq0":2,"time0":3,"data":{"turn":1,"step":1,"index":0,"dt":[],"args":["a"]}}"#,
+            r#"{"type":"text-chunks","seq0":2,"time0":3,"data":{"turn":1,"step":1,"index":0,"dt":[],"args":["a"]}}"#,
+            r#"{"type":"text-chunks","seq0":2,"time0":3,"seq":1,"data":{"turn":1,"step":1,"index":0,"dt":[],"texts":["a"]}}"#,
+            r#"{"type":"text-chunks","seq0":2,"time0":3,"data":[]}"#,
+        ] {
+            assert!(
+                matches!(parse_line(line.as_bytes()).unwrap(), Parsed::Value(_)),
+                "{line}"
+            );
         }
     }
 

@@ -7,7 +7,7 @@
 //! whole and the scanner treats the line like an unparsable one. On the write path [`pack`] turns a batch
 //! of events into storage lines, packing runs the way DSH's writer does.
 
-use serde_json::{Map, Value};
+use serde_json::{Map, Number, Value};
 
 use super::event::Event;
 use super::payload::{ChunkDelta, Payload};
@@ -66,7 +66,7 @@ impl RowKind {
     }
 
     /// The key of the per-member payload array in the row's `data`.
-    fn payload_key(self) -> &'static str {
+    pub(crate) fn payload_key(self) -> &'static str {
         match self {
             Self::ToolCall => "args",
             _ => "texts",
@@ -184,29 +184,129 @@ pub(crate) fn expand_row_parts(row: Map<String, Value>) -> Result<Vec<Member>, S
     let Value::Array(dt) = dt else {
         return Err("packed row dt is not an array".into());
     };
-    if dt.len() != payload.len() - 1 {
+    let (Value::Number(turn), Value::Number(step), Value::Number(index)) = (turn, step, index)
+    else {
+        return Err("packed row turn, step and index must be numbers".into());
+    };
+    let texts = payload
+        .into_iter()
+        .map(|text| match text {
+            Value::String(text) => Ok(text),
+            _ => Err(format!(
+                "packed row {} holds a non-string",
+                kind.payload_key()
+            )),
+        })
+        .collect::<Result<_, _>>()?;
+    members(RowFields {
+        kind,
+        seq0,
+        time0,
+        turn,
+        step,
+        index,
+        id: match id {
+            Value::String(id) => id,
+            _ => String::new(),
+        },
+        name: match name {
+            Value::String(name) => Some(name),
+            _ => None,
+        },
+        dt,
+        texts,
+    })
+}
+
+/// A packed row whose shape a typed parse of its line already checked (`line::parse_line`): exactly the
+/// keys `type, seq0, time0, data`, `data` with exactly the keys its kind requires, `turn`, `step` and
+/// `index` numbers, `id` and `name` strings, the payload an array of strings and `dt` an array. What is
+/// left to check is what [`expand_row_parts`] checks after the shape.
+#[derive(Debug)]
+pub(crate) struct TypedRow {
+    pub(crate) kind: RowKind,
+    pub(crate) seq0: Value,
+    pub(crate) time0: Value,
+    pub(crate) turn: Number,
+    pub(crate) step: Number,
+    pub(crate) index: Number,
+    pub(crate) id: Option<String>,
+    pub(crate) name: Option<String>,
+    pub(crate) dt: Vec<Value>,
+    pub(crate) texts: Vec<String>,
+}
+
+/// [`expand_row_parts`] for a row parsed typed: the same checks in the same order, the same members.
+pub(crate) fn expand_typed_row(row: TypedRow) -> Result<Vec<Member>, String> {
+    let seq0 = safe_uint(&row.seq0).ok_or("packed row seq0 is not a safe integer ≥ 0")?;
+    let time0 = safe_int(&row.time0).ok_or("packed row time0 is not a safe integer")?;
+    if row.texts.is_empty() {
+        return Err(format!(
+            "packed row {} must be a non-empty array of strings",
+            row.kind.payload_key()
+        ));
+    }
+    members(RowFields {
+        kind: row.kind,
+        seq0,
+        time0,
+        turn: row.turn,
+        step: row.step,
+        index: row.index,
+        id: row.id.unwrap_or_default(),
+        name: row.name,
+        dt: row.dt,
+        texts: row.texts,
+    })
+}
+
+/// A row's fields once its shape is checked, however it was parsed.
+struct RowFields {
+    kind: RowKind,
+    seq0: u64,
+    time0: i64,
+    turn: Number,
+    step: Number,
+    index: Number,
+    /// Tool-call rows: the call id (empty otherwise).
+    id: String,
+    name: Option<String>,
+    dt: Vec<Value>,
+    /// Non-empty.
+    texts: Vec<String>,
+}
+
+/// The checks after the shape (the gaps, the seq range, the running time) and the members.
+fn members(row: RowFields) -> Result<Vec<Member>, String> {
+    let RowFields {
+        kind,
+        seq0,
+        time0,
+        turn,
+        step,
+        index,
+        id,
+        name,
+        dt,
+        texts,
+    } = row;
+    if dt.len() != texts.len().saturating_sub(1) {
         return Err(format!(
             "packed row dt has {} gaps for {} members",
             dt.len(),
-            payload.len()
+            texts.len()
         ));
     }
-    let last_seq = u64::try_from(payload.len() - 1)
+    let last_seq = u64::try_from(texts.len().saturating_sub(1))
         .ok()
         .and_then(|n| seq0.checked_add(n));
     if last_seq.is_none_or(|s| s > MAX_SAFE_INTEGER as u64) {
         return Err("packed row seq0 + members − 1 is not a safe integer".into());
     }
-
-    let (Value::Number(turn_n), Value::Number(step_n), Value::Number(index_n)) =
-        (turn, step, index)
-    else {
-        return Err("packed row turn, step and index must be numbers".into());
-    };
-    let mut events = Vec::with_capacity(payload.len());
+    let mut events = Vec::with_capacity(texts.len());
     let mut time = time0;
     let mut seq = seq0;
-    for (k, payload_text) in payload.into_iter().enumerate() {
+    for (k, text) in texts.into_iter().enumerate() {
         if k > 0 {
             let gap = dt
                 .get(k - 1)
@@ -219,20 +319,14 @@ pub(crate) fn expand_row_parts(row: Map<String, Value>) -> Result<Vec<Member>, S
             seq += 1;
         }
         // The member's data is built only if something reads it (see `Payload`): no fold or extraction
-        // step does. The row's checks above made every payload a string.
-        let Value::String(text) = payload_text else {
-            return Err(format!(
-                "packed row {} holds a non-string",
-                kind.payload_key()
-            ));
-        };
+        // step does.
         let delta = ChunkDelta {
             kind,
-            turn: turn_n.clone(),
-            step: step_n.clone(),
-            index: index_n.clone(),
-            id: id.as_str().unwrap_or_default().to_owned(),
-            name: name.as_str().map(str::to_owned),
+            turn: turn.clone(),
+            step: step.clone(),
+            index: index.clone(),
+            id: id.clone(),
+            name: name.clone(),
             text,
         };
         events.push(Member {

@@ -64,22 +64,30 @@ pub(crate) fn is_lazy_kind(kind: &str) -> bool {
 pub(crate) fn builds_as_value(raw: &str) -> bool {
     const MAX_DEPTH: usize = 100;
     const MAX_DIGITS: usize = 100;
+    let bytes = raw.as_bytes();
     let mut depth = 0usize;
     let mut digits = 0usize;
-    let mut in_string = false;
-    let mut escaped = false;
-    for &b in raw.as_bytes() {
-        if in_string {
-            match (escaped, b) {
-                (true, _) => escaped = false,
-                (false, b'\\') => escaped = true,
-                (false, b'"') => in_string = false,
-                _ => {}
-            }
-            continue;
-        }
+    let mut at = 0;
+    while let Some(&b) = bytes.get(at) {
+        at += 1;
         match b {
-            b'"' => in_string = true,
+            // Strings are most of the text and hold nothing either limit counts: jump to their end.
+            b'"' => {
+                digits = 0;
+                loop {
+                    let Some(k) = memchr::memchr2(b'"', b'\\', bytes.get(at..).unwrap_or_default())
+                    else {
+                        return true;
+                    };
+                    at += k + 1;
+                    if bytes.get(at - 1) == Some(&b'"') {
+                        break;
+                    }
+                    // An escape: skip the escaped byte (a `\u` escape's hex digits are not special).
+                    at += 1;
+                }
+                continue;
+            }
             b'{' | b'[' => {
                 depth += 1;
                 if depth > MAX_DEPTH {
@@ -343,6 +351,50 @@ mod tests {
         assert!(!payload.is_built());
         assert_eq!(payload, serde_json::from_str::<Value>(text).unwrap());
         assert_eq!(payload.to_string(), text);
+    }
+
+    /// The byte-at-a-time scan the string skipping of [`builds_as_value`] must agree with.
+    fn builds_as_value_bytewise(raw: &str) -> bool {
+        let (mut depth, mut digits, mut in_string, mut escaped) = (0usize, 0usize, false, false);
+        for &b in raw.as_bytes() {
+            if in_string {
+                match (escaped, b) {
+                    (true, _) => escaped = false,
+                    (false, b'\\') => escaped = true,
+                    (false, b'"') => in_string = false,
+                    _ => {}
+                }
+                continue;
+            }
+            match b {
+                b'"' => in_string = true,
+                b'{' | b'[' => {
+                    depth += 1;
+                    if depth > 100 {
+                        return false;
+                    }
+                }
+                b'}' | b']' => depth = depth.saturating_sub(1),
+                b'e' | b'E' if digits > 0 => return false,
+                _ => {}
+            }
+            if b.is_ascii_digit() || b == b'.' {
+                digits += 1;
+                if digits > 100 {
+                    return false;
+                }
+            } else {
+                digits = 0;
+            }
+        }
+        true
+    }
+
+    proptest::proptest! {
+        #[test]
+        fn skipping_strings_decides_as_the_bytewise_scan(raw in r#"([\[\]{}"\\1e.,: a]{0,40}|[\[{"\\1.]{0,400})*"#) {
+            proptest::prop_assert_eq!(builds_as_value(&raw), builds_as_value_bytewise(&raw));
+        }
     }
 
     #[test]

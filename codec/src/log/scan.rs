@@ -20,6 +20,7 @@ use super::error::{LogError, LogErrorCode};
 use super::event::EnvelopeParts;
 use super::line::{parse_line, Parsed};
 use super::packed::{self, Member};
+use crate::json::parse_lossy;
 
 /// One event the scanner accepted, in the form the reader's pipeline takes next.
 // `Plain` is the large variant and the common one; see `line::Parsed`.
@@ -155,16 +156,22 @@ impl LineScanner {
                 );
                 return Ok(0);
             }
+            Ok(Parsed::Row(row)) => {
+                // A refused row is read again the general way, so that the reason given is the one
+                // the row's checks give over the line as `JSON.parse` reads it.
+                let members = packed::expand_typed_row(row).or_else(|_| match parse_lossy(line) {
+                    Ok(Value::Object(map)) => packed::expand_row_parts(map),
+                    _ => Err("not a packed row".into()),
+                });
+                match members {
+                    Ok(events) => Decoded::Row(events.into_iter().map(Scanned::Chunk).collect()),
+                    Err(why) => return Ok(self.packed_row_issue(n, &why)),
+                }
+            }
             Ok(Parsed::Value(Value::Object(map))) if packed::row_kind_of(&map).is_some() => {
                 match packed::expand_row_parts(map) {
                     Ok(events) => Decoded::Row(events.into_iter().map(Scanned::Chunk).collect()),
-                    Err(why) => {
-                        self.set_issue(
-                            LogErrorCode::InvalidPackedRow,
-                            format!("invalid packed chunk row at line {n}: {why}"),
-                        );
-                        return Ok(0);
-                    }
+                    Err(why) => return Ok(self.packed_row_issue(n, &why)),
                 }
             }
             Ok(Parsed::Value(value)) => Decoded::One(Scanned::Value(value)),
@@ -207,6 +214,15 @@ impl LineScanner {
             Decoded::Row(vs) => out.extend(vs),
         }
         Ok(accepted)
+    }
+
+    /// Records a refused packed row at line `n` as the issue; no event of it is accepted.
+    fn packed_row_issue(&mut self, n: u64, why: &str) -> usize {
+        self.set_issue(
+            LogErrorCode::InvalidPackedRow,
+            format!("invalid packed chunk row at line {n}: {why}"),
+        );
+        0
     }
 
     /// Accounts for a final fragment without LF (a torn write): counted as input, never parsed.
