@@ -23,7 +23,9 @@
 //! `--work DIR` (where the indexes go; default `<corpus>/work`), `--only one-shot` (the command-line
 //! and contention figures alone, over the index in the work folder; `--only contention`: the readers
 //! beside a writer alone; `--only command-line`: the command-line figures alone; `--only first-search`:
-//! the first searches of common words and phrases alone, over a copy of the index in the work folder).
+//! the first searches of common words and phrases alone, over a copy of the index in the work folder;
+//! `--only build`: the cold builds, ours and naive, then the no-change check and appended events on
+//! ours; `--appends N`: how many).
 
 use std::collections::BTreeSet;
 use std::fs;
@@ -80,6 +82,11 @@ struct Options {
     /// `--only first-search`: the first-search rows alone, over a copy of our index in the work
     /// folder (built first when missing) and the naive index beside it.
     only_first_search: bool,
+    /// `--only build`: the cold builds (naive baseline included), then the no-change check and
+    /// appended events on ours.
+    only_build: bool,
+    /// `--appends N`: how many appended events `--only build` measures.
+    appends: usize,
 }
 
 enum Mode {
@@ -111,6 +118,8 @@ fn parse_args(args: &[String]) -> Result<Mode, String> {
     let mut only_contention = false;
     let mut without_contention = false;
     let mut only_first_search = false;
+    let mut only_build = false;
+    let mut appends = APPEND_RUNS;
     let mut it = args.iter();
     while let Some(arg) = it.next() {
         let mut value = |name: &str| {
@@ -146,14 +155,16 @@ fn parse_args(args: &[String]) -> Result<Mode, String> {
             "--corpus" => corpus = Some(PathBuf::from(value("--corpus")?)),
             "--generate-only" => generate_only = true,
             "--work" => work = Some(PathBuf::from(value("--work")?)),
+            "--appends" => appends = number::<usize>("--appends", &value("--appends")?)?.max(1),
             "--only" => match value("--only")?.as_str() {
                 "one-shot" => only_one_shot = true,
                 "contention" => (only_one_shot, only_contention) = (true, true),
                 "command-line" => (only_one_shot, without_contention) = (true, true),
                 "first-search" => only_first_search = true,
+                "build" => only_build = true,
                 other => {
                     return Err(format!(
-                        "--only {other:?}: the sections are one-shot, command-line, contention and first-search"
+                        "--only {other:?}: the sections are one-shot, command-line, contention, first-search and build"
                     ))
                 }
             },
@@ -183,6 +194,8 @@ fn parse_args(args: &[String]) -> Result<Mode, String> {
         only_contention,
         without_contention,
         only_first_search,
+        only_build,
+        appends,
     }))
 }
 
@@ -729,7 +742,7 @@ fn measure(
     }
 
     // Cold builds, each in its own process.
-    println!("cold builds …");
+    println!("cold builds … (load average {})", load_average());
     let naive_build = or_note("naive build", build_in_child("naive", root, &naive_db));
     let ours_build = or_note("our build", build_in_child("ours", root, &ours_db));
     let mbps = |b: &Option<Build>| b.map(|b| corpus_mb / b.secs);
@@ -780,6 +793,9 @@ fn measure(
     });
     if let (Some(n), Some(o)) = (naive_build, ours_build) {
         println!("documents indexed: naive {}, ours {}", n.docs, o.docs);
+    }
+    if opts.only_build {
+        return only_build(info, root, scratch, &ours_db, &naive_db, opts.appends, rows);
     }
 
     // Warm queries.
@@ -1235,6 +1251,77 @@ fn only_one_shot(
             &mut rows,
         );
     }
+    print_table(&rows);
+    Ok(())
+}
+
+/// Appended events `--only build` measures by default (one sample is too noisy on a shared machine).
+const APPEND_RUNS: usize = 7;
+
+/// `--only build`, after the cold builds: the no-change check, then `appends` appended events
+/// each measured as what it adds to the next query (its p50), with the first searches of the common
+/// words run first so that their token lists and stored phrases exist, as in the full run.
+fn only_build(
+    info: &CorpusInfo,
+    root: &Path,
+    scratch: &SessionInfo,
+    ours_db: &Path,
+    naive_db: &Path,
+    appends: usize,
+    mut rows: Vec<Row>,
+) -> Result<(), String> {
+    println!("load average after the builds: {}", load_average());
+    let probe = &info
+        .rare_terms
+        .get(1)
+        .ok_or("the corpus records fewer than two rare terms")?
+        .term;
+    let mut ours = ours::Ours::open(root, ours_db)?;
+    for word in FIRST_SEARCHES {
+        ours.search_sessions(word, LIMIT)?;
+    }
+    let nochange = (0..NOCHANGE_RUNS)
+        .map(|_| ours.refresh())
+        .collect::<Result<Vec<_>, _>>()
+        .map(|samples| ms(percentile(&samples, 50.0)))?;
+    rows.push(Row {
+        what: format!("no-change check ({} sessions)", info.sessions.len() + 1),
+        ours: Some(nochange),
+        naive: None,
+        scan: None,
+        unit: "ms",
+        aim: Some(("≤ 2 ms".into(), nochange <= 2.0)),
+    });
+    let scratch_path = root.join(&scratch.path);
+    let fresh_term = "rqappendedzz";
+    let mut added = Vec::new();
+    for _ in 0..appends {
+        let (before, _) = repeat(10, || ours.search_sessions(probe, LIMIT))?;
+        append_user_line(&scratch_path, "append", |_| {
+            format!("one more line: {fresh_term}")
+        })?;
+        let (hits, after) = timed(|| ours.search_sessions(probe, LIMIT));
+        hits?;
+        added.push(after.saturating_sub(percentile(&before, 50.0)));
+    }
+    let found = ours.search_sessions(fresh_term, LIMIT)?;
+    if !found.iter().any(|h| h.session == scratch.id) {
+        eprintln!("WRONG ANSWER from ours: the appended event is not found");
+    }
+    drop(ours);
+    let mut conn = naive::open(naive_db)?;
+    let (done, t_naive) = timed(|| naive::refresh_session(&mut conn, &scratch_path, &scratch.id));
+    done?;
+    let append = ms(percentile(&added, 50.0));
+    rows.push(Row {
+        what: format!("one appended event: added to the next query (p50 of {appends})"),
+        ours: Some(append),
+        naive: Some(ms(t_naive)),
+        scan: None,
+        unit: "ms",
+        aim: Some(("≤ 10 ms".into(), append <= 10.0)),
+    });
+    println!("load average at the end: {}", load_average());
     print_table(&rows);
     Ok(())
 }

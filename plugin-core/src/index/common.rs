@@ -20,7 +20,8 @@
 //!
 //! Bounded: at most [`MAX_TOKENS`] × 2 × [`KEEP`] rows; the writer's state is the lists (loaded per
 //! insert) and one sample's tally; upkeep per inserted document is one hash lookup per token plus an
-//! insert for the lists it reaches, whatever the corpus's size. Deletions drop the documents' rows
+//! insert for the lists it reaches, whatever the corpus's size, and an insert writes at most [`KEEP`]
+//! rows to a list (only those can outlive the trim that follows). Deletions drop the documents' rows
 //! (`hot::delete_range`), which keeps the invariant.
 
 use rusqlite::{params, Connection};
@@ -140,11 +141,26 @@ pub fn apply(
             }
         }
     }
-    for (l, hits) in lists.iter().zip(&hits) {
-        if !hits.is_empty() {
-            hot::insert_rows(tx, l.id, hits)?;
-            hot::trim(tx, l.id, KEEP)?;
+    for (l, hits) in lists.iter().zip(&mut hits) {
+        if hits.is_empty() {
+            continue;
         }
+        // Of more than KEEP new rows only the best KEEP can outlive a trim to KEEP (the others are
+        // worse than KEEP rows at hand), so only they go in, and the list is trimmed at once, even
+        // when it holds just those KEEP (the floor must then exclude the rows left out): the same
+        // rows and floor as inserting them all and trimming, without writing (and deleting) the
+        // rest. Early in a cold build, a batch holds thousands of documents per common token.
+        let over = if hits.len() > KEEP {
+            hits.select_nth_unstable_by(KEEP - 1, HotHit::rank);
+            hits.truncate(KEEP);
+            KEEP - 1
+        } else {
+            2 * KEEP
+        };
+        // In key order, so each insert lands next to the one before it in the B-tree.
+        hits.sort_unstable_by(HotHit::rank);
+        hot::insert_rows(tx, l.id, hits)?;
+        hot::trim_over(tx, l.id, KEEP, over)?;
     }
     if let Some(sample) = recorder.take_sample() {
         promote(tx, lists, &sample)?;

@@ -225,15 +225,12 @@ fn phrases(tx: &Connection) -> rusqlite::Result<Vec<(Phrase, String)>> {
 /// Write path: drops the rows of documents `lo..=hi` for every phrase (the invariant holds: what is
 /// left is every remaining document at least as good as the floor).
 pub fn delete_range(tx: &Connection, lo: i64, hi: i64) -> rusqlite::Result<()> {
-    let ids: Vec<i64> = tx
-        .prepare_cached("SELECT id FROM hot_phrases")?
-        .query_map([], |r| r.get(0))?
-        .collect::<rusqlite::Result<_>>()?;
-    let mut stmt =
-        tx.prepare_cached("DELETE FROM hot_hits WHERE phrase = ?1 AND doc BETWEEN ?2 AND ?3")?;
-    for id in ids {
-        stmt.execute(params![id, lo, hi])?;
-    }
+    // One statement seeking `hot_hits_doc` once per phrase, rather than a statement per phrase:
+    // with hundreds of token lists, an append that drops crash closers paid for each.
+    tx.prepare_cached(
+        "DELETE FROM hot_hits WHERE phrase IN (SELECT id FROM hot_phrases) AND doc BETWEEN ?1 AND ?2",
+    )?
+    .execute(params![lo, hi])?;
     Ok(())
 }
 
@@ -273,10 +270,21 @@ pub fn index_range(tx: &Connection, lo: i64, hi: i64) -> rusqlite::Result<()> {
 
 /// Keeps a phrase's best `keep` rows once it holds more than twice that, raising its floor.
 pub(crate) fn trim(tx: &Connection, id: i64, keep: usize) -> rusqlite::Result<()> {
+    trim_over(tx, id, keep, 2 * keep)
+}
+
+/// Keeps a phrase's best `keep` rows once it holds more than `over` (at least `keep - 1`), raising its
+/// floor.
+pub(crate) fn trim_over(
+    tx: &Connection,
+    id: i64,
+    keep: usize,
+    over: usize,
+) -> rusqlite::Result<()> {
     let count: i64 = tx
         .prepare_cached("SELECT count(*) FROM hot_hits WHERE phrase = ?1")?
         .query_row([id], |r| r.get(0))?;
-    if count as usize <= 2 * keep {
+    if count as usize <= over.max(keep.saturating_sub(1)) {
         return Ok(());
     }
     let floor = tx

@@ -36,6 +36,9 @@ pub const APPLICATION_ID: i32 = 0x4453_4851;
 /// `PRAGMA user_version` of the current schema. An index of ours with another version is rebuilt.
 pub const SCHEMA_VERSION: i32 = 9;
 
+/// FTS5's `hashsize` for the index's table, in bytes (see [`apply`]).
+pub const FTS_HASHSIZE: i64 = 8 << 20;
+
 /// Every table the current schema creates (FTS5 shadow tables included).
 const OUR_TABLES: [&str; 13] = [
     "state",
@@ -234,6 +237,14 @@ pub fn apply(conn: &mut Connection, verdict: Verdict) -> Result<(), SchemaError>
              reason TEXT NOT NULL
          ) STRICT;"
     ))?;
+    // FTS5 flushes its pending terms as a new segment whenever they reach `hashsize` (1 MB by
+    // default): a cold build's batch of tens of MB made dozens of small segments per commit, each
+    // merged again and again. 8 MiB: an eighth of the segments, at most 8 MiB more memory while
+    // writing (appends commit long before that). Stored in the table's config, so set once.
+    tx.execute(
+        "INSERT INTO fts (fts, rank) VALUES ('hashsize', ?1)",
+        [FTS_HASHSIZE],
+    )?;
     let has_state: bool = tx.query_row("SELECT count(*) > 0 FROM state", [], |r| r.get(0))?;
     if !has_state {
         tx.execute(
