@@ -477,6 +477,20 @@ impl Corpus {
         })
     }
 
+    /// For a process that reuses listings ([`Corpus::reuse_listings_for`]): the last listing of the
+    /// root counts as just finished. Called when a call has answered, so the reuse window is the gap
+    /// between one call's answer and the next call, not the time since the listing: `sessions` answers
+    /// with 10,000 sessions and then asks for the problems of that look, and on a loaded machine
+    /// encoding and printing the answer took longer than the window, so the root was listed twice.
+    pub fn touch_listing(&self) {
+        if self.reuse.is_none() {
+            return;
+        }
+        if let Some((at, _, _)) = &mut *lock(&self.last) {
+            *at = Instant::now();
+        }
+    }
+
     fn list_root(&self, root: &SessionsRoot) -> Result<Arc<Vec<ListedSession>>, LogError> {
         if let Some(window) = self.reuse {
             if let Some((at, sessions, problems)) = &*lock(&self.last) {
