@@ -170,14 +170,12 @@ impl Service {
                 .map_err(|e| stop_answer(name, &call, e))?;
             let encoded = serde_json::to_string(&response);
             self.reads.corpus().touch_listing();
-            encoded
-                .map(RString::from)
-                .map_err(|e| {
-                    PluginError::new(
-                        ErrorCode::PluginBadMessage,
-                        format!("{name}: the response could not be encoded: {e}"),
-                    )
-                })
+            encoded.map(RString::from).map_err(|e| {
+                PluginError::new(
+                    ErrorCode::PluginBadMessage,
+                    format!("{name}: the response could not be encoded: {e}"),
+                )
+            })
         })
     }
 }

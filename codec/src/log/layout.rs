@@ -829,7 +829,11 @@ mod tests {
         }
         // Problems in both halves: a dir holding both transcripts, a flat artifact, an empty dir.
         write("s0010", "/w/p1", Compression::Zstd);
-        write(&format!("s{:04}", n - 10), &format!("/w/p{}", (n - 10) % 3), Compression::Zstd);
+        write(
+            &format!("s{:04}", n - 10),
+            &format!("/w/p{}", (n - 10) % 3),
+            Compression::Zstd,
+        );
         fs::write(dir.path().join("--w-p0--/flat.jsonl"), "{}").unwrap();
         fs::create_dir_all(dir.path().join("--w-p2--/empty")).unwrap();
         let one = root.list_known_on(&KnownSessions::new(), 1).unwrap();

@@ -81,12 +81,8 @@ impl Engine {
         let mut first = rows;
         let second = first.split_off(first.len() / 2);
         std::thread::scope(|scope| {
-            let other = scope.spawn(move || {
-                second
-                    .into_iter()
-                    .filter_map(listed_of)
-                    .collect::<Vec<_>>()
-            });
+            let other =
+                scope.spawn(move || second.into_iter().filter_map(listed_of).collect::<Vec<_>>());
             let mut listed: Vec<ListedSession> = first.into_iter().filter_map(listed_of).collect();
             match other.join() {
                 Ok(more) => listed.extend(more),
