@@ -510,7 +510,14 @@ impl Corpus {
                 return Err(e);
             }
         };
-        drop(known);
+        if self.reuse.is_some() {
+            // A process that answers one command and exits leaves the index's record (10,000
+            // entries on a large root, each a header and a path) to the exit rather than freeing it
+            // entry by entry, as the search engine leaves its rows.
+            std::mem::forget(known);
+        } else {
+            drop(known);
+        }
         let sessions = Arc::new(listing.sessions);
         // The listing supersedes what the index recorded: every log that lists is in it.
         *lock(&self.known) = KnownState {
