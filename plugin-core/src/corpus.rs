@@ -477,6 +477,20 @@ impl Corpus {
         })
     }
 
+    /// For a process that reuses listings ([`Corpus::reuse_listings_for`]): the last listing of the
+    /// root counts as just finished. Called when a call has answered, so the reuse window is the gap
+    /// between one call's answer and the next call, not the time since the listing: `sessions` answers
+    /// with 10,000 sessions and then asks for the problems of that look, and on a loaded machine
+    /// encoding and printing the answer took longer than the window, so the root was listed twice.
+    pub fn touch_listing(&self) {
+        if self.reuse.is_none() {
+            return;
+        }
+        if let Some((at, _, _)) = &mut *lock(&self.last) {
+            *at = Instant::now();
+        }
+    }
+
     fn list_root(&self, root: &SessionsRoot) -> Result<Arc<Vec<ListedSession>>, LogError> {
         if let Some(window) = self.reuse {
             if let Some((at, sessions, problems)) = &*lock(&self.last) {
@@ -496,7 +510,14 @@ impl Corpus {
                 return Err(e);
             }
         };
-        drop(known);
+        if self.reuse.is_some() {
+            // A process that answers one command and exits leaves the index's record (10,000
+            // entries on a large root, each a header and a path) to the exit rather than freeing it
+            // entry by entry, as the search engine leaves its rows.
+            std::mem::forget(known);
+        } else {
+            drop(known);
+        }
         let sessions = Arc::new(listing.sessions);
         // The listing supersedes what the index recorded: every log that lists is in it.
         *lock(&self.known) = KnownState {

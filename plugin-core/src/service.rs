@@ -168,14 +168,14 @@ impl Service {
             let stopped = || call_stopped(&call);
             let response = body(&self.reads, req, Cancel::new(&stopped))
                 .map_err(|e| stop_answer(name, &call, e))?;
-            serde_json::to_string(&response)
-                .map(RString::from)
-                .map_err(|e| {
-                    PluginError::new(
-                        ErrorCode::PluginBadMessage,
-                        format!("{name}: the response could not be encoded: {e}"),
-                    )
-                })
+            let encoded = serde_json::to_string(&response);
+            self.reads.corpus().touch_listing();
+            encoded.map(RString::from).map_err(|e| {
+                PluginError::new(
+                    ErrorCode::PluginBadMessage,
+                    format!("{name}: the response could not be encoded: {e}"),
+                )
+            })
         })
     }
 }
@@ -324,14 +324,11 @@ impl TitleSource for IndexTitles<'_> {
             return team.titles(ids);
         }
         let indexed = match &service.search {
-            Some(search) => search.titles(service.reads.corpus(), cancelled),
+            Some(search) => search.title_texts(service.reads.corpus(), cancelled, ids),
             None => return ExactTitles(&service.reads).titles(ids, cancelled),
         };
         match indexed {
-            Ok(titles) => Ok(ids
-                .iter()
-                .map(|id| titles.get(*id).and_then(|t| t.text().map(str::to_string)))
-                .collect()),
+            Ok(titles) => Ok(titles),
             // Cancelled: the whole listing stops. Any other index failure: fall back to the exact reads.
             Err(_) if cancelled() => Err(PluginError::new(
                 ErrorCode::SessionReferenceCancelled,

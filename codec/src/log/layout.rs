@@ -240,6 +240,27 @@ pub struct SessionsRoot {
     root: PathBuf,
 }
 
+/// How many threads `stat` a large root's sessions (the machines this runs on have a few cores; the
+/// calls are independent lookups in the kernel's directory cache, so they scale with the cores).
+const SCAN_THREADS: usize = 2;
+
+/// From how many session dirs on a listing uses [`SCAN_THREADS`]: below it, starting a thread costs
+/// about what it saves.
+const PARALLEL_FROM: usize = 512;
+
+/// One entry of a listing's walk, in order: a problem found while reading the directories, or the
+/// next session dir's outcome.
+enum Slot {
+    Problem(LogError),
+    Session,
+}
+
+/// A session dir to look into: the index of its open project folder, and its path.
+struct Job {
+    folder: usize,
+    path: PathBuf,
+}
+
 /// A transcript found on disk before its header is read.
 struct Candidate {
     path: PathBuf,
@@ -254,7 +275,8 @@ pub type KnownSessions = std::collections::HashMap<PathBuf, ListedSession>;
 
 /// Where a listing looks up what is known of a transcript (see [`KnownSessions`]): a caller may keep
 /// its last listing as it is and look paths up in it, rather than copy every session into a map.
-pub trait Known {
+/// Shared by the threads a large listing runs on.
+pub trait Known: Sync {
     /// What is known of the transcript at `path`, if anything.
     fn known(&self, path: &Path) -> Option<&ListedSession>;
 }
@@ -286,14 +308,17 @@ impl SessionsRoot {
     /// A revision changes with any write, so the header is then the one read at that revision. An
     /// unchanged root is listed by reading directories and `stat`ing transcripts, no log opened.
     pub fn list_known(&self, known: &dyn Known) -> Result<Listing, LogError> {
+        self.list_known_on(known, SCAN_THREADS)
+    }
+
+    /// [`SessionsRoot::list_known`] on at most `threads` threads.
+    fn list_known_on(&self, known: &dyn Known, threads: usize) -> Result<Listing, LogError> {
         let mut listing = Listing::default();
         let Some(projects) = self.project_dirs()? else {
             return Ok(listing);
         };
         let mut found = Vec::new();
-        for project in projects {
-            self.scan_project(&project, known, &mut found, &mut listing.problems);
-        }
+        self.scan_projects(&projects, known, threads, &mut found, &mut listing.problems);
 
         // `found` is in path order already (sorted projects, each one's entries sorted). Most ids are
         // unique: only the duplicated ones are grouped.
@@ -436,54 +461,105 @@ impl SessionsRoot {
         ))
     }
 
-    /// Collects the readable sessions of one project dir; everything wrong with it becomes a problem.
-    fn scan_project(
+    /// Collects the readable sessions of every project dir, in path order; everything wrong with one
+    /// becomes a problem, in the order a walk meets it. The directories are read here; the sessions'
+    /// `stat`s (and the header reads of changed ones) are split over `threads` threads when the root
+    /// is large: on an unchanged root they are nearly all a one-shot command's work.
+    fn scan_projects(
         &self,
-        project: &Path,
+        projects: &[PathBuf],
         known: &dyn Known,
+        threads: usize,
         found: &mut Vec<ListedSession>,
         problems: &mut Vec<LogError>,
     ) {
-        let entries = match sorted_entries(project) {
-            Ok(entries) => entries,
-            Err(err) => {
-                problems.push(LogError::io(project, &err));
-                return;
-            }
-        };
         // Transcripts are looked up relative to the open project folder: a listing `stat`s two per
         // session, and walking the whole path from the root for each was most of their cost.
-        let folder = fs::File::open(project).ok();
-        for (path, file_type) in entries {
-            if file_type.is_file() {
-                if is_flat_artifact_name(&path) {
-                    problems.push(flat_artifact_error(&path));
+        let mut folders: Vec<Option<fs::File>> = Vec::with_capacity(projects.len());
+        let mut slots: Vec<Slot> = Vec::new();
+        let mut jobs: Vec<Job> = Vec::new();
+        for project in projects {
+            let entries = match sorted_entries(project) {
+                Ok(entries) => entries,
+                Err(err) => {
+                    slots.push(Slot::Problem(LogError::io(project, &err)));
+                    continue;
                 }
-                continue;
-            }
-            if !file_type.is_dir() {
-                continue;
-            }
-            let transcript = match (&folder, path.file_name()) {
-                (Some(folder), Some(name)) => transcript_at(folder, name, &path),
-                _ => transcript_in(&path),
             };
-            let listed = transcript
-                .and_then(|candidate| candidate.map(|c| self.known_or_read(c, known)).transpose())
-                .and_then(|session| match session {
-                    // The known entry passed this check when it was listed: the same path and header
-                    // identify the same place (the check reads nothing else).
-                    Some((session, true)) => Ok(Some(session)),
-                    Some((session, false)) => {
-                        self.check_identity(&session)?;
-                        Ok(Some(session))
+            let folder = folders.len();
+            folders.push(fs::File::open(project).ok());
+            for (path, file_type) in entries {
+                if file_type.is_file() {
+                    if is_flat_artifact_name(&path) {
+                        slots.push(Slot::Problem(flat_artifact_error(&path)));
                     }
-                    None => Ok(None),
-                });
-            match listed {
-                Ok(Some(session)) => found.push(session),
-                Ok(None) => {}
-                Err(err) => problems.push(err),
+                    continue;
+                }
+                if file_type.is_dir() {
+                    slots.push(Slot::Session);
+                    jobs.push(Job { folder, path });
+                }
+            }
+        }
+        let scan = |jobs: &[Job]| -> Vec<Result<Option<ListedSession>, LogError>> {
+            jobs.iter()
+                .map(|job| self.scan_session(folders[job.folder].as_ref(), &job.path, known))
+                .collect()
+        };
+        let threads = if jobs.len() >= PARALLEL_FROM {
+            threads.max(1)
+        } else {
+            1
+        };
+        let chunk = jobs.len().div_ceil(threads).max(1);
+        let outcomes: Vec<Result<Option<ListedSession>, LogError>> = std::thread::scope(|scope| {
+            let mut parts = jobs.chunks(chunk);
+            let first = parts.next().unwrap_or(&[]);
+            let others: Vec<_> = parts.map(|part| scope.spawn(move || scan(part))).collect();
+            let mut outcomes = scan(first);
+            for other in others {
+                match other.join() {
+                    Ok(more) => outcomes.extend(more),
+                    Err(panic) => std::panic::resume_unwind(panic),
+                }
+            }
+            outcomes
+        });
+        let mut outcomes = outcomes.into_iter();
+        for slot in slots {
+            match slot {
+                Slot::Problem(err) => problems.push(err),
+                Slot::Session => match outcomes.next() {
+                    Some(Ok(Some(session))) => found.push(session),
+                    Some(Ok(None)) | None => {}
+                    Some(Err(err)) => problems.push(err),
+                },
+            }
+        }
+    }
+
+    /// The session in the session dir `path` (of the open project folder `folder`, when it opened), if
+    /// it holds a transcript.
+    fn scan_session(
+        &self,
+        folder: Option<&fs::File>,
+        path: &Path,
+        known: &dyn Known,
+    ) -> Result<Option<ListedSession>, LogError> {
+        let transcript = match (folder, path.file_name()) {
+            (Some(folder), Some(name)) => transcript_at(folder, name, path),
+            _ => transcript_in(path),
+        };
+        let Some(candidate) = transcript? else {
+            return Ok(None);
+        };
+        match self.known_or_read(candidate, known)? {
+            // The known entry passed this check when it was listed: the same path and header
+            // identify the same place (the check reads nothing else).
+            (session, true) => Ok(Some(session)),
+            (session, false) => {
+                self.check_identity(&session)?;
+                Ok(Some(session))
             }
         }
     }
@@ -721,6 +797,86 @@ fn encoding_word(c: Compression) -> &'static str {
 #[cfg(test)]
 mod tests {
     use super::*;
+
+    /// A large root is listed on several threads: the listing (sessions, problems and their order)
+    /// is the one a single thread makes, and a change anywhere in it, in either thread's share, is
+    /// seen by the next listing that takes the rest from the one before.
+    #[test]
+    fn a_root_listed_on_two_threads_lists_what_one_thread_does_and_sees_every_change() {
+        let dir = tempfile::tempdir().unwrap();
+        let root = SessionsRoot::new(dir.path());
+        let write = |id: &str, cwd: &str, c: Compression| {
+            let header = SessionHeader::new(id, 0, Some(cwd.into()));
+            let path = session_log_path(dir.path(), &header, c).unwrap();
+            fs::create_dir_all(path.parent().unwrap()).unwrap();
+            let line = format!("{}\n", header.to_json_line());
+            match c {
+                Compression::None => fs::write(&path, line).unwrap(),
+                Compression::Zstd => {
+                    fs::write(&path, zstd::encode_all(line.as_bytes(), 1).unwrap()).unwrap()
+                }
+            }
+            path
+        };
+        let n = PARALLEL_FROM + 100;
+        for i in 0..n {
+            let c = if i % 4 == 0 {
+                Compression::Zstd
+            } else {
+                Compression::None
+            };
+            write(&format!("s{i:04}"), &format!("/w/p{}", i % 3), c);
+        }
+        // Problems in both halves: a dir holding both transcripts, a flat artifact, an empty dir.
+        write("s0010", "/w/p1", Compression::Zstd);
+        write(
+            &format!("s{:04}", n - 10),
+            &format!("/w/p{}", (n - 10) % 3),
+            Compression::Zstd,
+        );
+        fs::write(dir.path().join("--w-p0--/flat.jsonl"), "{}").unwrap();
+        fs::create_dir_all(dir.path().join("--w-p2--/empty")).unwrap();
+        let one = root.list_known_on(&KnownSessions::new(), 1).unwrap();
+        let two = root.list_known_on(&KnownSessions::new(), 2).unwrap();
+        assert_eq!(one, two);
+        assert_eq!(two.sessions.len(), n - 2, "{:?}", two.problems.get(1));
+        assert_eq!(two.problems.len(), 3, "{:?}", two.problems);
+
+        // Taken from the listing before, except what changed: an append in the first share, a
+        // replaced log and a new session in the last one, a session gone, a transcript name switch.
+        let known: KnownSessions = two
+            .sessions
+            .iter()
+            .map(|s| (s.path.clone(), s.clone()))
+            .collect();
+        let first = two.sessions[1].path.clone();
+        let mut f = fs::OpenOptions::new().append(true).open(&first).unwrap();
+        std::io::Write::write_all(&mut f, b"\n").unwrap();
+        drop(f);
+        let last = two.sessions[n - 4].path.clone();
+        let tmp = last.with_extension("tmp");
+        fs::copy(&last, &tmp).unwrap();
+        fs::rename(&tmp, &last).unwrap();
+        let gone = two.sessions[n / 2].path.clone();
+        fs::remove_dir_all(gone.parent().unwrap()).unwrap();
+        let new = write("zz-new", "/w/p0", Compression::None);
+        let switched = two.sessions[n / 2 + 1].path.clone();
+        assert_eq!(switched.file_name().unwrap(), "session.jsonl");
+        let id = two.sessions[n / 2 + 1].header.id.clone();
+        let cwd = two.sessions[n / 2 + 1].header.cwd.clone().unwrap();
+        fs::remove_file(&switched).unwrap();
+        let zstd_path = write(&id, &cwd, Compression::Zstd);
+
+        let again = root.list_known_on(&known, 2).unwrap();
+        assert_eq!(again, root.list_known_on(&KnownSessions::new(), 1).unwrap());
+        let find = |p: &Path| again.sessions.iter().find(|s| s.path == p);
+        assert_ne!(find(&first).unwrap().revision, known[&first].revision);
+        assert_ne!(find(&last).unwrap().revision, known[&last].revision);
+        assert!(find(&gone).is_none());
+        assert!(find(&new).is_some());
+        assert!(find(&switched).is_none());
+        assert_eq!(find(&zstd_path).unwrap().compression, Compression::Zstd);
+    }
 
     #[test]
     fn project_key_escapes_each_surrogate_half_and_collapses_separator_runs() {

@@ -515,6 +515,39 @@ fn a_one_shot_corpus_reuses_a_listing_only_within_its_window() {
     assert_eq!(long_lived.list(Cancel::NEVER).unwrap().len(), 3);
 }
 
+/// `sessions` answers with every session and then asks for the problems of that look: the window
+/// counts from the end of the call that answered, so the time spent encoding a large answer does not
+/// make the second call list the root again; a gap longer than the window still looks again.
+#[test]
+fn a_slow_answer_made_the_next_call_of_the_same_command_list_the_root_again() {
+    let dir = tempfile::tempdir().unwrap();
+    write_log(dir.path(), &header("first", 1), &conversation("q", "a"));
+    let (_host, corpus) = corpus(Some(dir.path()));
+    let corpus = corpus.reuse_listings_for(std::time::Duration::from_millis(300));
+    assert_eq!(corpus.list(Cancel::NEVER).unwrap().len(), 1);
+    write_log(dir.path(), &header("second", 2), &conversation("q", "a"));
+    // The call goes on answering for longer than the window, then ends.
+    std::thread::sleep(std::time::Duration::from_millis(350));
+    corpus.touch_listing();
+    assert_eq!(
+        corpus.list(Cancel::NEVER).unwrap().len(),
+        1,
+        "the next call, right after the answer"
+    );
+    std::thread::sleep(std::time::Duration::from_millis(350));
+    assert_eq!(
+        corpus.list(Cancel::NEVER).unwrap().len(),
+        2,
+        "a call after a longer gap"
+    );
+    // A long-lived host never reuses a listing, touched or not.
+    let (_host, long_lived) = super::testing::corpus(Some(dir.path()));
+    assert_eq!(long_lived.list(Cancel::NEVER).unwrap().len(), 2);
+    write_log(dir.path(), &header("third", 3), &conversation("q", "a"));
+    long_lived.touch_listing();
+    assert_eq!(long_lived.list(Cancel::NEVER).unwrap().len(), 3);
+}
+
 /// A team's server as the corpus sees it: a fixed set of sessions, or down.
 struct FakeRemote {
     sessions: Vec<(SessionHeader, Vec<Event>)>,

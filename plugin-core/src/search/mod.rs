@@ -47,7 +47,7 @@ mod test_support;
 #[cfg(test)]
 mod tests;
 
-use std::collections::{BTreeMap, HashMap};
+use std::collections::{BTreeMap, HashMap, HashSet};
 use std::path::{Path, PathBuf};
 use std::sync::atomic::{AtomicBool, AtomicU64, Ordering};
 use std::sync::{Arc, Condvar, Mutex, MutexGuard};
@@ -1082,6 +1082,35 @@ impl Search {
                 .values()
                 .filter(|r| r.visible)
                 .map(|r| (r.header.id.clone(), indexed_title(r)))
+                .collect())
+        })
+    }
+}
+
+impl Search {
+    /// The title text of each of `ids` as indexed, in the order given (`None`: no searchable session
+    /// of that id, no title, or a title that cannot be read). Only the asked sessions' stored titles
+    /// are parsed: citation candidates label one page, and parsing all 10,000 titles of a large root
+    /// was most of that command's own work.
+    pub fn title_texts(
+        &self,
+        corpus: &Corpus,
+        cancelled: &dyn Fn() -> bool,
+        ids: &[&str],
+    ) -> Result<Vec<Option<String>>, PluginError> {
+        self.prepare(corpus, cancelled)?;
+        self.read(|view| {
+            let wanted: HashSet<&str> = ids.iter().copied().collect();
+            // The last visible row of an id wins, as in [`Search::titles`].
+            let mut by_id: HashMap<&str, &SessionRow> = HashMap::with_capacity(wanted.len());
+            for row in view.rows.values() {
+                if row.visible && wanted.contains(row.header.id.as_str()) {
+                    by_id.insert(row.header.id.as_str(), row);
+                }
+            }
+            Ok(ids
+                .iter()
+                .map(|id| by_id.get(id).and_then(|row| title_text(row)))
                 .collect())
         })
     }
