@@ -176,6 +176,11 @@ pub struct PluginHost {
     mapped: AtomicUsize,
     /// One load or swap at a time; calls are never blocked by a load, only by the swap itself.
     reload: Mutex<()>,
+    /// Held by a swap (and by shutdown) from before it drains until the new generation serves. Calls
+    /// pass through it before they take the serving lock, so a swap stops new calls at once and waits
+    /// only for those in flight: a caller calling back to back otherwise kept the lock shared through
+    /// the whole grace, and the swap cancelled its calls instead of waiting for them.
+    gate: Mutex<()>,
     /// Why the last generation failed to start when nothing serves because of it (e.g. its index
     /// could not be opened): calls answer with this real cause, not a generic "no plugin".
     start_failure: Mutex<Option<PluginError>>,
@@ -216,6 +221,7 @@ impl PluginHost {
             next_generation: AtomicU64::new(1),
             mapped: AtomicUsize::new(0),
             reload: Mutex::new(()),
+            gate: Mutex::new(()),
             start_failure: Mutex::new(None),
             announcer: Mutex::new(None),
         });
@@ -562,6 +568,7 @@ impl PluginHost {
         let generation = self.next_generation.fetch_add(1, Ordering::SeqCst);
         // Waits for calls in flight on the old generation (cancelling those past the grace); new calls
         // queue behind us once we wait on the lock itself.
+        let _gate = self.gate.lock().unwrap_or_else(|p| p.into_inner());
         let mut serving = self.drain(RELOAD_GRACE);
         let previous = serving.take().map(|old| {
             let Active {
@@ -710,7 +717,7 @@ impl PluginHost {
         &self,
         call: impl FnOnce(&QueryClient<'_>) -> Result<T, PluginError>,
     ) -> (Result<T, PluginError>, Option<(u64, String)>) {
-        let serving = self.serving.read().unwrap_or_else(|p| p.into_inner());
+        let serving = self.serving_for_call();
         match serving.as_ref() {
             Some(active) => (
                 call(
@@ -728,13 +735,20 @@ impl PluginHost {
         &self,
         call: impl FnOnce(&ResolverClient<'_>) -> Result<T, PluginError>,
     ) -> Result<T, PluginError> {
-        let serving = self.serving.read().unwrap_or_else(|p| p.into_inner());
+        let serving = self.serving_for_call();
         match serving.as_ref() {
             Some(active) => call(
                 &ResolverClient::new(&active.instance.resolver).with_stop(&active.instance.stop),
             ),
             None => Err(self.unavailable()),
         }
+    }
+
+    /// The serving lock, shared, for one call: taken after passing the swap's gate, so a swap that
+    /// has begun is waited for rather than kept waiting by calls arriving after it.
+    fn serving_for_call(&self) -> std::sync::RwLockReadGuard<'_, Option<Active>> {
+        drop(self.gate.lock().unwrap_or_else(|p| p.into_inner()));
+        self.serving.read().unwrap_or_else(|p| p.into_inner())
     }
 
     /// Why no generation serves: the plugin's own error when it failed to start (its code and words,
@@ -825,6 +839,7 @@ impl PluginHost {
     /// Cancels the calls in flight, then drops the serving instance (closing its index). Later calls
     /// get `PLUGIN_UNAVAILABLE`.
     pub fn shutdown(&self) {
+        let _gate = self.gate.lock().unwrap_or_else(|p| p.into_inner());
         let mut serving = self.drain(Duration::ZERO);
         if let Some(active) = serving.take() {
             let generation = active.generation;

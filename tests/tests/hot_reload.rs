@@ -248,3 +248,55 @@ fn reading_the_library_for_a_shadow_copy_does_not_trigger_another_reload() {
     );
     assert_eq!(host.mapped_libraries(), 2);
 }
+
+#[test]
+fn a_swap_beside_back_to_back_calls_ran_out_its_grace_and_cancelled_them() {
+    // Quick calls one after another from several threads: the serving lock is almost never free, so
+    // a swap that only polled for it waited out its whole grace and then cancelled whatever was in
+    // flight. A swap stops new calls first and waits only for those in flight.
+    let libs = libs();
+    let (dir, plugins) = host::plugin_folder(&libs.plugin);
+    let host = host::start(&plugins, None, &dir.path().join("index.sqlite"));
+    let _watcher =
+        sample_host::watch::watch(&host, Duration::from_millis(100)).expect("watch starts");
+    let stop = Arc::new(AtomicBool::new(false));
+    let callers: Vec<_> = (0..3)
+        .map(|_| {
+            let host = host.clone();
+            let stop = stop.clone();
+            std::thread::spawn(move || {
+                let mut failures = Vec::new();
+                while !stop.load(Ordering::SeqCst) {
+                    if let Err(e) = host.query(|q| q.list_sessions(&Call::new(), &EmptyRequest {}))
+                    {
+                        failures.push(e);
+                    }
+                }
+                failures
+            })
+        })
+        .collect();
+    std::thread::sleep(Duration::from_millis(300));
+    install(&libs.next_version, &plugins, "libdsh_session_search.so");
+    host::wait_for("the good build to serve", || {
+        (host.serving().map(|s| s.2) == Some("0.2.0-next".to_string())).then_some(())
+    });
+    std::thread::sleep(Duration::from_millis(100));
+    stop.store(true, Ordering::SeqCst);
+    let failures: Vec<_> = callers
+        .into_iter()
+        .flat_map(|c| c.join().unwrap())
+        .collect();
+    assert!(
+        failures.is_empty(),
+        "{} calls failed: {:?}",
+        failures.len(),
+        failures.first()
+    );
+    let log = host.shared().log_lines();
+    assert!(
+        !log.iter()
+            .any(|l| l.message.starts_with("cancelled the calls still in flight")),
+        "the swap ran out its grace: {log:#?}"
+    );
+}
