@@ -263,70 +263,15 @@ pub fn single_token(tokenizer: &Tokenizer, text: &str) -> rusqlite::Result<Optio
 
 #[cfg(test)]
 mod tests {
-    use std::borrow::Cow;
-    use std::collections::{BTreeMap, HashMap};
-    use std::path::PathBuf;
-
-    use dsh_codec::surface::Label;
-    use host_api::abi::wire::search::HitHeader;
+    use std::collections::HashMap;
 
     use super::*;
-    use crate::index::store::{self, Doc, RowKey, SessionRow};
-    use crate::index::{schema, spans};
+    use crate::index::store::{self, RowKey, SessionRow};
+    use crate::index::test_rows::{docs, index, key, packed, write, Rng, Truth};
     use crate::search::rank::{Best, Match, Prefix};
-
-    /// xorshift, so a failure names its seed.
-    struct Rng(u64);
-    impl Rng {
-        fn below(&mut self, n: u64) -> u64 {
-            self.0 ^= self.0 << 13;
-            self.0 ^= self.0 >> 7;
-            self.0 ^= self.0 << 17;
-            self.0 % n
-        }
-    }
 
     // Few words, some differing only in case or diacritics, so that counts, lengths and times tie.
     const WORDS: [&str; 8] = ["the", "The", "thé", "error", "error", "x", "code", "rare"];
-
-    fn index() -> Connection {
-        let mut conn = Connection::open_in_memory().unwrap();
-        schema::apply(&mut conn, schema::Verdict::Create).unwrap();
-        spans::register(&conn).unwrap();
-        store::register(&conn).unwrap();
-        conn
-    }
-
-    /// What the test believes is indexed: per session row, its documents (seq → time, text).
-    type Truth = BTreeMap<i64, BTreeMap<u64, (i64, String)>>;
-
-    fn text(rng: &mut Rng) -> String {
-        (0..1 + rng.below(6))
-            .map(|_| WORDS[rng.below(WORDS.len() as u64) as usize])
-            .collect::<Vec<_>>()
-            .join(" ")
-    }
-
-    fn docs(rng: &mut Rng, from: u64, n: u64) -> Vec<(u64, i64, String)> {
-        (from..from + n)
-            .map(|seq| (seq, rng.below(3) as i64, text(rng)))
-            .collect()
-    }
-
-    fn packed(docs: &[(u64, i64, String)]) -> Vec<store::PackedDoc> {
-        docs.iter()
-            .map(|(seq, time, text)| {
-                Doc {
-                    seq: *seq,
-                    kind: "user/message",
-                    time: *time,
-                    label: Label::Current,
-                    text: Cow::Borrowed(text),
-                }
-                .pack()
-            })
-            .collect()
-    }
 
     /// The occurrences of `token` in `text` by brute force: words folded as `unicode61` folds these.
     fn occurrences(text: &str, token: &[u8]) -> i64 {
@@ -447,35 +392,6 @@ mod tests {
         (answered, floors)
     }
 
-    fn key(sid: i64) -> RowKey {
-        RowKey::Persisted(PathBuf::from(format!("/s/{sid}")))
-    }
-
-    fn write(
-        conn: &mut Connection,
-        old: Option<i64>,
-        k: &RowKey,
-        docs: &[(u64, i64, String)],
-    ) -> i64 {
-        let header = HitHeader::default();
-        store::replace_session(
-            conn,
-            old,
-            &store::Replacement {
-                key: k,
-                header: &header,
-                stamp: "1",
-                event_count: docs.len() as u64,
-                title: None,
-                resume: None,
-                listed: None,
-            },
-            packed(docs),
-            1,
-        )
-        .unwrap()
-    }
-
     #[test]
     fn token_lists_equal_brute_force_across_writes_appends_dropped_closers_rereads_and_deletions() {
         let (mut answered, mut floors) = (0, 0);
@@ -500,7 +416,7 @@ mod tests {
                             next_key += 1;
                             let k = key(next_key);
                             let n = 1 + rng.below(8);
-                            let d = docs(&mut rng, 0, n);
+                            let d = docs(&mut rng, &WORDS, 6, 0, n);
                             let sid = write(&mut conn, None, &k, &d);
                             keys.insert(sid, k);
                             truth.insert(sid, d.into_iter().map(|(s, t, x)| (s, (t, x))).collect());
@@ -514,7 +430,7 @@ mod tests {
                             let drop_from = (rng.below(3) == 0).then(|| end.saturating_sub(2));
                             let from = drop_from.unwrap_or(end);
                             let n = 1 + rng.below(3);
-                            let d = docs(&mut rng, from, n);
+                            let d = docs(&mut rng, &WORDS, 6, from, n);
                             store::extend_session(
                                 &mut conn,
                                 &store::Extension {
@@ -539,7 +455,7 @@ mod tests {
                             let sid = pick(&mut rng);
                             let k = keys.remove(&sid).unwrap();
                             let n = 1 + rng.below(8);
-                            let d = docs(&mut rng, 0, n);
+                            let d = docs(&mut rng, &WORDS, 6, 0, n);
                             let new = write(&mut conn, Some(sid), &k, &d);
                             truth.remove(&sid);
                             keys.insert(new, k);

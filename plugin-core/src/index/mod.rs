@@ -35,6 +35,8 @@ pub mod schema;
 pub mod spans;
 pub mod store;
 pub mod tally;
+#[cfg(test)]
+pub mod test_rows;
 pub mod tokens;
 pub mod watch;
 

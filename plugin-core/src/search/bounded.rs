@@ -302,29 +302,12 @@ pub(super) fn ranked<'a>(
 
 #[cfg(test)]
 mod tests {
-    use std::borrow::Cow;
-    use std::collections::BTreeMap;
-    use std::path::PathBuf;
-
-    use dsh_codec::surface::Label;
-    use host_api::abi::wire::search::HitHeader;
-
     use super::*;
-    use crate::index::store::{Doc, RowKey};
-    use crate::index::{common, schema, spans};
+    use crate::index::common;
+    use crate::index::store::RowKey;
+    use crate::index::test_rows::{docs, index, key, packed, write, Rng, Truth};
     use crate::search::test_support::never;
     use host_api::abi::EventFilter;
-
-    /// xorshift, so a failure names its seed.
-    struct Rng(u64);
-    impl Rng {
-        fn below(&mut self, n: u64) -> u64 {
-            self.0 ^= self.0 << 13;
-            self.0 ^= self.0 >> 7;
-            self.0 ^= self.0 << 17;
-            self.0 % n
-        }
-    }
 
     // Few words, so that phrases of them repeat, overlap ("the the") and tie on every key.
     const WORDS: [&str; 6] = ["the", "the", "error", "test", "x", "failed"];
@@ -336,44 +319,6 @@ mod tests {
         "x the x",
         "test error x",
     ];
-
-    fn index() -> Connection {
-        let mut conn = Connection::open_in_memory().unwrap();
-        schema::apply(&mut conn, schema::Verdict::Create).unwrap();
-        spans::register(&conn).unwrap();
-        store::register(&conn).unwrap();
-        conn
-    }
-
-    /// Per session row, its documents (seq → time, text).
-    type Truth = BTreeMap<i64, BTreeMap<u64, (i64, String)>>;
-
-    fn docs(rng: &mut Rng, from: u64, n: u64) -> Vec<(u64, i64, String)> {
-        (from..from + n)
-            .map(|seq| {
-                let text = (0..1 + rng.below(8))
-                    .map(|_| WORDS[rng.below(WORDS.len() as u64) as usize])
-                    .collect::<Vec<_>>()
-                    .join(" ");
-                (seq, rng.below(3) as i64, text)
-            })
-            .collect()
-    }
-
-    fn packed(docs: &[(u64, i64, String)]) -> Vec<store::PackedDoc> {
-        docs.iter()
-            .map(|(seq, time, text)| {
-                Doc {
-                    seq: *seq,
-                    kind: "user/message",
-                    time: *time,
-                    label: Label::Current,
-                    text: Cow::Borrowed(text),
-                }
-                .pack()
-            })
-            .collect()
-    }
 
     /// Spec §4.4's match_count by brute force: the phrase's instances over the words, merged when one
     /// starts at or before the previous one's last word (as `highlight()` merges them).
@@ -450,35 +395,6 @@ mod tests {
             .collect()
     }
 
-    fn key(n: i64) -> RowKey {
-        RowKey::Persisted(PathBuf::from(format!("/s/{n}")))
-    }
-
-    fn write(
-        conn: &mut Connection,
-        old: Option<i64>,
-        k: &RowKey,
-        docs: &[(u64, i64, String)],
-    ) -> i64 {
-        let header = HitHeader::default();
-        store::replace_session(
-            conn,
-            old,
-            &store::Replacement {
-                key: k,
-                header: &header,
-                stamp: "1",
-                event_count: docs.len() as u64,
-                title: None,
-                resume: None,
-                listed: None,
-            },
-            packed(docs),
-            1,
-        )
-        .unwrap()
-    }
-
     /// For every phrase, page depth and session clause: when the bounded read answers, its prefix is
     /// the brute-force ranking's. Returns (answered, fell back).
     fn check(conn: &Connection, truth: &Truth, round: &str) -> (usize, usize) {
@@ -551,7 +467,7 @@ mod tests {
                             next_key += 1;
                             let k = key(next_key);
                             let n = 1 + rng.below(8);
-                            let d = docs(&mut rng, 0, n);
+                            let d = docs(&mut rng, &WORDS, 8, 0, n);
                             let sid = write(&mut conn, None, &k, &d);
                             keys.insert(sid, k);
                             truth.insert(sid, d.into_iter().map(|(s, t, x)| (s, (t, x))).collect());
@@ -560,7 +476,7 @@ mod tests {
                             let sid = sids[rng.below(sids.len() as u64) as usize];
                             let from = truth[&sid].keys().next_back().map_or(0, |s| s + 1);
                             let n = 1 + rng.below(3);
-                            let d = docs(&mut rng, from, n);
+                            let d = docs(&mut rng, &WORDS, 8, from, n);
                             store::extend_session(
                                 &mut conn,
                                 &store::Extension {
@@ -585,7 +501,7 @@ mod tests {
                             let sid = sids[rng.below(sids.len() as u64) as usize];
                             let k = keys.remove(&sid).unwrap();
                             let n = 1 + rng.below(8);
-                            let d = docs(&mut rng, 0, n);
+                            let d = docs(&mut rng, &WORDS, 8, 0, n);
                             let new = write(&mut conn, Some(sid), &k, &d);
                             truth.remove(&sid);
                             keys.insert(new, k);

@@ -10,6 +10,7 @@ use serde_json::json;
 use super::test_support::{never, settle, side, Side};
 use super::{last_plan, Plan, State};
 use crate::corpus::testing::{header, write_log, LogBuilder};
+use crate::index::test_rows::Rng;
 use crate::index::{common, hot};
 
 fn refresh(side: &Side) {
@@ -100,17 +101,6 @@ fn pages(
             Some(c) => cursor = Some(c),
             None => return (out, plans),
         }
-    }
-}
-
-struct Rng(u64);
-
-impl Rng {
-    fn below(&mut self, n: u64) -> u64 {
-        self.0 ^= self.0 << 13;
-        self.0 ^= self.0 >> 7;
-        self.0 ^= self.0 << 17;
-        self.0 % n
     }
 }
 
