@@ -267,7 +267,7 @@ mod tests {
 
     use super::*;
     use crate::index::store::{self, RowKey, SessionRow};
-    use crate::index::test_rows::{docs, index, key, packed, write, Rng, Truth};
+    use crate::index::test_rows::{add_session, docs, index, packed, write, Rng, Truth};
     use crate::search::rank::{Best, Match, Prefix};
 
     // Few words, some differing only in case or diacritics, so that counts, lengths and times tie.
@@ -413,13 +413,14 @@ mod tests {
                     match rng.below(10) {
                         // A new session.
                         0..=3 => {
-                            next_key += 1;
-                            let k = key(next_key);
-                            let n = 1 + rng.below(8);
-                            let d = docs(&mut rng, &WORDS, 6, 0, n);
-                            let sid = write(&mut conn, None, &k, &d);
-                            keys.insert(sid, k);
-                            truth.insert(sid, d.into_iter().map(|(s, t, x)| (s, (t, x))).collect());
+                            add_session(
+                                &mut conn,
+                                &mut rng,
+                                (&WORDS, 6),
+                                &mut next_key,
+                                &mut keys,
+                                &mut truth,
+                            );
                         }
                         // An append.
                         4..=6 if !sids.is_empty() => {

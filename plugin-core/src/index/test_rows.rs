@@ -103,3 +103,22 @@ pub fn write(
     )
     .unwrap()
 }
+
+/// Writes a new session of 1 to 8 random documents under the next key, and records it in `keys`
+/// and `truth`.
+pub fn add_session(
+    conn: &mut Connection,
+    rng: &mut Rng,
+    (words, most_words): (&[&str], u64),
+    next_key: &mut i64,
+    keys: &mut std::collections::HashMap<i64, RowKey>,
+    truth: &mut Truth,
+) {
+    *next_key += 1;
+    let k = key(*next_key);
+    let n = 1 + rng.below(8);
+    let d = docs(rng, words, most_words, 0, n);
+    let sid = write(conn, None, &k, &d);
+    keys.insert(sid, k);
+    truth.insert(sid, d.into_iter().map(|(s, t, x)| (s, (t, x))).collect());
+}

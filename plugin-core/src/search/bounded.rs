@@ -305,7 +305,7 @@ mod tests {
     use super::*;
     use crate::index::common;
     use crate::index::store::RowKey;
-    use crate::index::test_rows::{docs, index, key, packed, write, Rng, Truth};
+    use crate::index::test_rows::{add_session, docs, index, key, packed, write, Rng, Truth};
     use crate::search::test_support::never;
     use host_api::abi::EventFilter;
 
@@ -464,13 +464,14 @@ mod tests {
                     let sids: Vec<i64> = truth.keys().copied().collect();
                     match rng.below(10) {
                         0..=4 => {
-                            next_key += 1;
-                            let k = key(next_key);
-                            let n = 1 + rng.below(8);
-                            let d = docs(&mut rng, &WORDS, 8, 0, n);
-                            let sid = write(&mut conn, None, &k, &d);
-                            keys.insert(sid, k);
-                            truth.insert(sid, d.into_iter().map(|(s, t, x)| (s, (t, x))).collect());
+                            add_session(
+                                &mut conn,
+                                &mut rng,
+                                (&WORDS, 8),
+                                &mut next_key,
+                                &mut keys,
+                                &mut truth,
+                            );
                         }
                         5..=7 if !sids.is_empty() => {
                             let sid = sids[rng.below(sids.len() as u64) as usize];
