@@ -163,19 +163,23 @@ pub(crate) fn forget(tx: &Connection, id: i64) -> rusqlite::Result<()> {
 /// Fills stored phrase `id` (with no rows yet) from one FTS5 scan of `phrase`: its best `keep` rows
 /// and the floor.
 pub(crate) fn fill(tx: &Connection, id: i64, phrase: &str, keep: usize) -> rusqlite::Result<()> {
-    let mut rows: Vec<HotHit> = tx
-        .prepare_cached(
-            "SELECT dsh_spans(fts), d.len, d.time, fts.rowid
-             FROM fts CROSS JOIN docs d ON d.rowid = fts.rowid
-             WHERE fts MATCH ?1",
-        )?
-        .query_map([phrase], hit_row)?
-        .collect::<rusqlite::Result<_>>()?;
+    let mut rows = matches(tx, phrase)?;
     rows.sort_unstable_by(HotHit::rank);
     let floor = (rows.len() > keep).then(|| rows[keep - 1]);
     rows.truncate(keep);
     insert_rows(tx, id, &rows)?;
     set_floor(tx, id, floor)
+}
+
+/// Every document matching `phrase`, with its key, in no order (one FTS5 scan).
+pub(crate) fn matches(tx: &Connection, phrase: &str) -> rusqlite::Result<Vec<HotHit>> {
+    tx.prepare_cached(
+        "SELECT dsh_spans(fts), d.len, d.time, fts.rowid
+         FROM fts CROSS JOIN docs d ON d.rowid = fts.rowid
+         WHERE fts MATCH ?1",
+    )?
+    .query_map([phrase], hit_row)?
+    .collect()
 }
 
 pub(crate) fn hit_row(r: &rusqlite::Row<'_>) -> rusqlite::Result<HotHit> {

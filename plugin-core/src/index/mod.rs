@@ -29,6 +29,7 @@ pub mod checksum;
 pub mod cjk;
 pub mod common;
 pub mod failed;
+pub mod held;
 pub mod hot;
 pub mod lock;
 pub mod schema;

@@ -16,7 +16,7 @@ use dsh_codec::surface::Label;
 use host_api::abi::wire::search::HitHeader;
 use rusqlite::{params, Connection, OptionalExtension, Transaction, TransactionBehavior};
 
-use super::{cjk, common, hot, tally};
+use super::{cjk, common, held, hot, tally};
 
 /// Where an indexed session came from.
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Hash, PartialOrd, Ord)]
@@ -168,7 +168,8 @@ pub fn register(conn: &Connection) -> rusqlite::Result<()> {
              rowid INTEGER PRIMARY KEY, len INTEGER NOT NULL, time INTEGER NOT NULL, text TEXT NOT NULL
          );
          CREATE TEMP TABLE IF NOT EXISTS hot_pending (lo INTEGER NOT NULL, hi INTEGER NOT NULL);",
-    )
+    )?;
+    held::register(conn)
 }
 
 /// Inserts the queued FTS5 rows. Documents' FTS5 rows are queued rather than inserted one by one
@@ -176,15 +177,19 @@ pub fn register(conn: &Connection) -> rusqlite::Result<()> {
 /// index) makes FTS5 flush its pending terms as a new segment: inserted between documents, every
 /// document became its own segment, and merging them cost more than tokenizing. Queued, a batch's rows
 /// go in with one statement and FTS5 flushes only when its buffer fills. Runs before anything reads or
-/// deletes FTS5 rows, and before every commit.
-fn flush_fts(tx: &Connection) -> rusqlite::Result<()> {
+/// deletes FTS5 rows, and before every commit. With `hold`, an insert of at least
+/// `common::SAMPLE_MIN` documents starts holding the token lists in memory (`super::held`).
+fn flush_fts(tx: &Connection, hold: bool) -> rusqlite::Result<()> {
     let pending: i64 = tx
         .prepare_cached("SELECT count(*) FROM temp.fts_pending")?
         .query_row([], |r| r.get(0))?;
     if pending > 0 {
+        if hold && pending as usize >= common::SAMPLE_MIN && !held::held(tx)? {
+            held::hold(tx)?;
+        }
         // Common tokens' lists are kept from the counts the tokenizer takes during this insert; the
         // rows go in in rowid order, the order `inserted` reads them back in.
-        let lists = common::lists(tx)?;
+        let (lists, is_held) = held::lists(tx)?;
         let recorder = common::recorder(&lists, pending as usize);
         let (inserted, recorder) = tally::record(recorder, || {
             tx.prepare_cached(
@@ -197,7 +202,7 @@ fn flush_fts(tx: &Connection) -> rusqlite::Result<()> {
             .prepare_cached("SELECT rowid, len, time FROM temp.fts_pending ORDER BY rowid")?
             .query_map([], |r| Ok((r.get(0)?, r.get(1)?, r.get(2)?)))?
             .collect::<rusqlite::Result<_>>()?;
-        common::apply(tx, &lists, recorder, &rows)?;
+        common::apply(tx, &lists, recorder, &rows, is_held)?;
         tx.prepare_cached("DELETE FROM temp.fts_pending")?
             .execute([])?;
     }
@@ -234,7 +239,8 @@ fn step<T>(
     }
     let tx = begin(conn)?;
     let out = f(&tx)?;
-    flush_fts(&tx)?;
+    flush_fts(&tx, false)?;
+    held::release(&tx)?;
     tx.commit()?;
     Ok(out)
 }
@@ -244,21 +250,42 @@ pub fn begin_batch(conn: &Connection) -> rusqlite::Result<()> {
     conn.execute_batch("BEGIN IMMEDIATE")
 }
 
-/// Commits the open batch (nothing when none is open).
+/// Commits the open batch, with the token lists exact (a hold of them ends here, in a transaction of
+/// its own when no batch is open).
 pub fn commit_batch(conn: &Connection) -> rusqlite::Result<()> {
     if conn.is_autocommit() {
+        if held::held(conn)? {
+            conn.execute_batch("BEGIN IMMEDIATE")?;
+            held::release(conn)?;
+            conn.execute_batch("COMMIT")?;
+        }
         return Ok(());
     }
-    flush_fts(conn)?;
+    flush_fts(conn, false)?;
+    held::release(conn)?;
     conn.execute_batch("COMMIT")
 }
 
-/// Rolls the open batch back (nothing when none is open): the index, and the queue of FTS5 rows, are
-/// as the last commit left them.
-pub fn rollback_batch(conn: &Connection) -> rusqlite::Result<()> {
+/// Commits the open batch of a large write that goes on (nothing when none is open): the token lists
+/// are held in memory from a large insert on (`super::held`), and the commit leaves them held (every
+/// read of them scans) until [`commit_batch`] writes them.
+pub fn commit_batch_holding_lists(conn: &Connection) -> rusqlite::Result<()> {
     if conn.is_autocommit() {
         return Ok(());
     }
+    flush_fts(conn, true)?;
+    conn.execute_batch("COMMIT")
+}
+
+/// Rolls the open batch back: the index, and the queue of FTS5 rows, are as the last commit left
+/// them. With no batch open, token lists still held from the last commit are written (their buffers
+/// hold only committed documents).
+pub fn rollback_batch(conn: &Connection) -> rusqlite::Result<()> {
+    if conn.is_autocommit() {
+        return commit_batch(conn);
+    }
+    // What this thread held may include the rolled-back rows: the lists it left held are refilled.
+    held::discard();
     conn.execute_batch("ROLLBACK")
 }
 
@@ -416,7 +443,7 @@ pub fn header_from_row(r: &rusqlite::Row<'_>, first: usize) -> rusqlite::Result<
 }
 
 fn delete_docs(tx: &Connection, sid: i64) -> rusqlite::Result<()> {
-    flush_fts(tx)?;
+    flush_fts(tx, false)?;
     tx.execute(
         "DELETE FROM fts WHERE rowid IN (SELECT rowid FROM docs WHERE sid = ?1)",
         [sid],
@@ -424,6 +451,7 @@ fn delete_docs(tx: &Connection, sid: i64) -> rusqlite::Result<()> {
     tx.execute("DELETE FROM docs WHERE sid = ?1", [sid])?;
     let (lo, hi) = rowid_range(sid);
     hot::delete_range(tx, lo, hi)?;
+    held::delete_range(lo, hi);
     Ok(())
 }
 
@@ -616,7 +644,7 @@ pub fn extend_session(
         if let Some(from) = ext.drop_from {
             let (lo, hi) = rowid_range(sid);
             let lo = doc_rowid(sid, from).unwrap_or(lo);
-            flush_fts(tx)?;
+            flush_fts(tx, false)?;
             tx.prepare_cached("DELETE FROM fts WHERE rowid BETWEEN ?1 AND ?2")?
                 .execute(params![lo, hi])?;
             dropped = tx
@@ -625,6 +653,7 @@ pub fn extend_session(
             // Token lists hold the dropped documents' keys too (a search's phrases are recomputed
             // over the range below).
             hot::delete_range(tx, lo, hi)?;
+            held::delete_range(lo, hi);
         }
         // Stored phrase hits follow the documents: from the first dropped or new seq to the session's end.
         let mut first_new: Option<u64> = None;

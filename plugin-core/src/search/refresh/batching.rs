@@ -44,16 +44,31 @@ impl Batching {
         self.steps += 1;
         self.bytes = self.bytes.saturating_add(bytes);
         if self.steps >= self.limit || self.bytes >= BATCH_BYTES {
-            self.commit(conn)?;
+            if self.limit > 1 {
+                // The refresh goes on, so far past one step: the token lists stay in memory until
+                // its last commit ([`Self::commit`]) instead of being rewritten at each batch. A
+                // refresh of one step (an append) never holds them.
+                self.commit_with(conn, store::commit_batch_holding_lists)?;
+            } else {
+                self.commit(conn)?;
+            }
             self.limit = (self.limit * 2).min(BATCH_STEPS);
         }
         Ok(())
     }
 
+    /// Commits the open batch with the token lists exact: the refresh's last commit.
     pub(super) fn commit(&mut self, conn: &rusqlite::Connection) -> Result<(), PluginError> {
-        if self.open {
-            store::commit_batch(conn).map_err(index_failed)?;
-        }
+        self.commit_with(conn, store::commit_batch)
+    }
+
+    fn commit_with(
+        &mut self,
+        conn: &rusqlite::Connection,
+        commit: fn(&rusqlite::Connection) -> rusqlite::Result<()>,
+    ) -> Result<(), PluginError> {
+        // `commit_batch` also ends a hold when no batch is open.
+        commit(conn).map_err(index_failed)?;
         self.open = false;
         self.steps = 0;
         self.bytes = 0;
