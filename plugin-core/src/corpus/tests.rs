@@ -639,3 +639,42 @@ fn an_unreachable_remote_fails_the_listing_and_a_read_it_must_answer_but_not_loc
         err.message
     );
 }
+
+/// The index's record seeds a listing through a sorted table searched by path (it was a map of
+/// copied paths): records given in any order, the first of two for one path kept, each unchanged
+/// log taken from its record (never opened: here the record's header differs from the file's), and
+/// a log whose revision moved read again.
+#[test]
+fn a_seeded_listing_finds_records_given_in_any_order_and_keeps_the_first_of_a_path() {
+    let dir = tempfile::tempdir().unwrap();
+    let root = dir.path();
+    let (_host, corpus) = corpus(Some(root));
+    let fresh = SessionsRoot::new(root);
+    let mut paths = Vec::new();
+    for id in ["c", "a", "d", "b"] {
+        paths.push(write_log(root, &header(id, 1), &conversation(id, "ok")));
+    }
+    let on_disk = fresh.list().unwrap().sessions;
+    assert_eq!(on_disk.len(), 4);
+    let recorded = |s: &ListedSession, created_at: i64| {
+        let mut s = s.clone();
+        s.header.created_at = created_at;
+        s
+    };
+    // Reversed, with a second (later) record of one path that must lose.
+    let mut records: Vec<ListedSession> = on_disk.iter().rev().map(|s| recorded(s, 7)).collect();
+    records.push(recorded(&on_disk[0], 99));
+    corpus.seed_known(records);
+    // "d" changed after it was recorded: read again.
+    let d = on_disk.iter().find(|s| s.header.id == "d").unwrap();
+    std::fs::write(&d.path, conversation("d", "ok, and more").text(&d.header)).unwrap();
+
+    let listed = corpus.list_persisted().unwrap();
+    let created: Vec<(&str, i64)> = listed
+        .iter()
+        .map(|s| (s.header.id.as_str(), s.header.created_at))
+        .collect();
+    assert_eq!(created, [("a", 7), ("b", 7), ("c", 7), ("d", 1)]);
+    assert!(corpus.problems().is_empty(), "{:?}", corpus.problems());
+    drop(paths);
+}

@@ -540,10 +540,38 @@ pub fn rowid_range(sid: i64) -> (i64, i64) {
 }
 
 /// What identifies a row to replace: a live id, or a persisted log's path.
-#[derive(Debug, Clone, PartialEq, Eq, Hash)]
+///
+/// Compared and hashed by the path's bytes: a path's own `Hash` walks its components, and keying
+/// 10,000 rows that way was a visible share of a one-shot command's start. Every path here is made
+/// the same way (the listing's join of root, folder and transcript name), so bytes and components
+/// agree.
+#[derive(Debug, Clone)]
 pub enum RowKey {
     Live(String),
     Persisted(PathBuf),
+}
+
+impl RowKey {
+    fn bytes(&self) -> (bool, &[u8]) {
+        match self {
+            RowKey::Live(id) => (true, id.as_bytes()),
+            RowKey::Persisted(path) => (false, path.as_os_str().as_bytes()),
+        }
+    }
+}
+
+impl PartialEq for RowKey {
+    fn eq(&self, other: &Self) -> bool {
+        self.bytes() == other.bytes()
+    }
+}
+
+impl Eq for RowKey {}
+
+impl std::hash::Hash for RowKey {
+    fn hash<H: std::hash::Hasher>(&self, state: &mut H) {
+        self.bytes().hash(state);
+    }
 }
 
 /// A whole session to (re)write.
@@ -923,6 +951,27 @@ mod tests {
         set_visibility(&mut conn, &[(sid, shown)], 5).unwrap();
         delete_session(&mut conn, sid, 6).unwrap();
         assert_eq!(counted(&conn), (0, 0));
+    }
+
+    #[test]
+    fn row_keys_are_told_apart_by_kind_and_bytes_as_a_map_keys_them() {
+        use std::collections::HashMap;
+        let path = |p: &str| RowKey::Persisted(PathBuf::from(p));
+        let mut rows = HashMap::new();
+        rows.insert(path("/root/p/a/session.jsonl"), 1);
+        rows.insert(RowKey::Live("/root/p/a/session.jsonl".into()), 2);
+        rows.insert(path("/root/p/a/session.jsonl.zstd"), 3);
+        assert_eq!(
+            rows.len(),
+            3,
+            "a live id and a path of the same bytes are two rows"
+        );
+        assert_eq!(rows.get(&path("/root/p/a/session.jsonl")), Some(&1));
+        assert_eq!(
+            rows.get(&RowKey::Live("/root/p/a/session.jsonl".into())),
+            Some(&2)
+        );
+        assert_eq!(rows.get(&path("/root/p/b/session.jsonl")), None);
     }
 
     #[test]

@@ -39,7 +39,7 @@ const PARSE_ON_TWO_FROM: usize = 512;
 /// A log as the index recorded it, when its stamp and header record parse.
 fn listed_of((path, stamp, line): store::ListedRecord) -> Option<ListedSession> {
     let revision = stamp.parse::<Revision>().ok()?;
-    let (header, diagnostics) = SessionHeader::parse(line.as_bytes(), false).ok()?;
+    let (header, diagnostics) = super::record::header_of(&line)?;
     let zstd = path
         .file_name()
         .is_some_and(|n| n == Compression::Zstd.transcript_name());

@@ -56,6 +56,7 @@ use crate::sources::Sources;
 mod batching;
 mod listing;
 mod readers;
+mod record;
 mod resume;
 mod visibility;
 mod write;
