@@ -984,6 +984,38 @@ mod tests {
     const HEADER: &str =
         r#"{"type":"session","version":0,"id":"s","createdAt":1,"delegationDepth":0}"#;
 
+    #[test]
+    fn the_read_buffer_is_sized_to_the_file_within_its_bounds() {
+        assert_eq!(raw_buffer(None), RAW_BUFFER);
+        assert_eq!(raw_buffer(Some(0)), HEADER_CHUNK + 1);
+        assert_eq!(raw_buffer(Some(100_000)), 100_001);
+        assert_eq!(raw_buffer(Some(u64::MAX)), RAW_BUFFER);
+    }
+
+    /// The buffer is sized to the file as it was at open; a live session grows after that.
+    #[test]
+    fn a_log_that_grew_past_its_size_at_open_reads_to_its_new_end() {
+        let dir = tempfile::tempdir().unwrap();
+        let path = dir.path().join("session.jsonl");
+        let step = |seq: u64| {
+            format!("{{\"type\":\"step/start\",\"seq\":{seq},\"time\":0,\"data\":{{}}}}\n")
+        };
+        std::fs::write(&path, format!("{HEADER}\n{}", step(0))).unwrap();
+        let mut reader = LogReader::open(&path, &ReadOptions::default()).unwrap();
+        let mut more = std::fs::OpenOptions::new()
+            .append(true)
+            .open(&path)
+            .unwrap();
+        for seq in 1..2_000 {
+            io::Write::write_all(&mut more, step(seq).as_bytes()).unwrap();
+        }
+        let mut seqs = Vec::new();
+        while let Some(event) = reader.next_ref() {
+            seqs.push(event.unwrap().seq());
+        }
+        assert_eq!(seqs, (0..2_000).collect::<Vec<u64>>());
+    }
+
     fn read(
         bytes: Vec<u8>,
         opts: &ReadOptions,
