@@ -15,9 +15,19 @@ use serde_json::Value;
 
 use crate::json::trim_js;
 use crate::log::event::Event;
+use crate::log::event_ref::EventRef;
 
 /// The document text of one event (spec §3 table); empty when the event yields no document.
 pub fn event_text(event: &Event) -> String {
+    event_ref_text(EventRef::Event(event))
+}
+
+/// [`event_text`] for a borrowed event (see [`EventRef`]).
+pub fn event_ref_text(event: EventRef<'_>) -> String {
+    // A chunk delta has no text (its type is none of the table's), so its data is never built.
+    let EventRef::Event(event) = event else {
+        return String::new();
+    };
     let data = &event.data;
     let mut text = Joiner::default();
     match event.kind.as_str() {

@@ -6,7 +6,9 @@
 //! zstd log with one checksummed frame per append batch. For each encoding it measures:
 //! - `plain read`: the bytes read (and for zstd decompressed) and split into lines, no JSON: the floor;
 //! - `read`: `LogReader` alone;
-//! - `read + fold + extract`: `LogReader` → `SurfaceFold::apply` → `text::event_text` per event.
+//! - `read + fold + extract`: `LogReader` → `SurfaceFold::apply` → `text::event_text` per event;
+//! - `borrowed read + fold + extract`: the same through `LogReader::next_ref` → `SurfaceFold::apply_ref`
+//!   → `text::event_ref_text`: no owned event per chunk delta (what a consumer that keeps no events does).
 //!
 //! Throughput is in uncompressed JSONL bytes for both encodings, so the zstd numbers compare with the
 //! raw ones. A summary with events/s and the ratio to the plain-read floor of the same run is printed
@@ -23,7 +25,7 @@ use criterion::{
 use dsh_codec::log::read::{LogReader, ReadOptions};
 use dsh_codec::log::{Compression, Event};
 use dsh_codec::surface::SurfaceFold;
-use dsh_codec::text::event_text;
+use dsh_codec::text::{event_ref_text, event_text};
 use tests::corpus_gen::{write_session, SessionOptions};
 
 /// Roughly how much raw JSONL to generate.
@@ -110,6 +112,19 @@ fn read_fold_extract(path: &Path) -> (u64, usize) {
     (fold.folded(), text_bytes)
 }
 
+fn borrowed_read_fold_extract(path: &Path) -> (u64, usize) {
+    let mut reader = LogReader::open(path, &ReadOptions::default()).expect("open log");
+    let mut fold = SurfaceFold::new();
+    let mut text_bytes = 0;
+    while let Some(event) = reader.next_ref() {
+        let event = event.expect("valid log");
+        fold.apply_ref(event).expect("valid surface");
+        text_bytes += event_ref_text(event).len();
+    }
+    black_box(&fold);
+    (fold.folded(), text_bytes)
+}
+
 /// The calling thread's CPU time: on a shared machine, wall-clock time also counts the time the thread
 /// waited for a core, so the summary reports both.
 fn thread_cpu_time() -> Duration {
@@ -162,6 +177,13 @@ fn bench(c: &mut Criterion) {
         (folded, text_bytes),
         "both encodings read the same"
     );
+    for path in [&corpus.raw_path, &corpus.zstd_path] {
+        assert_eq!(
+            borrowed_read_fold_extract(path),
+            (folded, text_bytes),
+            "the borrowed read folds and extracts what the owned one does"
+        );
+    }
     println!(
         "extracted {:.1} MB of search text",
         text_bytes as f64 / 1048576.0
@@ -188,6 +210,10 @@ fn bench(c: &mut Criterion) {
         group.bench_function(BenchmarkId::from_parameter("read + fold + extract"), |b| {
             b.iter(|| read_fold_extract(path))
         });
+        group.bench_function(
+            BenchmarkId::from_parameter("borrowed read + fold + extract"),
+            |b| b.iter(|| borrowed_read_fold_extract(path)),
+        );
         group.finish();
     }
 
@@ -217,11 +243,13 @@ fn bench(c: &mut Criterion) {
         let plain = best_of(3, || plain_read(path, zstd));
         let read = best_of(3, || read_only(path));
         let full = best_of(3, || read_fold_extract(path));
+        let borrowed = best_of(3, || borrowed_read_fold_extract(path));
         let events = corpus.events as f64;
         for (what, (time, cpu)) in [
             ("plain read", plain),
             ("read", read),
             ("read + fold + extract", full),
+            ("borrowed r + f + e", borrowed),
         ] {
             println!(
                 "  {name:4} {what:22} {:8.1} MB/s {:10.0} events/s   cpu {:8.1} MB/s",
@@ -235,6 +263,13 @@ fn bench(c: &mut Criterion) {
             plain.0.as_secs_f64() / full.0.as_secs_f64(),
             plain.1.as_secs_f64() / full.1.as_secs_f64(),
             (full.1.as_secs_f64() / read.1.as_secs_f64() - 1.0) * 100.0
+        );
+        println!(
+            "  {name:4} borrowed read + fold + extract / plain read = {:.3} (cpu {:.3}); / owned = {:.3} (cpu {:.3})",
+            plain.0.as_secs_f64() / borrowed.0.as_secs_f64(),
+            plain.1.as_secs_f64() / borrowed.1.as_secs_f64(),
+            full.0.as_secs_f64() / borrowed.0.as_secs_f64(),
+            full.1.as_secs_f64() / borrowed.1.as_secs_f64()
         );
     }
 }

@@ -12,6 +12,7 @@ pub mod bounds;
 pub mod checkpoint;
 pub mod error;
 pub mod event;
+pub mod event_ref;
 pub mod header;
 pub mod layout;
 pub mod legacy;
@@ -30,6 +31,7 @@ pub use append::{AppendValidator, CheckedBatch};
 pub use bounds::MAX_LINE_BYTES;
 pub use error::{clip_for_message, ErrorClass, LogError, LogErrorCode};
 pub use event::Event;
+pub use event_ref::EventRef;
 pub use header::{HeaderDiagnostic, SessionHeader};
 pub use payload::Payload;
 

@@ -110,6 +110,11 @@ impl Member {
     pub(crate) fn into_event(self) -> Event {
         Event::with_payload(Self::KIND, self.seq, self.time, self.data)
     }
+
+    /// [`Member::into_event`] for a member that stays where it is (a borrowed read).
+    pub(crate) fn to_event(&self) -> Event {
+        Event::with_payload(Self::KIND, self.seq, self.time, self.data.clone())
+    }
 }
 
 /// [`expand_row`] without building each member's envelope map: the reader's hot path.

@@ -14,6 +14,7 @@ use serde::{Deserialize, Serialize};
 use serde_json::{Map, Value};
 
 use super::event::{Event, TailOrder};
+use super::event_ref::EventRef;
 
 /// The text of the closer for a call whose `tool/call` was recorded.
 pub const OUTCOME_UNKNOWN_TEXT: &str = "The tool call was interrupted after it was recorded, but no result was durably recorded. Its outcome is unknown. Decide whether to retry from the tool semantics: retry only if the operation is read-only or idempotent; if it may have side effects, first verify external state or ask the user. Do not retry blindly.";
@@ -48,7 +49,15 @@ impl CloserTracker {
 
     /// Observes the next stored event.
     pub fn observe(&mut self, event: &Event) {
-        self.last = Some((event.seq, event.time));
+        self.observe_ref(EventRef::Event(event));
+    }
+
+    /// [`CloserTracker::observe`] for a borrowed event. A chunk delta only moves the last seq and time.
+    pub fn observe_ref(&mut self, event: EventRef<'_>) {
+        self.last = Some((event.seq(), event.time()));
+        let EventRef::Event(event) = event else {
+            return;
+        };
         let data = &event.data;
         match event.kind.as_str() {
             "turn/start" => {

@@ -27,6 +27,7 @@ use serde_json::{Map, Value};
 use super::label::Label;
 use crate::json::{js_equal, safe_uint};
 use crate::log::event::{is_surface_type, Event};
+use crate::log::event_ref::EventRef;
 use crate::log::{LogError, LogErrorCode};
 
 const ASSISTANT_MESSAGE: &str = "assistant/message";
@@ -136,9 +137,14 @@ impl SurfaceFold {
     /// Applies the next event (its seq must equal [`Self::folded`]). All-or-nothing: on `Err` the state
     /// is unchanged.
     pub fn apply(&mut self, event: &Event) -> Result<Applied, FoldError> {
+        self.apply_ref(EventRef::Event(event))
+    }
+
+    /// [`Self::apply`] for a borrowed event (see [`EventRef`]): the same checks and the same effect.
+    pub fn apply_ref(&mut self, event: EventRef<'_>) -> Result<Applied, FoldError> {
         let seq = self.folded();
         let plan = self.plan(event, seq).map_err(|message| FoldError {
-            seq: event.seq,
+            seq: event.seq(),
             message,
         })?;
         Ok(self.commit(seq, plan))
@@ -146,7 +152,7 @@ impl SurfaceFold {
 
     /// Checks that `event` could be applied next, without applying it.
     pub fn validate_next(&self, event: &Event) -> Result<(), FoldError> {
-        self.plan(event, self.folded())
+        self.plan(EventRef::Event(event), self.folded())
             .map(|_| ())
             .map_err(|message| FoldError {
                 seq: event.seq,
@@ -205,21 +211,21 @@ impl SurfaceFold {
         chain
     }
 
-    fn plan(&self, event: &Event, seq: u64) -> Result<Plan, String> {
-        if event.seq != seq {
+    fn plan(&self, event: EventRef<'_>, seq: u64) -> Result<Plan, String> {
+        if event.seq() != seq {
             return Err(format!(
                 "session event seq {} is not contiguous; expected {seq}",
-                event.seq
+                event.seq()
             ));
         }
-        let kind = event.kind.as_str();
+        let kind = event.kind();
         if !is_surface_type(kind) {
-            if event.surface_op.is_some() {
+            if event.surface_op().is_some() {
                 return Err(format!(
                     "session event \"{kind}\" is not surface-eligible and cannot carry surfaceOp"
                 ));
             }
-            if event.source_event_seqs.is_some() {
+            if event.source_event_seqs().is_some() {
                 return Err(format!(
                     "session event \"{kind}\" is not surface-eligible and cannot carry sourceEventSeqs"
                 ));
@@ -227,10 +233,10 @@ impl SurfaceFold {
             return Ok(Plan::LogOnly);
         }
         let is_tool_result = kind == TOOL_RESULT;
-        match parse_surface_op(kind, event.surface_op.as_ref())? {
+        match parse_surface_op(kind, event.surface_op())? {
             SurfaceOp::Append => {
                 check_provenance(event, seq, &[])?;
-                let tool_key = is_tool_result.then(|| tool_result_key(&event.data));
+                let tool_key = is_tool_result.then(|| tool_result_key(event.data()));
                 Ok(Plan::Append { tool_key })
             }
             SurfaceOp::Replace { start, end } => {
@@ -325,7 +331,7 @@ impl SurfaceFold {
     /// the node's key once committed (so a re-prune is checked against the previous replacement).
     fn check_tool_result_rewrite(
         &self,
-        event: &Event,
+        event: EventRef<'_>,
         shadowed: &[u64],
     ) -> Result<ToolResultKey, String> {
         let [target] = shadowed else {
@@ -336,7 +342,7 @@ impl SurfaceFold {
         let Some(original) = self.tool_results.get(target) else {
             return Err("tool/result surface replacement must target a current tool/result".into());
         };
-        let key = tool_result_key(&event.data);
+        let key = tool_result_key(event.data());
         match (original, &key) {
             (Some(original), Some(replacement)) if js_equal(original, replacement) => Ok(key),
             _ => Err("tool/result surface replacement may change only content".into()),
@@ -375,10 +381,10 @@ fn replace_range(map: &Map<String, Value>) -> Option<(u64, u64)> {
 /// Provenance rules (spec §2.1 step 5) plus the replace rule that `sourceEventSeqs` covers every
 /// shadowed node. Checks run in the reference order: array, non-empty (except assistant), element type
 /// (first bad element), duplicates, earlier-only (first late element), coverage.
-fn check_provenance(event: &Event, seq: u64, shadowed: &[u64]) -> Result<(), String> {
-    let kind = event.kind.as_str();
+fn check_provenance(event: EventRef<'_>, seq: u64, shadowed: &[u64]) -> Result<(), String> {
+    let kind = event.kind();
     let mut sorted: Vec<u64> = Vec::new();
-    if let Some(raw) = &event.source_event_seqs {
+    if let Some(raw) = event.source_event_seqs() {
         let Value::Array(items) = raw else {
             return Err(format!(
                 "sourceEventSeqs on event at seq {seq} must be an array when present"

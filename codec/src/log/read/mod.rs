@@ -50,10 +50,12 @@ use super::checkpoint::{
     self, Counted, Guard, GuardWindow, ReReadReason, ReadCheckpoint, Tracking, CHECKPOINT_VERSION,
 };
 use super::error::{clip_for_message, LogError, LogErrorCode};
+use super::event_ref::{ChunkRef, EventRef};
 use super::header::{HeaderDiagnostic, SessionHeader};
 use super::legacy::LegacyUpgrader;
 use super::notes::NotesState;
 pub use super::notes::ReadNotes;
+use super::packed::Member;
 use super::repair::CloserTracker;
 use super::scan::{LineScanner, Scanned};
 use super::validate;
@@ -69,6 +71,18 @@ use zstd_input::{advance_zstd, read_zstd_header, FrameSource, ZstdInput, ZSTD_CH
 const RAW_BUFFER: usize = 256 * 1024;
 /// Read size of the header-only listing path (spec §1.2: 8 KiB chunks).
 const HEADER_CHUNK: usize = 8 * 1024;
+
+/// The raw read buffer for an input of `len` bytes: the whole input when it is smaller than
+/// [`RAW_BUFFER`]. The buffer is zeroed once before its first read (the source is read through
+/// `Read::read`), which for the typical 100 KB session cost more than its parse of the header; one byte
+/// more than the input lets the read that finds the end share the buffer.
+fn raw_buffer(len: Option<u64>) -> usize {
+    let Some(len) = len.and_then(|len| usize::try_from(len).ok()) else {
+        return RAW_BUFFER;
+    };
+    // Never the listing's size: that size is how `from_source` tells the listing apart.
+    len.saturating_add(1).clamp(HEADER_CHUNK + 1, RAW_BUFFER)
+}
 
 /// How to read a log.
 #[derive(Debug, Clone, PartialEq, Eq)]
@@ -233,6 +247,8 @@ pub struct LogReader {
     phase: Phase,
     torn_tail: Option<TornTail>,
     track: Tracking,
+    /// The event [`LogReader::next_ref`] lent out last.
+    current: Option<Item>,
 }
 
 impl LogReader {
@@ -241,12 +257,14 @@ impl LogReader {
     /// read: anything else is [`LogErrorCode::NotRegularFile`].
     pub fn open(path: &Path, opts: &ReadOptions) -> Result<Self, LogError> {
         let file = open_regular(path)?;
-        Self::from_source(Box::new(file), path, opts, ZSTD_CHUNK)
+        let len = file.metadata().ok().map(|m| m.len());
+        Self::from_source(Box::new(file), path, opts, raw_buffer(len))
     }
 
     /// Reads a log held in memory, as [`LogReader::open`] reads a file; `label` names it in errors.
     pub fn from_bytes(bytes: Vec<u8>, label: &Path, opts: &ReadOptions) -> Result<Self, LogError> {
-        Self::from_source(Box::new(Cursor::new(bytes)), label, opts, ZSTD_CHUNK)
+        let len = u64::try_from(bytes.len()).ok();
+        Self::from_source(Box::new(Cursor::new(bytes)), label, opts, raw_buffer(len))
     }
 
     /// Reads a log from any byte stream positioned at its start; `label` names it in errors.
@@ -255,15 +273,21 @@ impl LogReader {
         label: &Path,
         opts: &ReadOptions,
     ) -> Result<Self, LogError> {
-        Self::from_source(Box::new(reader), label, opts, ZSTD_CHUNK)
+        Self::from_source(Box::new(reader), label, opts, raw_buffer(None))
     }
 
     fn from_source(
         src: Source,
         path: &Path,
         opts: &ReadOptions,
-        chunk: usize,
+        raw_capacity: usize,
     ) -> Result<Self, LogError> {
+        // The header-only listing reads in small chunks, whatever the encoding.
+        let chunk = if raw_capacity == HEADER_CHUNK {
+            HEADER_CHUNK
+        } else {
+            ZSTD_CHUNK
+        };
         let count = Arc::new(AtomicU64::new(0));
         let mut src: Source = Box::new(Counted::new(src, Arc::clone(&count)));
         let mut track = Tracking::new(count, 0);
@@ -279,13 +303,8 @@ impl LogReader {
         let (header_bytes, input) = if zstd {
             read_zstd_header(src, chunk, cap, &mut track.window).map_err(at)?
         } else {
-            let capacity = if chunk == HEADER_CHUNK {
-                HEADER_CHUNK
-            } else {
-                RAW_BUFFER
-            };
             read_raw_header(
-                BufReader::with_capacity(capacity, src),
+                BufReader::with_capacity(raw_capacity, src),
                 cap,
                 &mut track.window,
             )
@@ -323,6 +342,7 @@ impl LogReader {
             phase: Phase::Events,
             torn_tail: None,
             track,
+            current: None,
         })
     }
 
@@ -391,7 +411,7 @@ impl LogReader {
     }
 
     /// Runs one scanned event through the logical pipeline.
-    fn process(&mut self, scanned: Scanned) -> Result<Event, LogError> {
+    fn process(&mut self, scanned: Scanned) -> Result<Item, LogError> {
         // The scanner proved the seq equals the event's index.
         let seq = self.next_seq;
         self.next_seq = seq.saturating_add(1);
@@ -402,12 +422,11 @@ impl LogReader {
             Scanned::Plain(parts) => {
                 let event = parts.into_event().map_err(locate)?;
                 self.closers.observe(&event);
-                return Ok(event);
+                return Ok(Item::Event(event));
             }
             Scanned::Chunk(member) => {
-                let event = member.into_event();
-                self.closers.observe(&event);
-                return Ok(event);
+                self.closers.observe_ref(EventRef::Chunk(ChunkRef(&member)));
+                return Ok(Item::Chunk(member));
             }
             Scanned::Value(value) => value,
         };
@@ -437,7 +456,7 @@ impl LogReader {
                 .get_or_insert_with(|| locate(e));
         }
         self.closers.observe(&event);
-        Ok(event)
+        Ok(Item::Event(event))
     }
 
     /// Feeds the next line to the scanner. `Ok(false)` at the end of the input.
@@ -568,11 +587,54 @@ impl Iterator for LogReader {
     type Item = Result<Event, LogError>;
 
     fn next(&mut self) -> Option<Self::Item> {
+        Some(self.next_item()?.map(Item::into_event))
+    }
+}
+
+/// One event out of the read pipeline: built whole, or a packed row's member not made an [`Event`] (see
+/// [`EventRef`]).
+// `Event` is the common variant next to `Member`; boxing either would cost an allocation per event.
+#[allow(clippy::large_enum_variant)]
+enum Item {
+    Event(Event),
+    Chunk(Member),
+}
+
+impl Item {
+    fn into_event(self) -> Event {
+        match self {
+            Self::Event(event) => event,
+            Self::Chunk(member) => member.into_event(),
+        }
+    }
+
+    fn as_ref(&self) -> EventRef<'_> {
+        match self {
+            Self::Event(event) => EventRef::Event(event),
+            Self::Chunk(member) => EventRef::Chunk(ChunkRef(member)),
+        }
+    }
+}
+
+/// The borrowed read: the same pipeline as the iterator, without making an owned event of each chunk.
+impl LogReader {
+    /// The next event, borrowed until the next call: what [`Iterator::next`] would return (the same
+    /// events, errors and end, and the same state after it), as an [`EventRef`]. A consumer that only
+    /// folds and extracts (see [`crate::surface::SurfaceFold::apply_ref`], [`crate::text::event_ref_text`])
+    /// never pays for an owned event per chunk delta.
+    pub fn next_ref(&mut self) -> Option<Result<EventRef<'_>, LogError>> {
+        match self.next_item()? {
+            Ok(item) => Some(Ok(self.current.insert(item).as_ref())),
+            Err(e) => Some(Err(e)),
+        }
+    }
+
+    fn next_item(&mut self) -> Option<Result<Item, LogError>> {
         loop {
             match &mut self.phase {
                 Phase::Done => return None,
                 Phase::Closers(closers) => match closers.next() {
-                    Some(event) => return Some(Ok(event)),
+                    Some(event) => return Some(Ok(Item::Event(event))),
                     None => self.phase = Phase::Done,
                 },
                 Phase::Events => {
@@ -659,11 +721,18 @@ impl LogReader {
             Err(why) => return Ok(Resumed::ReRead(ReReadReason::InvalidCheckpoint(why))),
         };
         let offset = checkpoint.offset;
+        let resume_buffer = raw_buffer(
+            reopened
+                .file
+                .metadata()
+                .ok()
+                .map(|m| m.len().saturating_sub(offset)),
+        );
         let count = Arc::new(AtomicU64::new(0));
         let src: Source = Box::new(Counted::new(reopened.file, Arc::clone(&count)));
         let input = match checkpoint.compression {
             Compression::None => Input::Raw {
-                reader: BufReader::with_capacity(RAW_BUFFER, src),
+                reader: BufReader::with_capacity(resume_buffer, src),
                 line: Vec::new(),
                 header_len: offset,
                 fragment_line: None,
@@ -720,6 +789,7 @@ impl LogReader {
             phase: Phase::Events,
             torn_tail: None,
             track,
+            current: None,
         }))
     }
 
@@ -913,6 +983,38 @@ mod tests {
 
     const HEADER: &str =
         r#"{"type":"session","version":0,"id":"s","createdAt":1,"delegationDepth":0}"#;
+
+    #[test]
+    fn the_read_buffer_is_sized_to_the_file_within_its_bounds() {
+        assert_eq!(raw_buffer(None), RAW_BUFFER);
+        assert_eq!(raw_buffer(Some(0)), HEADER_CHUNK + 1);
+        assert_eq!(raw_buffer(Some(100_000)), 100_001);
+        assert_eq!(raw_buffer(Some(u64::MAX)), RAW_BUFFER);
+    }
+
+    /// The buffer is sized to the file as it was at open; a live session grows after that.
+    #[test]
+    fn a_log_that_grew_past_its_size_at_open_reads_to_its_new_end() {
+        let dir = tempfile::tempdir().unwrap();
+        let path = dir.path().join("session.jsonl");
+        let step = |seq: u64| {
+            format!("{{\"type\":\"step/start\",\"seq\":{seq},\"time\":0,\"data\":{{}}}}\n")
+        };
+        std::fs::write(&path, format!("{HEADER}\n{}", step(0))).unwrap();
+        let mut reader = LogReader::open(&path, &ReadOptions::default()).unwrap();
+        let mut more = std::fs::OpenOptions::new()
+            .append(true)
+            .open(&path)
+            .unwrap();
+        for seq in 1..2_000 {
+            io::Write::write_all(&mut more, step(seq).as_bytes()).unwrap();
+        }
+        let mut seqs = Vec::new();
+        while let Some(event) = reader.next_ref() {
+            seqs.push(event.unwrap().seq());
+        }
+        assert_eq!(seqs, (0..2_000).collect::<Vec<u64>>());
+    }
 
     fn read(
         bytes: Vec<u8>,
