@@ -25,7 +25,8 @@
 //! beside a writer alone; `--only command-line`: the command-line figures alone; `--only first-search`:
 //! the first searches of common words and phrases alone, over a copy of the index in the work folder;
 //! `--only build`: the cold builds, ours and naive, then the no-change check and appended events on
-//! ours; `--appends N`: how many).
+//! ours; `--appends N`: how many; `--only append`: the no-change check and appended events alone, over
+//! the indexes in the work folder, each built first when missing).
 
 use std::collections::BTreeSet;
 use std::fs;
@@ -85,6 +86,9 @@ struct Options {
     /// `--only build`: the cold builds (naive baseline included), then the no-change check and
     /// appended events on ours.
     only_build: bool,
+    /// `--only append`: the no-change check and appended events alone, over the indexes in the work
+    /// folder (built when missing).
+    only_append: bool,
     /// `--appends N`: how many appended events `--only build` measures.
     appends: usize,
 }
@@ -119,6 +123,7 @@ fn parse_args(args: &[String]) -> Result<Mode, String> {
     let mut without_contention = false;
     let mut only_first_search = false;
     let mut only_build = false;
+    let mut only_append = false;
     let mut appends = APPEND_RUNS;
     let mut it = args.iter();
     while let Some(arg) = it.next() {
@@ -162,9 +167,10 @@ fn parse_args(args: &[String]) -> Result<Mode, String> {
                 "command-line" => (only_one_shot, without_contention) = (true, true),
                 "first-search" => only_first_search = true,
                 "build" => only_build = true,
+                "append" => only_append = true,
                 other => {
                     return Err(format!(
-                        "--only {other:?}: the sections are one-shot, command-line, contention, first-search and build"
+                        "--only {other:?}: the sections are one-shot, command-line, contention, first-search, build and append"
                     ))
                 }
             },
@@ -195,6 +201,7 @@ fn parse_args(args: &[String]) -> Result<Mode, String> {
         without_contention,
         only_first_search,
         only_build,
+        only_append,
         appends,
     }))
 }
@@ -739,6 +746,15 @@ fn measure(
             contention: !opts.without_contention,
         };
         return only_one_shot(info, root, scratch, &ours_db, sections);
+    }
+    if opts.only_append {
+        for (which, db) in [("naive", &naive_db), ("ours", &ours_db)] {
+            if !db.exists() {
+                println!("building the {which} index …");
+                build_in_child(which, root, db)?;
+            }
+        }
+        return only_build(info, root, scratch, &ours_db, &naive_db, opts.appends, rows);
     }
 
     // Cold builds, each in its own process.

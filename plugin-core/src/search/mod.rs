@@ -43,6 +43,8 @@ mod health_tests;
 #[cfg(test)]
 mod hot_tests;
 #[cfg(test)]
+mod patched_tests;
+#[cfg(test)]
 mod test_support;
 #[cfg(test)]
 mod tests;

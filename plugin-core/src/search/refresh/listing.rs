@@ -208,6 +208,7 @@ impl Engine {
             Compression::None.transcript_name(),
             Compression::Zstd.transcript_name(),
         ];
+        let mut added = false;
         for path in paths {
             if problems.contains(&path.display().to_string()) {
                 return false;
@@ -223,22 +224,34 @@ impl Engine {
                     _ => return false,
                 }
             }
+            // Paths are compared by their bytes: `Path`'s own comparison parses components, which
+            // over every entry of a large listing was most of a patched refresh.
+            let at = listing
+                .iter()
+                .position(|l| path_bytes(&l.path) == path_bytes(path));
             if meta.is_err() {
-                listing.retain(|l| l.path != *path);
+                if let Some(at) = at {
+                    listing.remove(at);
+                }
                 continue;
             }
             let Ok((header, _, _)) = read_header(path, &ReadOptions::default()) else {
                 return false;
             };
             match sessions_root.find(&header.id) {
-                Ok(Some(found)) if found.path == *path => {
-                    listing.retain(|l| l.path != *path);
-                    listing.push(found);
-                }
+                Ok(Some(found)) if found.path == *path => match at {
+                    Some(at) => listing[at] = found,
+                    None => {
+                        listing.push(found);
+                        added = true;
+                    }
+                },
                 _ => return false,
             }
         }
-        listing.sort_by(|a, b| a.path.cmp(&b.path));
+        if added {
+            listing.sort_by(|a, b| a.path.cmp(&b.path));
+        }
         true
     }
 }

@@ -171,6 +171,45 @@ pub(super) struct Engine {
     refreshed_at: Option<Instant>,
     /// [`SWEEP_EVERY`], shorter in tests.
     pub(super) sweep_every: Duration,
+    /// What the last comparison saw, when it left every row matching the listing: a refresh whose
+    /// listing was patched then compares only the patched paths. `None`: the next one compares all.
+    compared: Option<Compared>,
+    /// Comparisons that looked only at the patched paths (tests).
+    pub(super) narrowed: u64,
+    /// Every comparison looks at the whole listing (the reference side of the tests).
+    #[cfg(test)]
+    pub(super) compare_all_always: bool,
+}
+
+/// The live sessions a comparison saw (id → header) and the live/disk conflicts it found. While the
+/// live sessions and their headers stay the same, which logs they hide and which conflict changes only
+/// at the paths a patched listing changed.
+#[derive(Debug, Clone, PartialEq)]
+struct Compared {
+    live: HashMap<String, HitHeader>,
+    conflicts: Vec<(String, PathBuf)>,
+}
+
+impl Compared {
+    fn live_of(live: &[LiveSession]) -> HashMap<String, HitHeader> {
+        live.iter()
+            .map(|s| {
+                (
+                    s.header.id.to_string(),
+                    hit_header(&SessionHeader::from(&s.header)),
+                )
+            })
+            .collect()
+    }
+
+    /// Whether `live` is the same sessions with the same headers (event counts may differ).
+    fn same_live(&self, live: &[LiveSession]) -> bool {
+        self.live.len() == live.len()
+            && live.iter().all(|s| {
+                self.live.get(s.header.id.as_str())
+                    == Some(&hit_header(&SessionHeader::from(&s.header)))
+            })
+    }
 }
 
 fn index_failed<E: std::fmt::Display + 'static>(what: E) -> PluginError {
@@ -325,6 +364,10 @@ impl Engine {
             listed_at: None,
             refreshed_at: None,
             sweep_every: SWEEP_EVERY,
+            compared: None,
+            narrowed: 0,
+            #[cfg(test)]
+            compare_all_always: false,
         })
     }
 
@@ -358,6 +401,7 @@ impl Engine {
         if result.is_err() {
             self.listed_at = None;
             self.refreshed_at = None;
+            self.compared = None;
             if let Some((_, w)) = &self.watch {
                 w.mark_dirty();
             }
@@ -394,6 +438,8 @@ impl Engine {
         }
         let caught = catch_up(conn, &mut self.rows, Some(self.version.1), version.1)
             .map_err(index_failed)?;
+        // Rows another process wrote need not match this process's listing.
+        self.compared = None;
         self.generation = version.0;
         self.version = version;
         match caught.touched {
@@ -519,56 +565,29 @@ impl Engine {
         }
         let listing = self.listing.clone().unwrap_or_default();
         let live_ids: HashSet<String> = live.iter().map(|s| s.header.id.to_string()).collect();
-
-        // What changed: every listed log is compared with its row in one pass, by the path's bytes and
-        // the stamp's text, allocating nothing for an unchanged log (10,000 of them in a one-shot
-        // command over a large root).
-        let mut persisted_work: Vec<&ListedSession> = Vec::new();
-        let listed_paths: HashSet<&[u8]> = listing.iter().map(|l| path_bytes(&l.path)).collect();
-        let mut deletes: Vec<i64> = {
-            let by_path: HashMap<&[u8], &SessionRow> = self
-                .rows
-                .iter()
-                .filter_map(|(k, r)| match k {
-                    RowKey::Persisted(p) => Some((path_bytes(p), r)),
-                    RowKey::Live(_) => None,
-                })
-                .collect();
-            for listed in listing.iter() {
-                if live_ids.contains(&listed.header.id) {
-                    continue; // hidden while live; indexed when the live session goes away
-                }
-                let unchanged = by_path
-                    .get(path_bytes(&listed.path))
-                    .is_some_and(|r| is_stamp_of(&r.stamp, &listed.revision));
-                let still_broken = !self.failed.is_empty()
-                    && self
-                        .failed
-                        .get(&listed.path)
-                        .is_some_and(|(s, _)| is_stamp_of(s, &listed.revision));
-                if !unchanged && !still_broken {
-                    persisted_work.push(listed);
-                }
+        // A patched listing differs from the one the last comparison matched only at the reported
+        // paths; while the live sessions are the same, nothing else can have changed either.
+        let narrow: Option<&[PathBuf]> = match pending {
+            Pending::Paths(paths) if patched => Some(paths.as_slice()),
+            Pending::Nothing if patched => Some(&[][..]),
+            _ => None,
+        }
+        .filter(|_| {
+            !sources_dirty
+                && self.may_narrow()
+                && self
+                    .compared
+                    .as_ref()
+                    .is_some_and(|seen| seen.same_live(&live))
+        });
+        let (persisted_work, mut deletes) = match narrow {
+            Some(paths) => {
+                self.narrowed += 1;
+                self.compare_paths(&listing, paths, &live_ids)
             }
-            self.rows
-                .iter()
-                .filter(|(k, _)| match k {
-                    RowKey::Persisted(p) => !listed_paths.contains(path_bytes(p)),
-                    RowKey::Live(id) => !live_ids.contains(id),
-                })
-                .map(|(_, r)| r.sid)
-                .collect()
+            None => self.compare_all(&listing, &live_ids),
         };
         deletes.sort_unstable();
-        let gone: Vec<PathBuf> = self
-            .failed
-            .keys()
-            .filter(|p| !listed_paths.contains(path_bytes(p)))
-            .cloned()
-            .collect();
-        for path in gone {
-            self.forget_failure(&path);
-        }
         let mut live_work: Vec<&LiveSession> = Vec::new();
         for s in &live {
             let id = s.header.id.to_string();
@@ -587,6 +606,41 @@ impl Engine {
             }
         }
         self.live_failed.retain(|id, _| live_ids.contains(id));
+
+        // The live/disk conflicts: those the last comparison found, bar the patched paths', and the
+        // patched logs' own.
+        let found = match (narrow, &self.compared) {
+            (Some(paths), Some(seen)) => {
+                let patched: HashSet<&[u8]> = paths.iter().map(|p| path_bytes(p)).collect();
+                let patched_logs: Vec<ListedSession> = listing
+                    .iter()
+                    .filter(|l| patched.contains(path_bytes(&l.path)))
+                    .cloned()
+                    .collect();
+                let mut found: Vec<(String, PathBuf)> = seen
+                    .conflicts
+                    .iter()
+                    .filter(|(_, p)| !paths.contains(p))
+                    .cloned()
+                    .chain(conflicts(&patched_logs, &live))
+                    .collect();
+                found.sort_by(|a, b| a.1.cmp(&b.1));
+                found
+            }
+            _ => {
+                let mut found = conflicts(&listing, &live);
+                found.sort_by(|a, b| a.1.cmp(&b.1));
+                found
+            }
+        };
+        // Visibility changes only at the patched paths and live rows while the conflicting ids stay.
+        let ids =
+            |c: &[(String, PathBuf)]| c.iter().map(|(id, _)| id.clone()).collect::<HashSet<_>>();
+        let narrow_visibility = narrow.filter(|_| {
+            self.compared
+                .as_ref()
+                .is_some_and(|seen| ids(&seen.conflicts) == ids(&found))
+        });
 
         let total = (deletes.len() + persisted_work.len() + live_work.len()) as u64;
         let generation = self.generation + 1;
@@ -654,7 +708,8 @@ impl Engine {
                 progress(done, total);
             }
             batching.before(self.conn()?)?;
-            wrote |= self.update_visibility(&listing, &live, generation)?;
+            wrote |=
+                self.update_visibility(&listing, &live, &found, narrow_visibility, generation)?;
             batching.commit(self.conn()?)
         })();
         let outcome = match outcome {
@@ -682,7 +737,7 @@ impl Engine {
         let mut skipped: Vec<Skipped> = corpus.known_problems().iter().map(skipped_of).collect();
         skipped.extend(self.failed.values().map(|(_, s)| s.clone()));
         skipped.extend(self.live_failed.values().map(|(_, s)| s.clone()));
-        skipped.extend(conflicts(&listing, &live).into_iter().map(|(id, path)| Skipped {
+        skipped.extend(found.iter().map(|(id, path)| Skipped {
             id: Some(id.clone()),
             path: Some(path.display().to_string()),
             code: ErrorCode::SessionQuerySourceConflict.as_str().into(),
@@ -694,7 +749,129 @@ impl Engine {
         // A log the corpus's own reads also failed on is reported once.
         skipped.dedup_by(|a, b| a.path.is_some() && a.path == b.path && a.code == b.code);
         self.skipped = skipped;
+        self.compared = Some(Compared {
+            live: Compared::live_of(&live),
+            conflicts: found,
+        });
         Ok(())
+    }
+}
+
+impl Engine {
+    /// Every listed log compared with its row, in one pass, by the path's bytes and the stamp's text,
+    /// allocating nothing for an unchanged log (10,000 of them in a one-shot command over a large
+    /// root): the logs to (re)index in listing order, and the rows to delete (logs gone, live sessions
+    /// ended). Failures of logs no longer listed are forgotten.
+    fn compare_all<'l>(
+        &mut self,
+        listing: &'l [ListedSession],
+        live_ids: &HashSet<String>,
+    ) -> (Vec<&'l ListedSession>, Vec<i64>) {
+        let mut work: Vec<&ListedSession> = Vec::new();
+        let listed_paths: HashSet<&[u8]> = listing.iter().map(|l| path_bytes(&l.path)).collect();
+        let by_path: HashMap<&[u8], &SessionRow> = self
+            .rows
+            .iter()
+            .filter_map(|(k, r)| match k {
+                RowKey::Persisted(p) => Some((path_bytes(p), r)),
+                RowKey::Live(_) => None,
+            })
+            .collect();
+        for listed in listing.iter() {
+            if live_ids.contains(&listed.header.id) {
+                continue; // hidden while live; indexed when the live session goes away
+            }
+            let unchanged = by_path
+                .get(path_bytes(&listed.path))
+                .is_some_and(|r| is_stamp_of(&r.stamp, &listed.revision));
+            if !unchanged && !self.still_broken(listed) {
+                work.push(listed);
+            }
+        }
+        let deletes = self
+            .rows
+            .iter()
+            .filter(|(k, _)| match k {
+                RowKey::Persisted(p) => !listed_paths.contains(path_bytes(p)),
+                RowKey::Live(id) => !live_ids.contains(id),
+            })
+            .map(|(_, r)| r.sid)
+            .collect();
+        let gone: Vec<PathBuf> = self
+            .failed
+            .keys()
+            .filter(|p| !listed_paths.contains(path_bytes(p)))
+            .cloned()
+            .collect();
+        for path in gone {
+            self.forget_failure(&path);
+        }
+        (work, deletes)
+    }
+
+    /// [`Engine::compare_all`] for a listing that changed only at `paths` since a comparison that left
+    /// every row matching it, with the same live sessions: only those paths are looked at. The same
+    /// logs come out, in the same order.
+    fn compare_paths<'l>(
+        &mut self,
+        listing: &'l [ListedSession],
+        paths: &[PathBuf],
+        live_ids: &HashSet<String>,
+    ) -> (Vec<&'l ListedSession>, Vec<i64>) {
+        let mut work: Vec<(usize, &ListedSession)> = Vec::new();
+        let mut deletes = Vec::new();
+        let mut seen: HashSet<&Path> = HashSet::new();
+        for path in paths {
+            if !seen.insert(path.as_path()) {
+                continue;
+            }
+            let key = RowKey::Persisted(path.clone());
+            match listing
+                .iter()
+                .position(|l| path_bytes(&l.path) == path_bytes(path))
+            {
+                Some(at) => {
+                    let listed = &listing[at];
+                    if live_ids.contains(&listed.header.id) {
+                        continue;
+                    }
+                    let unchanged = self
+                        .rows
+                        .get(&key)
+                        .is_some_and(|r| is_stamp_of(&r.stamp, &listed.revision));
+                    if !unchanged && !self.still_broken(listed) {
+                        work.push((at, listed));
+                    }
+                }
+                None => {
+                    if let Some(row) = self.rows.get(&key) {
+                        deletes.push(row.sid);
+                    }
+                    self.forget_failure(path);
+                }
+            }
+        }
+        work.sort_unstable_by_key(|(at, _)| *at);
+        (work.into_iter().map(|(_, l)| l).collect(), deletes)
+    }
+
+    #[cfg(test)]
+    fn may_narrow(&self) -> bool {
+        !self.compare_all_always
+    }
+
+    #[cfg(not(test))]
+    fn may_narrow(&self) -> bool {
+        true
+    }
+
+    /// Whether `listed` failed to read at the revision it lists with (not retried until it changes).
+    fn still_broken(&self, listed: &ListedSession) -> bool {
+        !self.failed.is_empty()
+            && self
+                .failed
+                .get(&listed.path)
+                .is_some_and(|(s, _)| is_stamp_of(s, &listed.revision))
     }
 }
 
