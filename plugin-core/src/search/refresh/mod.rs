@@ -735,7 +735,14 @@ impl Engine {
         }
         outcome?;
         let mut skipped: Vec<Skipped> = corpus.known_problems().iter().map(skipped_of).collect();
-        skipped.extend(self.failed.values().map(|(_, s)| s.clone()));
+        // A log a live session hides is not read (as a fresh index would not read it), so a failure
+        // recorded before the session went live is not reported while it is.
+        skipped.extend(
+            self.failed
+                .values()
+                .filter(|(_, s)| s.id.as_ref().is_none_or(|id| !live_ids.contains(id)))
+                .map(|(_, s)| s.clone()),
+        );
         skipped.extend(self.live_failed.values().map(|(_, s)| s.clone()));
         skipped.extend(found.iter().map(|(id, path)| Skipped {
             id: Some(id.clone()),
