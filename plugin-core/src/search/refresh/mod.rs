@@ -609,7 +609,7 @@ impl Engine {
 
         // The live/disk conflicts: those the last comparison found, bar the patched paths', and the
         // patched logs' own.
-        let found = match (narrow, &self.compared) {
+        let mut found: Vec<(String, PathBuf)> = match (narrow, &self.compared) {
             (Some(paths), Some(seen)) => {
                 let patched: HashSet<&[u8]> = paths.iter().map(|p| path_bytes(p)).collect();
                 let patched_logs: Vec<ListedSession> = listing
@@ -617,22 +617,16 @@ impl Engine {
                     .filter(|l| patched.contains(path_bytes(&l.path)))
                     .cloned()
                     .collect();
-                let mut found: Vec<(String, PathBuf)> = seen
-                    .conflicts
+                seen.conflicts
                     .iter()
                     .filter(|(_, p)| !paths.contains(p))
                     .cloned()
                     .chain(conflicts(&patched_logs, &live))
-                    .collect();
-                found.sort_by(|a, b| a.1.cmp(&b.1));
-                found
+                    .collect()
             }
-            _ => {
-                let mut found = conflicts(&listing, &live);
-                found.sort_by(|a, b| a.1.cmp(&b.1));
-                found
-            }
+            _ => conflicts(&listing, &live),
         };
+        found.sort_by(|a, b| a.1.cmp(&b.1));
         // Visibility changes only at the patched paths and live rows while the conflicting ids stay.
         let ids =
             |c: &[(String, PathBuf)]| c.iter().map(|(id, _)| id.clone()).collect::<HashSet<_>>();
