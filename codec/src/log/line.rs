@@ -53,7 +53,20 @@ pub(crate) fn parse_line(line: &[u8]) -> Result<Parsed, serde_json::Error> {
 
 enum LineKey {
     Known(EnvelopeKey),
+    /// A packed row's own keys, known so that a row costs no key string.
+    Seq0,
+    Time0,
     Other(String),
+}
+
+impl LineKey {
+    fn of(key: &str) -> Option<Self> {
+        match key {
+            "seq0" => Some(Self::Seq0),
+            "time0" => Some(Self::Time0),
+            _ => EnvelopeKey::of(key).map(Self::Known),
+        }
+    }
 }
 
 struct LineKeySeed;
@@ -74,11 +87,11 @@ impl Visitor<'_> for LineKeySeed {
     }
 
     fn visit_str<E: de::Error>(self, key: &str) -> Result<LineKey, E> {
-        Ok(EnvelopeKey::of(key).map_or_else(|| LineKey::Other(key.to_owned()), LineKey::Known))
+        Ok(LineKey::of(key).unwrap_or_else(|| LineKey::Other(key.to_owned())))
     }
 
     fn visit_string<E: de::Error>(self, key: String) -> Result<LineKey, E> {
-        Ok(EnvelopeKey::of(&key).map_or(LineKey::Other(key), LineKey::Known))
+        Ok(LineKey::of(&key).unwrap_or(LineKey::Other(key)))
     }
 }
 
@@ -126,7 +139,7 @@ impl<'de> Visitor<'de> for LineVisitor {
                         row = v.as_str().and_then(RowKind::from_tag);
                     }
                 }
-                LineKey::Other(_) => plain_shape = false,
+                LineKey::Seq0 | LineKey::Time0 | LineKey::Other(_) => plain_shape = false,
             }
             pairs.push((key, field));
         }
@@ -147,7 +160,7 @@ impl<'de> Visitor<'de> for LineVisitor {
                         parts.set_data(payload)
                     }
                     (LineKey::Known(k), field) => parts.set(k, field.into_value()),
-                    (LineKey::Other(_), _) => {}
+                    (LineKey::Seq0 | LineKey::Time0 | LineKey::Other(_), _) => {}
                 }
             }
             return Ok(Parsed::Plain(parts));
@@ -156,6 +169,8 @@ impl<'de> Visitor<'de> for LineVisitor {
         for (key, field) in pairs {
             let key = match key {
                 LineKey::Known(k) => k.name().to_owned(),
+                LineKey::Seq0 => "seq0".to_owned(),
+                LineKey::Time0 => "time0".to_owned(),
                 LineKey::Other(s) => s,
             };
             object.insert(key, field.into_value());
@@ -201,10 +216,8 @@ fn typed_row<E: de::Error>(pairs: Vec<(LineKey, Field)>) -> Result<Parsed, E> {
             (LineKey::Known(EnvelopeKey::Type), Field::Value(v)) if kind.is_none() => {
                 kind = v.as_str().and_then(RowKind::from_tag)
             }
-            (LineKey::Other(k), Field::Value(v)) if k == "seq0" && seq0.is_none() => seq0 = Some(v),
-            (LineKey::Other(k), Field::Value(v)) if k == "time0" && time0.is_none() => {
-                time0 = Some(v)
-            }
+            (LineKey::Seq0, Field::Value(v)) if seq0.is_none() => seq0 = Some(v),
+            (LineKey::Time0, Field::Value(v)) if time0.is_none() => time0 = Some(v),
             (LineKey::Known(EnvelopeKey::Data), Field::Row(d)) if data.is_none() => data = Some(d),
             _ => return Err(not_typed()),
         }
@@ -392,6 +405,28 @@ mod tests {
                 "{line}"
             );
         }
+    }
+
+    #[test]
+    fn row_keys_outside_a_row_or_repeated_in_one_keep_their_general_reading() {
+        // An event carrying `seq0` is no plain envelope: the general path refuses it by the key's name.
+        let line = r#"{"type":"step/start","seq":0,"time":0,"data":{},"seq0":1}"#;
+        let Parsed::Value(v) = parse_line(line.as_bytes()).unwrap() else {
+            panic!("a row key makes the envelope general")
+        };
+        let keys: Vec<&str> = v.as_object().unwrap().keys().map(String::as_str).collect();
+        assert_eq!(keys, ["type", "seq", "time", "data", "seq0"]);
+        let err = super::super::event::Event::from_value(v).unwrap_err();
+        assert!(
+            err.to_string().contains(r#"unexpected key "seq0""#),
+            "{err}"
+        );
+        // A repeated `time0` is JSON's last-wins, which only the general parse gives.
+        let dup = r#"{"type":"text-chunks","seq0":2,"time0":3,"time0":4,"data":{"turn":1,"step":1,"index":0,"dt":[],"texts":["a"]}}"#;
+        let Parsed::Value(v) = parse_line(dup.as_bytes()).unwrap() else {
+            panic!("a repeated row key is general")
+        };
+        assert_eq!(v["time0"], 4);
     }
 
     #[test]

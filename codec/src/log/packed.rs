@@ -7,6 +7,8 @@
 //! whole and the scanner treats the line like an unparsable one. On the write path [`pack`] turns a batch
 //! of events into storage lines, packing runs the way DSH's writer does.
 
+use std::sync::Arc;
+
 use serde_json::{Map, Number, Value};
 
 use super::event::Event;
@@ -308,6 +310,7 @@ fn members(row: RowFields) -> Result<Vec<Member>, String> {
     if last_seq.is_none_or(|s| s > MAX_SAFE_INTEGER as u64) {
         return Err("packed row seq0 + members − 1 is not a safe integer".into());
     }
+    let (id, name): (Arc<str>, Option<Arc<str>>) = (id.into(), name.map(Into::into));
     let mut events = Vec::with_capacity(texts.len());
     let mut time = time0;
     let mut seq = seq0;

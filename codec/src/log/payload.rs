@@ -11,7 +11,7 @@
 
 use std::fmt;
 use std::ops::{Deref, DerefMut};
-use std::sync::OnceLock;
+use std::sync::{Arc, OnceLock};
 
 use serde::{Serialize, Serializer};
 use serde_json::value::RawValue;
@@ -118,10 +118,11 @@ pub(crate) struct ChunkDelta {
     pub(crate) turn: Number,
     pub(crate) step: Number,
     pub(crate) index: Number,
-    /// Tool-call rows: the call id (empty otherwise).
-    pub(crate) id: String,
-    /// Tool-call rows: the call name, when the row has one.
-    pub(crate) name: Option<String>,
+    /// Tool-call rows: the call id (empty otherwise). Shared by the row's members, which would otherwise
+    /// each allocate a copy that nothing reads unless the payload is built.
+    pub(crate) id: Arc<str>,
+    /// Tool-call rows: the call name, when the row has one (shared like `id`).
+    pub(crate) name: Option<Arc<str>>,
     /// The member's `text` (or `argumentsDelta`).
     pub(crate) text: String,
 }
@@ -134,9 +135,9 @@ impl ChunkDelta {
         chunk.insert("index".into(), Value::Number(self.index.clone()));
         match self.kind {
             RowKind::ToolCall => {
-                chunk.insert("id".into(), self.id.clone().into());
+                chunk.insert("id".into(), Value::String(self.id.to_string()));
                 if let Some(name) = &self.name {
-                    chunk.insert("name".into(), name.clone().into());
+                    chunk.insert("name".into(), Value::String(name.to_string()));
                 }
                 chunk.insert("argumentsDelta".into(), self.text.clone().into());
             }
@@ -298,7 +299,7 @@ mod tests {
             turn: 1.into(),
             step: 2.into(),
             index: 0.into(),
-            id: String::new(),
+            id: "".into(),
             name: None,
             text: "hel".into(),
         }
