@@ -173,8 +173,6 @@ pub struct CorpusSession {
     pub header: SessionHeader,
     pub live: bool,
     pub persisted: bool,
-    /// The sessions root's entry for this id, when it has one.
-    pub listed: Option<ListedSession>,
 }
 
 /// What the corpus could not read, by path: the last listing's problems and every failed log read.
@@ -378,53 +376,63 @@ impl Corpus {
     /// check. Logs the listing cannot read are left out and reported through [`Corpus::problems`].
     pub fn list(&self, cancel: Cancel<'_>) -> Result<Vec<CorpusSession>, PluginError> {
         self.check_cancelled(cancel, "listing sessions")?;
-        let live = self.live_sessions();
-        let mut by_id: HashMap<String, CorpusSession> = HashMap::with_capacity(live.len());
-        for session in &live {
-            let header = SessionHeader::from(&session.header);
+        // Keyed by ids borrowed from the headers held here and from the shared listing: each
+        // session's header is copied once, into its answer (a listing of 10,000 sessions copied
+        // every entry whole and every id again as a key, for `sessions` and `candidates` alike).
+        let live: Vec<SessionHeader> = self
+            .live_sessions()
+            .iter()
+            .map(|s| SessionHeader::from(&s.header))
+            .collect();
+        let mut by_id: HashMap<&str, CorpusSession> = HashMap::with_capacity(live.len());
+        for header in &live {
             by_id.insert(
-                header.id.clone(),
+                header.id.as_str(),
                 CorpusSession {
-                    header,
+                    header: header.clone(),
                     live: true,
                     persisted: false,
-                    listed: None,
                 },
             );
         }
         self.check_cancelled(cancel, "listing sessions")?;
-        for listed in self.list_persisted()?.iter().cloned() {
-            match by_id.get_mut(&listed.header.id) {
+        let listed = self.list_persisted()?;
+        by_id.reserve(listed.len());
+        for entry in listed.iter() {
+            match by_id.get_mut(entry.header.id.as_str()) {
                 Some(live) => {
-                    if !live.header.compatible_with(&listed.header) {
-                        return Err(conflict(&live.header, &listed));
+                    if !live.header.compatible_with(&entry.header) {
+                        return Err(conflict(&live.header, entry));
                     }
                     live.persisted = true;
-                    live.listed = Some(listed);
                 }
                 None => {
                     by_id.insert(
-                        listed.header.id.clone(),
+                        entry.header.id.as_str(),
                         CorpusSession {
-                            header: listed.header.clone(),
+                            header: entry.header.clone(),
                             live: false,
                             persisted: true,
-                            listed: Some(listed),
                         },
                     );
                 }
             }
         }
-        if let Some(remote) = &self.remote {
-            self.check_cancelled(cancel, "listing sessions")?;
-            for header in remote.list()? {
-                by_id.entry(header.id.clone()).or_insert(CorpusSession {
-                    header,
+        let remote = match &self.remote {
+            Some(source) => {
+                self.check_cancelled(cancel, "listing sessions")?;
+                source.list()?
+            }
+            None => Vec::new(),
+        };
+        for header in &remote {
+            by_id
+                .entry(header.id.as_str())
+                .or_insert_with(|| CorpusSession {
+                    header: header.clone(),
                     live: false,
                     persisted: true,
-                    listed: None,
                 });
-            }
         }
         Ok(by_id.into_values().collect())
     }

@@ -258,6 +258,21 @@ fn skipped_of(report: &Value) -> Vec<CorpusProblem> {
 
 /// `sessions`: the table (or JSON object) of sessions, and what was left out; with `--problems`, only
 /// what was left out (path, code, reason).
+/// `sessions --json`: `{"sessions": [...], "skipped": [...]}`, written from the records as they are
+/// (see [`render::RecordJson`]).
+fn sessions_json(list: &[host_api::abi::SessionRecord], skipped: &[CorpusProblem]) -> String {
+    #[derive(serde::Serialize)]
+    struct Answer<'a> {
+        sessions: Vec<render::RecordJson<'a>>,
+        skipped: Vec<Value>,
+    }
+    let answer = Answer {
+        sessions: list.iter().map(render::RecordJson::of).collect(),
+        skipped: skipped.iter().map(render::problem).collect(),
+    };
+    serde_json::to_string(&answer).unwrap_or_default()
+}
+
 fn sessions(
     list: &[host_api::abi::SessionRecord],
     skipped: &[CorpusProblem],
@@ -266,11 +281,7 @@ fn sessions(
     style: &Style,
 ) -> String {
     if as_json {
-        return json!({
-            "sessions": list.iter().map(render::record).collect::<Vec<_>>(),
-            "skipped": skipped.iter().map(render::problem).collect::<Vec<_>>(),
-        })
-        .to_string();
+        return sessions_json(list, skipped);
     }
     let rows: Vec<Vec<String>> = list
         .iter()
