@@ -18,7 +18,17 @@
 //! token was the rarest in the latest sample only when it is twice as frequent (so lists do not churn).
 //! A list's weight is that frequency, averaged with the earlier weight at each sample.
 //!
-//! Bounded: at most [`MAX_TOKENS`] × 2 × [`KEEP`] rows; the writer's state is the lists (loaded per
+//! Pair lists: a phrase of several common words ("the test") is held a few times by its best
+//! documents, far below the floors of its words' lists (which keep the documents with the most
+//! occurrences of each word), so those lists alone cannot bound it (`search::bounded`). So the writer
+//! also keeps lists for adjacent pairs of two different listed tokens, in the same tables and under the
+//! same invariant, the key [`pair_key`] (no token is one) and the phrase the two tokens quoted. A
+//! pair's count in a document is its instances, which never overlap for two different tokens, so it is
+//! the phrase's match_count; for a longer phrase holding the pair it is a bound. Which pairs: those the
+//! same sample finds in at least [`PAIR_PER_10K`] / 10,000 documents, at most [`MAX_PAIRS`], the rarest
+//! replaced only by a twice as frequent pair; a pair's list goes with either token's.
+//!
+//! Bounded: at most ([`MAX_TOKENS`] + [`MAX_PAIRS`]) × 2 × [`KEEP`] rows; the writer's state is the lists (loaded per
 //! insert) and one sample's tally; upkeep per inserted document is one hash lookup per token plus an
 //! insert for the lists it reaches, whatever the corpus's size, and an insert writes at most [`KEEP`]
 //! rows to a list (only those can outlive the trim that follows). Deletions drop the documents' rows
@@ -55,6 +65,39 @@ pub const COMMON_PER_10K: u32 = 100;
 #[cfg(test)]
 pub const COMMON_PER_10K: u32 = 2500;
 
+/// At most this many pair lists.
+#[cfg(not(test))]
+pub const MAX_PAIRS: usize = 128;
+#[cfg(test)]
+pub const MAX_PAIRS: usize = 6;
+
+/// A pair in at least this many of every 10,000 sampled documents gets a list.
+#[cfg(not(test))]
+pub const PAIR_PER_10K: u32 = 50;
+#[cfg(test)]
+pub const PAIR_PER_10K: u32 = 1000;
+
+/// The first byte of a pair list's key, and the byte between its tokens: a token is UTF-8, which
+/// never holds it, so no token's list has a pair's key.
+const PAIR_MARK: u8 = 0xFF;
+
+/// The key of the pair list of `first` followed by `second`.
+pub fn pair_key(first: &[u8], second: &[u8]) -> Vec<u8> {
+    let mut key = Vec::with_capacity(first.len() + second.len() + 2);
+    key.push(PAIR_MARK);
+    key.extend_from_slice(first);
+    key.push(PAIR_MARK);
+    key.extend_from_slice(second);
+    key
+}
+
+/// The two tokens of a pair list's key; `None` for a token's.
+pub fn pair_of(key: &[u8]) -> Option<(&[u8], &[u8])> {
+    let rest = key.strip_prefix(&[PAIR_MARK])?;
+    let at = rest.iter().position(|&b| b == PAIR_MARK)?;
+    Some((&rest[..at], &rest[at + 1..]))
+}
+
 /// A token must also be in at least this many sampled documents.
 const MIN_SAMPLED_DOCS: u32 = 3;
 
@@ -65,6 +108,38 @@ pub struct List {
     pub token: Vec<u8>,
     pub floor: Option<HotHit>,
     pub weight: i64,
+}
+
+impl List {
+    /// The two tokens of a pair list; `None` for a token's list.
+    pub fn pair(&self) -> Option<(&[u8], &[u8])> {
+        pair_of(&self.token)
+    }
+}
+
+/// `(first token's list, second token's list)` → the pair's list.
+type CountedPair = ((u16, u16), u16);
+
+/// The pair lists of `lists` as `(first token's list, second token's list)` → the pair's list, all
+/// indices into `lists`; and the pair lists one of whose tokens has no list (nothing counts them).
+fn pairs_of(lists: &[List]) -> (Vec<CountedPair>, Vec<usize>) {
+    let tokens: std::collections::HashMap<&[u8], u16> = lists
+        .iter()
+        .enumerate()
+        .filter(|(_, l)| l.pair().is_none())
+        .map(|(i, l)| (&*l.token, i as u16))
+        .collect();
+    let (mut pairs, mut orphans) = (Vec::new(), Vec::new());
+    for (i, l) in lists.iter().enumerate() {
+        let Some((first, second)) = l.pair() else {
+            continue;
+        };
+        match (tokens.get(first), tokens.get(second)) {
+            (Some(&a), Some(&b)) => pairs.push(((a, b), i as u16)),
+            _ => orphans.push(i),
+        }
+    }
+    (pairs, orphans)
 }
 
 /// Every token list, in id order.
@@ -103,7 +178,12 @@ pub fn recorder(lists: &[List], pending: usize) -> Recorder {
     };
     // Spread over the whole insert: a cold build's batch is many sessions, and the first few
     // sessions' words are not the corpus's.
-    Recorder::new(&tokens, sample, pending.div_ceil(SAMPLE_DOCS))
+    Recorder::new(
+        &tokens,
+        &pairs_of(lists).0,
+        sample,
+        pending.div_ceil(SAMPLE_DOCS),
+    )
 }
 
 /// One inserted document: rowid, length, time.
@@ -125,6 +205,10 @@ pub fn apply(
             hot::forget(tx, l.id)?;
         }
         return Ok(());
+    }
+    // A pair list whose token lost its list was not counted: it goes too.
+    for i in pairs_of(lists).1 {
+        hot::forget(tx, lists[i].id)?;
     }
     let mut hits: Vec<Vec<HotHit>> = vec![Vec::new(); lists.len()];
     for (reached, &(doc, len, time)) in recorder.docs.iter().zip(rows) {
@@ -174,14 +258,16 @@ pub fn apply(
     Ok(())
 }
 
-/// Refreshes the lists' weights from `sample` and starts lists for its common tokens.
+/// Refreshes the lists' weights from `sample` and starts lists for its common tokens and pairs.
 fn promote(tx: &Connection, lists: &[List], sample: &Sample) -> rusqlite::Result<()> {
     if sample.docs == 0 {
         return Ok(());
     }
     let n = u64::from(sample.docs);
     let weight = |df: u32| (u64::from(df) * 10_000 / n) as i64;
+    // (weight, id) of the token lists and of the pair lists, each with its own room.
     let mut kept: Vec<(i64, i64)> = Vec::with_capacity(lists.len());
+    let mut kept_pairs: Vec<(i64, i64)> = Vec::new();
     {
         let mut update = tx.prepare_cached("UPDATE hot_phrases SET weight = ?2 WHERE id = ?1")?;
         for (l, &df) in lists.iter().zip(&sample.tracked) {
@@ -190,56 +276,130 @@ fn promote(tx: &Connection, lists: &[List], sample: &Sample) -> rusqlite::Result
             if w != l.weight {
                 update.execute(params![l.id, w])?;
             }
-            kept.push((w, l.id));
+            if l.pair().is_some() {
+                kept_pairs.push((w, l.id));
+            } else {
+                kept.push((w, l.id));
+            }
         }
     }
-    let least = (u64::from(COMMON_PER_10K) * n).div_ceil(10_000) as u32;
-    let least = least.max(MIN_SAMPLED_DOCS);
-    let mut common: Vec<(&[u8], u32)> = sample
-        .untracked
-        .iter()
-        .filter(|(_, (df, _))| *df >= least)
-        .map(|(t, (df, _))| (&**t, *df))
-        .collect();
-    if common.is_empty() {
-        return Ok(());
-    }
-    // Most frequent first; equal ones by token, so which get a list does not depend on hashing.
-    common.sort_unstable_by(|a, b| b.1.cmp(&a.1).then(a.0.cmp(b.0)));
     let tokenizer = Tokenizer::new(tx, super::cjk::TOKENIZE)?;
+    let common = frequent(
+        sample.untracked.iter().map(|(t, &(df, _))| (&**t, df)),
+        n,
+        COMMON_PER_10K,
+    );
+    // Token lists replaced here: their pairs go with them, and none of their pairs starts.
+    let mut gone: Vec<i64> = Vec::new();
     for (token, df) in common {
         let w = weight(df);
         if kept.len() >= MAX_TOKENS {
-            let (at, &(rarest, id)) = kept
-                .iter()
-                .enumerate()
-                .min_by_key(|(_, (w, id))| (*w, *id))
-                .expect("MAX_TOKENS > 0");
-            if w <= 2 * rarest {
+            let Some(at) = rarest(&kept, w) else {
                 break;
-            }
+            };
+            let (_, id) = kept.swap_remove(at);
             hot::forget(tx, id)?;
-            kept.swap_remove(at);
+            gone.push(id);
         }
-        if let Some(id) = start(tx, &tokenizer, token, w)? {
+        if let Some(id) = start(tx, &tokenizer, &[token], token, w)? {
             kept.push((w, id));
+        }
+    }
+    if !gone.is_empty() {
+        let gone_tokens: Vec<&[u8]> = lists
+            .iter()
+            .filter(|l| gone.contains(&l.id))
+            .map(|l| &*l.token)
+            .collect();
+        for l in lists {
+            if let Some((first, second)) = l.pair() {
+                if gone_tokens.contains(&first) || gone_tokens.contains(&second) {
+                    hot::forget(tx, l.id)?;
+                    kept_pairs.retain(|&(_, id)| id != l.id);
+                }
+            }
+        }
+    }
+    let pairs = frequent(
+        sample
+            .pairs
+            .iter()
+            .filter(|((a, b), _)| {
+                ![*a, *b]
+                    .iter()
+                    .any(|&i| gone.contains(&lists[i as usize].id))
+            })
+            .map(|(&(a, b), &(df, _))| {
+                (
+                    pair_key(&lists[a as usize].token, &lists[b as usize].token),
+                    df,
+                )
+            }),
+        n,
+        PAIR_PER_10K,
+    );
+    for (key, df) in pairs {
+        let w = weight(df);
+        if kept_pairs.len() >= MAX_PAIRS {
+            let Some(at) = rarest(&kept_pairs, w) else {
+                break;
+            };
+            let (_, id) = kept_pairs.swap_remove(at);
+            hot::forget(tx, id)?;
+        }
+        let (first, second) = pair_of(&key).expect("a pair's key");
+        if let Some(id) = start(tx, &tokenizer, &[first, second], &key, w)? {
+            kept_pairs.push((w, id));
         }
     }
     Ok(())
 }
 
-/// Starts the list of `token` with weight `w`, filled from the FTS5 table; `None` when the token
-/// cannot be searched as itself (its quoted form would not tokenize back to it).
+/// The `(key, documents)` of `counts` in at least `per_10k` / 10,000 of `n` sampled documents (and
+/// [`MIN_SAMPLED_DOCS`]), most frequent first; equal ones by key, so which get a list does not depend
+/// on hashing.
+fn frequent<K: AsRef<[u8]> + Ord>(
+    counts: impl Iterator<Item = (K, u32)>,
+    n: u64,
+    per_10k: u32,
+) -> Vec<(K, u32)> {
+    let least = (u64::from(per_10k) * n).div_ceil(10_000) as u32;
+    let least = least.max(MIN_SAMPLED_DOCS);
+    let mut common: Vec<(K, u32)> = counts.filter(|(_, df)| *df >= least).collect();
+    common.sort_unstable_by(|a, b| b.1.cmp(&a.1).then(a.0.cmp(&b.0)));
+    common
+}
+
+/// Where in `kept` (weight, id) is the list a new one of weight `w` replaces: the rarest, when `w`
+/// is more than twice its weight (so lists do not churn); `None` when it replaces none.
+fn rarest(kept: &[(i64, i64)], w: i64) -> Option<usize> {
+    let (at, &(least, _)) = kept
+        .iter()
+        .enumerate()
+        .min_by_key(|(_, (w, id))| (*w, *id))?;
+    (w > 2 * least).then_some(at)
+}
+
+/// Starts the list keyed `key` (a token, or a pair's [`pair_key`]) of the phrase of `tokens` with
+/// weight `w`, filled from the FTS5 table; `None` when the tokens cannot be searched as themselves
+/// (their quoted form would not tokenize back to them).
 fn start(
     tx: &Connection,
     tokenizer: &Tokenizer,
-    token: &[u8],
+    tokens: &[&[u8]],
+    key: &[u8],
     w: i64,
 ) -> rusqlite::Result<Option<i64>> {
-    let Ok(text) = std::str::from_utf8(token) else {
-        return Ok(None);
-    };
-    if tokenizer.phrase_tokens(text)? != [token] {
+    let mut words = Vec::with_capacity(tokens.len());
+    for t in tokens {
+        let Ok(word) = std::str::from_utf8(t) else {
+            return Ok(None);
+        };
+        words.push(word);
+    }
+    let text = words.join(" ");
+    let again = tokenizer.phrase_tokens(&text)?;
+    if !again.iter().map(|t| &t[..]).eq(tokens.iter().copied()) {
         return Ok(None);
     }
     let phrase = format!("\"{}\"", text.replace('"', "\"\""));
@@ -252,7 +412,7 @@ fn start(
         hot::forget(tx, old)?;
     }
     tx.prepare_cached("INSERT INTO hot_phrases (phrase, token, weight) VALUES (?1, ?2, ?3)")?
-        .execute(params![phrase, token, w])?;
+        .execute(params![phrase, key, w])?;
     let id = tx.last_insert_rowid();
     hot::fill(tx, id, &phrase, KEEP)?;
     Ok(Some(id))
@@ -279,11 +439,20 @@ mod tests {
     // Few words, some differing only in case or diacritics, so that counts, lengths and times tie.
     const WORDS: [&str; 8] = ["the", "The", "thé", "error", "error", "x", "code", "rare"];
 
-    /// The occurrences of `token` in `text` by brute force: words folded as `unicode61` folds these.
-    fn occurrences(text: &str, token: &[u8]) -> i64 {
-        text.split(' ')
-            .filter(|w| w.to_lowercase().replace('é', "e").as_bytes() == token)
-            .count() as i64
+    /// The occurrences of `key`'s token, or of its pair at adjacent positions, in `text` by brute
+    /// force: words folded as `unicode61` folds these.
+    fn occurrences(text: &str, key: &[u8]) -> i64 {
+        let words: Vec<Vec<u8>> = text
+            .split(' ')
+            .map(|w| w.to_lowercase().replace('é', "e").into_bytes())
+            .collect();
+        match pair_of(key) {
+            Some((first, second)) => words
+                .windows(2)
+                .filter(|w| w[0] == first && w[1] == second)
+                .count() as i64,
+            None => words.iter().filter(|w| w[..] == *key).count() as i64,
+        }
     }
 
     fn truth_hits(truth: &Truth, token: &[u8]) -> Vec<HotHit> {
@@ -337,7 +506,21 @@ mod tests {
         let rows: Vec<SessionRow> = truth.keys().map(|&sid| row(sid)).collect();
         let mut answered = 0;
         let mut floors = 0;
-        for list in lists(conn).unwrap() {
+        let all_lists = lists(conn).unwrap();
+        for list in &all_lists {
+            // A pair list's tokens both have lists (nothing else counts it), and differ.
+            if let Some((first, second)) = list.pair() {
+                assert_ne!(first, second, "{round}: a pair of one token");
+                for t in [first, second] {
+                    assert!(
+                        all_lists.iter().any(|l| l.token == t),
+                        "{round}: pair list {:?} without its token's list",
+                        String::from_utf8_lossy(&list.token)
+                    );
+                }
+            }
+        }
+        for list in all_lists {
             floors += usize::from(list.floor.is_some_and(|f| f != crate::index::held::HELD));
             let all = truth_hits(truth, &list.token);
             let want: Vec<HotHit> = all
@@ -400,7 +583,7 @@ mod tests {
 
     #[test]
     fn token_lists_equal_brute_force_across_writes_appends_dropped_closers_rereads_and_deletions() {
-        let (mut answered, mut floors, mut holds, mut dropped) = (0, 0, 0, 0);
+        let (mut answered, mut floors, mut holds, mut dropped, mut pairs) = (0, 0, 0, 0, 0);
         for seed in [3u64, 77, 4242, 9001] {
             let mut rng = Rng(seed);
             let mut conn = index();
@@ -497,6 +680,11 @@ mod tests {
                 let (a, f) = check(&conn, &truth, &round);
                 answered += a;
                 floors += f;
+                pairs += lists(&conn)
+                    .unwrap()
+                    .iter()
+                    .filter(|l| l.pair().is_some())
+                    .count();
             }
             // A last write with an exact commit: no list is left held, and every one is exact.
             store::begin_batch(&conn).unwrap();
@@ -529,6 +717,7 @@ mod tests {
             "the lists answered only {answered} prefixes"
         );
         assert!(floors > 50, "lists were trimmed only {floors} times");
+        assert!(pairs > 100, "pair lists were checked only {pairs} times");
         assert!(holds > 10, "lists were held over only {holds} commits");
         assert!(
             dropped > 2,

@@ -16,7 +16,8 @@
 //! of the batch that started holding); a mismatch means the buffers are not this connection's, and
 //! they are dropped.
 //!
-//! Bounded: at most `common::MAX_TOKENS` buffers of fewer than `KEEP + KEEP / 4` rows (about 10 MB);
+//! Bounded: at most `common::MAX_TOKENS` + `common::MAX_PAIRS` buffers (token and pair lists alike)
+//! of fewer than `KEEP + KEEP / 4` rows (about 13 MB);
 //! each offered row is a comparison with the buffer's floor, and a trim every `KEEP / 4` rows kept.
 
 use std::cell::RefCell;

@@ -95,6 +95,17 @@ pub(crate) fn phrase_row(r: &rusqlite::Row<'_>) -> rusqlite::Result<Phrase> {
     })
 }
 
+/// `phrase` when it is stored, and whether a search materialised it (else it is a list, kept by
+/// `super::common`).
+pub fn phrase_by_use(conn: &Connection, phrase: &str) -> rusqlite::Result<Option<(Phrase, bool)>> {
+    conn.prepare_cached(
+        "SELECT id, floor_spans, floor_len, floor_time, floor_doc, token IS NULL FROM hot_phrases
+         WHERE phrase = ?1",
+    )?
+    .query_row([phrase], |r| Ok((phrase_row(r)?, r.get(5)?)))
+    .optional()
+}
+
 /// The token list of `token` (see `super::common`), when there is one.
 pub fn token_list(conn: &Connection, token: &[u8]) -> rusqlite::Result<Option<Phrase>> {
     conn.prepare_cached(

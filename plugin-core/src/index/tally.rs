@@ -2,7 +2,10 @@
 //! one and hands every call to it), and while the writer inserts documents it also counts, per
 //! document, the occurrences of the tokens that have a token list (`super::common`), and samples which
 //! other tokens are common. So a common token's ranking keys are known as the documents go in, from
-//! the one tokenization FTS5 does anyway, without an FTS5 query per token.
+//! the one tokenization FTS5 does anyway, without an FTS5 query per token. The same goes for pairs of
+//! two different listed tokens at adjacent positions (the pair lists of `super::common`): a pair is
+//! counted where a listed token follows another one, and sampled only there, so a document's tokens
+//! cost one more lookup each only where two common words meet.
 //!
 //! Counting happens only while the writer has armed this thread's [`Recorder`] ([`record`]), and only
 //! for calls flagged `FTS5_TOKENIZE_DOCUMENT`: queries, `highlight()` and other connections pass
@@ -66,6 +69,10 @@ pub type FastMap<K, V> = HashMap<K, V, BuildHasherDefault<Fnv>>;
 pub struct Recorder {
     /// Token → index of its list in the writer's order.
     tracked: FastMap<Box<[u8]>, u16>,
+    /// (first token's list, second token's list) → index of the pair's list.
+    pairs: FastMap<(u16, u16), u16>,
+    /// The list of the document's previous token, when that token has one.
+    prev: Option<u16>,
     /// Per list: a document with fewer occurrences than this cannot reach the list (the list's floor
     /// has more spans), so it is not reported.
     least: Vec<u32>,
@@ -91,18 +98,30 @@ pub struct Sample {
     pub untracked: FastMap<Box<[u8]>, (u32, u32)>,
     /// Per list: documents containing its token.
     pub tracked: Vec<u32>,
+    /// A pair of two different listed tokens (their lists) without a list of its own → (documents
+    /// containing it, last document counted).
+    pub pairs: FastMap<(u16, u16), (u32, u32)>,
 }
 
 impl Recorder {
-    /// A recorder counting `tokens` (list order), each reported only from `least` occurrences on, and
-    /// sampling `sample` documents, every `stride`-th (none when `sample` is 0).
-    pub fn new(tokens: &[(Vec<u8>, u32)], sample: usize, stride: usize) -> Self {
+    /// A recorder counting `tokens` (list order; a pair list's entry is its key, which no token is),
+    /// each reported only from `least` occurrences on, and the `pairs` (`(first, second)` → pair list,
+    /// all indices into `tokens`), sampling `sample` documents, every `stride`-th (none when `sample`
+    /// is 0).
+    pub fn new(
+        tokens: &[(Vec<u8>, u32)],
+        pairs: &[((u16, u16), u16)],
+        sample: usize,
+        stride: usize,
+    ) -> Self {
         Self {
             tracked: tokens
                 .iter()
                 .enumerate()
                 .map(|(i, (t, _))| (t.clone().into_boxed_slice(), i as u16))
                 .collect(),
+            pairs: pairs.iter().copied().collect(),
+            prev: None,
             least: tokens.iter().map(|(_, l)| (*l).max(1)).collect(),
             counts: vec![0; tokens.len()],
             touched: Vec::new(),
@@ -128,15 +147,26 @@ impl Recorder {
             .is_some_and(|s| s.left > 0 && s.seen.is_multiple_of(s.stride))
     }
 
+    fn count(&mut self, i: u16) {
+        let c = &mut self.counts[i as usize];
+        if *c == 0 {
+            self.touched.push(i);
+        }
+        *c += 1;
+    }
+
     fn token(&mut self, token: &[u8], sampling: bool) {
-        match self.tracked.get(token) {
-            Some(&i) => {
-                let c = &mut self.counts[i as usize];
-                if *c == 0 {
-                    self.touched.push(i);
-                }
-                *c += 1;
+        let list = self.tracked.get(token).copied();
+        if let (Some(first), Some(second)) = (self.prev, list) {
+            // A pair of one token twice is left out: its instances overlap ("the the the"), so its
+            // count would not be the phrase's merged span count.
+            if first != second {
+                self.pair(first, second, sampling);
             }
+        }
+        self.prev = list;
+        match list {
+            Some(i) => self.count(i),
             None if sampling && token.len() <= MAX_SAMPLED_TOKEN => {
                 let Some(s) = self.sample.as_mut() else {
                     return;
@@ -156,7 +186,34 @@ impl Recorder {
         }
     }
 
+    fn pair(&mut self, first: u16, second: u16, sampling: bool) {
+        if self.pairs.is_empty() && !sampling {
+            return;
+        }
+        if let Some(&i) = self.pairs.get(&(first, second)) {
+            self.count(i);
+            return;
+        }
+        if !sampling {
+            return;
+        }
+        let Some(s) = self.sample.as_mut() else {
+            return;
+        };
+        let doc = s.docs;
+        let room = s.pairs.len() < SAMPLE_CAP;
+        match s.pairs.get_mut(&(first, second)) {
+            Some(entry) if entry.1 != doc => *entry = (entry.0 + 1, doc),
+            Some(_) => {}
+            None if room => {
+                s.pairs.insert((first, second), (1, doc));
+            }
+            None => {}
+        }
+    }
+
     fn end_doc(&mut self, sampled: bool) {
+        self.prev = None;
         let mut reached = Vec::new();
         if let Some(s) = self.sample.as_mut() {
             s.seen += 1;
@@ -450,7 +507,7 @@ mod tests {
             (b"error".to_vec(), 2),
             ("测".as_bytes().to_vec(), 1),
         ];
-        let ((), rec) = record(Recorder::new(&tracked, 10, 1), || {
+        let ((), rec) = record(Recorder::new(&tracked, &[], 10, 1), || {
             for (i, t) in texts.iter().enumerate() {
                 conn.execute(
                     "INSERT INTO t (rowid, text) VALUES (?1, ?2)",
@@ -499,12 +556,72 @@ mod tests {
     }
 
     #[test]
+    fn counts_adjacent_pairs_of_listed_tokens_as_the_pair_phrase_spans() {
+        let conn = Connection::open_in_memory().unwrap();
+        table(&conn);
+        let texts = [
+            "the error the error",
+            "error the",
+            "the the error, x the error",
+            "the x error",
+            "The Error THE error the",
+        ];
+        // Lists 0 and 1 are tokens, list 2 the pair "the error" (its key is no token).
+        let tracked = [
+            (b"the".to_vec(), 1),
+            (b"error".to_vec(), 1),
+            (vec![0xFF, b'p'], 1),
+        ];
+        let ((), mut rec) = record(Recorder::new(&tracked, &[((0, 1), 2)], 10, 1), || {
+            for (i, t) in texts.iter().enumerate() {
+                conn.execute(
+                    "INSERT INTO t (rowid, text) VALUES (?1, ?2)",
+                    rusqlite::params![i as i64 + 1, t],
+                )
+                .unwrap();
+            }
+        });
+        let pair_count = |doc: usize| {
+            rec.docs[doc]
+                .iter()
+                .find(|(l, _)| *l == 2)
+                .map_or(0, |(_, c)| *c)
+        };
+        let counted: Vec<u32> = (0..texts.len()).map(pair_count).collect();
+        assert_eq!(counted, [2, 0, 2, 0, 2]);
+        // The counts are the pair's match spans as a phrase.
+        let mut stmt = conn
+            .prepare("SELECT rowid, dsh_spans(t) FROM t WHERE t MATCH '\"the error\"'")
+            .unwrap();
+        let mut spans = vec![0; texts.len()];
+        for row in stmt
+            .query_map([], |r| Ok((r.get::<_, i64>(0)?, r.get::<_, u32>(1)?)))
+            .unwrap()
+        {
+            let (rowid, n) = row.unwrap();
+            spans[rowid as usize - 1] = n;
+        }
+        assert_eq!(counted, spans);
+        // The sample counts the other pairs of listed tokens, once per document; the pair of one token
+        // twice ("the the") is not one.
+        let sample = rec.take_sample().unwrap();
+        assert_eq!(sample.pairs.get(&(1, 0)).map(|e| e.0), Some(3));
+        assert_eq!(sample.pairs.get(&(0, 0)), None);
+        assert_eq!(
+            sample.pairs.get(&(0, 1)),
+            None,
+            "a listed pair is counted, not sampled"
+        );
+        assert_eq!(sample.tracked[2], 3);
+    }
+
+    #[test]
     fn unarmed_inserts_and_queries_count_nothing() {
         let conn = Connection::open_in_memory().unwrap();
         table(&conn);
         conn.execute("INSERT INTO t (rowid, text) VALUES (1, 'the the')", [])
             .unwrap();
-        let ((), rec) = record(Recorder::new(&[(b"the".to_vec(), 1)], 0, 1), || {
+        let ((), rec) = record(Recorder::new(&[(b"the".to_vec(), 1)], &[], 0, 1), || {
             let n: i64 = conn
                 .query_row("SELECT count(*) FROM t WHERE t MATCH '\"the\"'", [], |r| {
                     r.get(0)

@@ -8,7 +8,10 @@
 //! holds every document with `t`) or has a key below the list's floor, so a count of `t` at most the
 //! floor's and a `(spans, len, time)` at most the floor's. From the lists of the phrase's tokens, each
 //! listed document gets a bound on its true key, and every matching document that is in no list is
-//! below every floor. Reading candidates best bound first and computing each one's true key (the
+//! below every floor. The list of an adjacent pair of the phrase's tokens (a pair list) is one more
+//! such list: each phrase instance holds an instance of the pair at its own position, so the phrase's
+//! count is at most the pair's, and its rows sit close to the phrase's own ranking, where a word's
+//! rows are the documents with the most of that word. Reading candidates best bound first and computing each one's true key (the
 //! phrase's spans in that one document, from FTS5), the ranked prefix is final once the `need`-th
 //! session's best true key beats, strictly on `(spans, len, time)`, both the next candidate's bound and
 //! the floors' (sessions tied on those three are ordered by id, which a bound says nothing about). When
@@ -25,18 +28,18 @@ use rusqlite::Connection;
 
 use super::rank::{self, Match};
 use super::{aborted, index_failed, Ranked};
-use crate::index::cjk;
 use crate::index::hot::{self, HotHit};
 use crate::index::store::{self, SessionRow};
 use crate::index::tokens::Tokenizer;
+use crate::index::{cjk, common};
 use host_api::abi::PluginError;
 
 /// The lists a bounded read uses at most (those with the lowest floors): a long phrase of common
 /// words gains little from its eighth list.
 const MAX_LISTS: usize = 8;
 
-/// The lists of `text`'s tokens (a query's text), lowest floor first, when `text` is several tokens
-/// and at least one of them has a list.
+/// The lists of `text`'s tokens (a query's text) and of its adjacent pairs of tokens, lowest floor
+/// first, when `text` is several tokens and at least one of them or of its pairs has a list.
 pub(super) fn phrase_lists(
     conn: &Connection,
     text: &str,
@@ -48,11 +51,21 @@ pub(super) fn phrase_lists(
     if tokens.len() < 2 {
         return Ok(None);
     }
+    // Each adjacent pair of different tokens: its pair list (`common`) bounds the phrase's count as a
+    // token's does, and far closer, as its rows hold the pair itself.
+    let mut keys: Vec<Vec<u8>> = tokens
+        .windows(2)
+        .filter(|w| w[0] != w[1])
+        .map(|w| common::pair_key(&w[0], &w[1]))
+        .collect();
     tokens.sort_unstable();
     tokens.dedup();
+    keys.sort_unstable();
+    keys.dedup();
+    keys.extend(tokens);
     let mut lists = Vec::new();
-    for token in tokens {
-        if let Some(list) = hot::token_list(conn, &token).map_err(index_failed)? {
+    for key in keys {
+        if let Some(list) = hot::token_list(conn, &key).map_err(index_failed)? {
             lists.push(list);
         }
     }
@@ -303,7 +316,6 @@ pub(super) fn ranked<'a>(
 #[cfg(test)]
 mod tests {
     use super::*;
-    use crate::index::common;
     use crate::index::store::RowKey;
     use crate::index::test_rows::{add_session, docs, index, key, packed, write, Rng, Truth};
     use crate::search::test_support::never;
@@ -525,6 +537,13 @@ mod tests {
                 !common::lists(&conn).unwrap().is_empty(),
                 "seed {seed}: the writer kept no token list"
             );
+            assert!(
+                common::lists(&conn)
+                    .unwrap()
+                    .iter()
+                    .any(|l| l.pair().is_some()),
+                "seed {seed}: the writer kept no pair list"
+            );
         }
         assert!(
             answered > 500,
@@ -574,6 +593,75 @@ mod tests {
             .expect("lists without a floor always answer");
             let got: Vec<(i64, u64)> = got.iter().map(|(m, _)| (m.sid, m.seq)).collect();
             assert_eq!(got[..], full[..need.min(full.len())], "need {need}");
+        }
+    }
+
+    /// The defect: a phrase of common words whose best documents hold it a few times, where each
+    /// word's list keeps only the documents with the most of that word, could not be bounded (every
+    /// phrase match sat below the words' floors), so its first search fell back to reading every
+    /// match. Its pair list ranks it.
+    #[test]
+    fn a_phrase_of_common_words_held_a_few_times_is_ranked_from_its_pair_list() {
+        let mut conn = index();
+        let mut truth = Truth::new();
+        let mut n = 0;
+        // Two writes: the first starts the words' lists, the second's sample finds their pairs.
+        for _ in 0..2 {
+            store::begin_batch(&conn).unwrap();
+            for i in 0..12i64 {
+                // Most of each word, never the phrase.
+                let heavy = "the the the the the the x error error error error error error";
+                // The phrase one to three times, in short documents.
+                let phrase = vec!["the error"; 1 + (i % 3) as usize].join(" x ");
+                for text in [heavy.to_string(), phrase] {
+                    n += 1;
+                    let d = vec![(0, i % 4, text)];
+                    let sid = write(&mut conn, None, &key(n), &d);
+                    truth.insert(sid, d.into_iter().map(|(s, t, x)| (s, (t, x))).collect());
+                }
+            }
+            store::commit_batch(&conn).unwrap();
+        }
+        let pair = common::pair_key(b"the", b"error");
+        let listed = common::lists(&conn).unwrap();
+        assert!(
+            listed.iter().any(|l| l.token == pair),
+            "no pair list for \"the error\""
+        );
+        let lists = phrase_lists(&conn, "the error").unwrap().expect("listed");
+        let words: Vec<hot::Phrase> = listed
+            .iter()
+            .filter(|l| l.token == b"the" || l.token == b"error")
+            .map(|l| hot::Phrase {
+                id: l.id,
+                floor: l.floor,
+            })
+            .collect();
+        assert!(words.iter().all(|l| l.floor.is_some()));
+        let rows: Vec<SessionRow> = truth.keys().map(|&sid| row(sid)).collect();
+        let sessions: HashMap<i64, &SessionRow> = rows.iter().map(|r| (r.sid, r)).collect();
+        let full = brute_force(&truth, "the error", &sessions);
+        let read = |lists: &[hot::Phrase], need: usize| {
+            ranked(
+                &conn,
+                "\"the error\"",
+                lists,
+                &sessions,
+                &mut EventCheck::new(&conn, &[]).unwrap(),
+                need,
+                &never,
+            )
+            .unwrap()
+            .map(|r| r.iter().map(|(m, _)| (m.sid, m.seq)).collect::<Vec<_>>())
+        };
+        assert_eq!(
+            read(&words, 1),
+            None,
+            "the words' lists alone cannot bound it"
+        );
+        for need in 1..=4 {
+            let got = read(&lists, need).expect("the pair list bounds the first sessions");
+            assert_eq!(got[..], full[..need], "need {need}");
         }
     }
 

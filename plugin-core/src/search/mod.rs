@@ -1269,12 +1269,10 @@ fn stored_ranking(
             }));
         }
     }
-    Ok(hot::phrase(conn, &query.phrase)
+    // A pair list (`index::common`) is found by its phrase too: it is kept by frequency, not use.
+    Ok(hot::phrase_by_use(conn, &query.phrase)
         .map_err(index_failed)?
-        .map(|phrase| Stored {
-            phrase,
-            by_use: true,
-        }))
+        .map(|(phrase, by_use)| Stored { phrase, by_use }))
 }
 
 /// The first `need` sessions of the ranking from a materialised phrase's rows (`index::hot`), or `None`
