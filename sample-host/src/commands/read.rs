@@ -256,8 +256,6 @@ fn skipped_of(report: &Value) -> Vec<CorpusProblem> {
         .collect()
 }
 
-/// `sessions`: the table (or JSON object) of sessions, and what was left out; with `--problems`, only
-/// what was left out (path, code, reason).
 /// `sessions --json`: `{"sessions": [...], "skipped": [...]}`, written from the records as they are
 /// (see [`render::RecordJson`]).
 fn sessions_json(list: &[host_api::abi::SessionRecord], skipped: &[CorpusProblem]) -> String {
@@ -270,9 +268,12 @@ fn sessions_json(list: &[host_api::abi::SessionRecord], skipped: &[CorpusProblem
         sessions: list.iter().map(render::RecordJson::of).collect(),
         skipped: skipped.iter().map(render::problem).collect(),
     };
+    // Strings, numbers, booleans and maps keyed by names: writing them to a string cannot fail.
     serde_json::to_string(&answer).unwrap_or_default()
 }
 
+/// `sessions`: the table (or JSON object) of sessions, and what was left out; with `--problems`, only
+/// what was left out (path, code, reason).
 fn sessions(
     list: &[host_api::abi::SessionRecord],
     skipped: &[CorpusProblem],
