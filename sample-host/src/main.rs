@@ -7,6 +7,10 @@ use sample_host::cli::{self, Parsed};
 use sample_host::commands::{self, CommandError};
 use sample_host::logging;
 
+// The host's own allocations (decoding and printing answers of 10,000 sessions) with mimalloc, as the
+// plugin's (see `dsh-alloc`).
+dsh_alloc::install!();
+
 fn main() {
     std::process::exit(run());
 }
