@@ -28,6 +28,7 @@
 mod cache;
 #[cfg(test)]
 pub(crate) mod testing;
+mod walk;
 
 use std::collections::{BTreeMap, HashMap};
 use std::path::{Path, PathBuf};
@@ -45,6 +46,7 @@ use host_api::abi::{CorpusProblem, ErrorCode, HostContextBox, LiveSession, LogLe
 use crate::cancel::Cancel;
 use crate::sources::{SourceKind, SourceRoots, Sources};
 use cache::{CacheKey, LogCache, Stamp};
+use walk::EarlyWalk;
 
 /// Most sessions the cache keeps parsed at once.
 const CACHE_MAX_SESSIONS: usize = 48;
@@ -211,6 +213,9 @@ pub struct Corpus {
     reuse: Option<Duration>,
     /// The last listing of the root, when it finished, and its problems.
     last: Mutex<Option<LastListing>>,
+    /// A walk of the root started when the process began, for its first listing
+    /// ([`Corpus::walk_early`]).
+    early: Mutex<Option<EarlyWalk>>,
 }
 
 /// A listing of the root: when it finished, the sessions, the problems.
@@ -280,6 +285,7 @@ impl Corpus {
             known: Mutex::new(KnownState::default()),
             reuse: None,
             last: Mutex::new(None),
+            early: Mutex::new(None),
         }
     }
 
@@ -296,6 +302,19 @@ impl Corpus {
     pub fn reuse_listings_for(mut self, window: Duration) -> Self {
         self.reuse = Some(window);
         self
+    }
+
+    /// For a process that reuses listings ([`Corpus::reuse_listings_for`]): walks the sessions root on
+    /// a thread of its own from now on, for the first listing to finish (see the `walk` module). Call it
+    /// before loading what [`Corpus::seed_known`] is given, so that the two overlap. Does nothing in a
+    /// process that lists afresh every time, or without a sessions root.
+    pub fn walk_early(&self) {
+        if self.reuse.is_none() {
+            return;
+        }
+        if let Some(root) = &self.root {
+            *lock(&self.early) = EarlyWalk::start(root.clone());
+        }
     }
 
     /// Sessions known from elsewhere (the search index: the header each log had at the revision it was
@@ -512,9 +531,16 @@ impl Corpus {
                 }
             }
         }
+        let early = lock(&self.early)
+            .take()
+            .zip(self.reuse)
+            .and_then(|(early, fresh)| early.finish(fresh));
         // Taken out, not held: the listing stats files (a concurrent listing meanwhile just reads headers).
         let known = std::mem::take(&mut *lock(&self.known));
-        let listed = root.list_known(&KnownLookup::new(&known));
+        let listed = match early {
+            Some(walk) => root.list_walked(walk, &KnownLookup::new(&known)),
+            None => root.list_known(&KnownLookup::new(&known)),
+        };
         let listing = match listed {
             Ok(listing) => listing,
             Err(e) => {

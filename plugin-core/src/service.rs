@@ -80,15 +80,11 @@ impl Service {
                 .into_option()
                 .map(|s| s.to_string().into())
         });
-        let index = match &config.index_path {
-            Some(path) => Some(Search::open(&config, path, host.clone())?),
-            None => None,
-        };
         let team = config
             .index
             .as_deref()
             .map(|url| Arc::new(TeamSearch::new(&config, url, sessions_root.clone())));
-        let mut corpus = Corpus::new(host, sessions_root).with_sources(SourceRoots {
+        let mut corpus = Corpus::new(host.clone(), sessions_root).with_sources(SourceRoots {
             claude_projects: config.claude_projects.clone(),
             codex_home: config.codex_home.clone(),
         });
@@ -99,6 +95,14 @@ impl Service {
         if !config.long_lived {
             corpus = corpus.reuse_listings_for(crate::search::refresh::ONE_SHOT_REUSE);
         }
+        let index = match &config.index_path {
+            Some(path) => {
+                // The root is walked while the index loads what it recorded (see `Corpus::walk_early`).
+                corpus.walk_early();
+                Some(Search::open(&config, path, host)?)
+            }
+            None => None,
+        };
         // A new process lists an unchanged root from what the index recorded, opening no log.
         if let Some(search) = &index {
             corpus.seed_known(search.known_listing());

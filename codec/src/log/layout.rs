@@ -248,11 +248,57 @@ const SCAN_THREADS: usize = 2;
 /// about what it saves.
 const PARALLEL_FROM: usize = 512;
 
-/// One entry of a listing's walk, in order: a problem found while reading the directories, or the
-/// next session dir's outcome.
-enum Slot {
+/// One entry of a listing's walk, in order: a problem found while reading the directories, or a
+/// session dir's transcript as its `stat` found it (none, one, or that session's error).
+enum WalkSlot {
     Problem(LogError),
-    Session,
+    Session(Result<Option<Candidate>, LogError>),
+}
+
+/// A root walked: its directories read and its transcripts `stat`ed ([`SessionsRoot::walk`]), waiting
+/// to be finished into a listing ([`SessionsRoot::list_walked`]).
+pub struct Walk {
+    root: PathBuf,
+    /// `None`: the root is missing.
+    slots: Option<Vec<WalkSlot>>,
+}
+
+impl fmt::Debug for Walk {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        f.debug_struct("Walk")
+            .field("root", &self.root)
+            .field("slots", &self.slots.as_ref().map(Vec::len))
+            .finish()
+    }
+}
+
+/// `work` over `items`, split in order over at most `threads` scoped threads when there are at
+/// least [`PARALLEL_FROM`] items (the calling thread takes the first part); the results in order.
+fn on_threads<I: Sync, O: Send>(
+    items: &[I],
+    threads: usize,
+    work: impl Fn(&[I]) -> Vec<O> + Sync,
+) -> Vec<O> {
+    let threads = if items.len() >= PARALLEL_FROM {
+        threads.max(1)
+    } else {
+        1
+    };
+    let chunk = items.len().div_ceil(threads).max(1);
+    let work = &work;
+    std::thread::scope(|scope| {
+        let mut parts = items.chunks(chunk);
+        let first = parts.next().unwrap_or(&[]);
+        let others: Vec<_> = parts.map(|part| scope.spawn(move || work(part))).collect();
+        let mut outcomes = work(first);
+        for other in others {
+            match other.join() {
+                Ok(more) => outcomes.extend(more),
+                Err(panic) => std::panic::resume_unwind(panic),
+            }
+        }
+        outcomes
+    })
 }
 
 /// A session dir to look into: the index of its open project folder, and its path.
@@ -262,6 +308,7 @@ struct Job {
 }
 
 /// A transcript found on disk before its header is read.
+#[derive(Clone)]
 struct Candidate {
     path: PathBuf,
     compression: Compression,
@@ -313,12 +360,53 @@ impl SessionsRoot {
 
     /// [`SessionsRoot::list_known`] on at most `threads` threads.
     fn list_known_on(&self, known: &dyn Known, threads: usize) -> Result<Listing, LogError> {
+        let walk = self.walk_on(threads)?;
+        self.list_walked_on(walk, known, threads)
+    }
+
+    /// The first half of a listing: the root's directories read and every transcript `stat`ed, no log
+    /// opened and nothing looked up yet. [`SessionsRoot::list_walked`] finishes it into the listing
+    /// [`SessionsRoot::list_known`] would have made at the moment of the walk. So a caller can walk the
+    /// root on one thread while it loads what it knows on another (a one-shot command over a large
+    /// root spends about as long on each).
+    pub fn walk(&self) -> Result<Walk, LogError> {
+        self.walk_on(SCAN_THREADS)
+    }
+
+    /// [`SessionsRoot::walk`] on at most `threads` threads.
+    fn walk_on(&self, threads: usize) -> Result<Walk, LogError> {
+        let slots = self
+            .project_dirs()?
+            .map(|projects| self.walk_projects(&projects, threads));
+        Ok(Walk {
+            root: self.root.clone(),
+            slots,
+        })
+    }
+
+    /// Finishes a [`SessionsRoot::walk`] of this root into its listing, taking each session from
+    /// `known` whose revision at the walk is the one recorded there, and reading the header of every
+    /// other. A walk of another root lists nothing of it: it is walked again.
+    pub fn list_walked(&self, walk: Walk, known: &dyn Known) -> Result<Listing, LogError> {
+        if walk.root != self.root {
+            return self.list_known(known);
+        }
+        self.list_walked_on(walk, known, SCAN_THREADS)
+    }
+
+    /// [`SessionsRoot::list_walked`] on at most `threads` threads.
+    fn list_walked_on(
+        &self,
+        walk: Walk,
+        known: &dyn Known,
+        threads: usize,
+    ) -> Result<Listing, LogError> {
         let mut listing = Listing::default();
-        let Some(projects) = self.project_dirs()? else {
+        let Some(slots) = walk.slots else {
             return Ok(listing);
         };
         let mut found = Vec::new();
-        self.scan_projects(&projects, known, threads, &mut found, &mut listing.problems);
+        self.finish_walk(slots, known, threads, &mut found, &mut listing.problems);
 
         // `found` is in path order already (sorted projects, each one's entries sorted). Most ids are
         // unique: only the duplicated ones are grouped.
@@ -461,28 +549,21 @@ impl SessionsRoot {
         ))
     }
 
-    /// Collects the readable sessions of every project dir, in path order; everything wrong with one
-    /// becomes a problem, in the order a walk meets it. The directories are read here; the sessions'
-    /// `stat`s (and the header reads of changed ones) are split over `threads` threads when the root
-    /// is large: on an unchanged root they are nearly all a one-shot command's work.
-    fn scan_projects(
-        &self,
-        projects: &[PathBuf],
-        known: &dyn Known,
-        threads: usize,
-        found: &mut Vec<ListedSession>,
-        problems: &mut Vec<LogError>,
-    ) {
+    /// Reads every project dir and `stat`s the transcripts of its session dirs: one slot per problem
+    /// met reading the directories and per session dir, in the order a walk meets them. The `stat`s
+    /// are split over `threads` threads when the root is large: on an unchanged root they are nearly
+    /// all a one-shot command's work.
+    fn walk_projects(&self, projects: &[PathBuf], threads: usize) -> Vec<WalkSlot> {
         // Transcripts are looked up relative to the open project folder: a listing `stat`s two per
         // session, and walking the whole path from the root for each was most of their cost.
         let mut folders: Vec<Option<fs::File>> = Vec::with_capacity(projects.len());
-        let mut slots: Vec<Slot> = Vec::new();
+        let mut slots: Vec<WalkSlot> = Vec::new();
         let mut jobs: Vec<Job> = Vec::new();
         for project in projects {
             let entries = match sorted_entries(project) {
                 Ok(entries) => entries,
                 Err(err) => {
-                    slots.push(Slot::Problem(LogError::io(project, &err)));
+                    slots.push(WalkSlot::Problem(LogError::io(project, &err)));
                     continue;
                 }
             };
@@ -491,75 +572,91 @@ impl SessionsRoot {
             for (path, file_type) in entries {
                 if file_type.is_file() {
                     if is_flat_artifact_name(&path) {
-                        slots.push(Slot::Problem(flat_artifact_error(&path)));
+                        slots.push(WalkSlot::Problem(flat_artifact_error(&path)));
                     }
                     continue;
                 }
                 if file_type.is_dir() {
-                    slots.push(Slot::Session);
+                    // Filled in below, once its transcripts are `stat`ed.
+                    slots.push(WalkSlot::Session(Ok(None)));
                     jobs.push(Job { folder, path });
                 }
             }
         }
-        let scan = |jobs: &[Job]| -> Vec<Result<Option<ListedSession>, LogError>> {
+        let stat = |jobs: &[Job]| -> Vec<Result<Option<Candidate>, LogError>> {
             jobs.iter()
-                .map(|job| self.scan_session(folders[job.folder].as_ref(), &job.path, known))
+                .map(
+                    |job| match (folders[job.folder].as_ref(), job.path.file_name()) {
+                        (Some(folder), Some(name)) => transcript_at(folder, name, &job.path),
+                        _ => transcript_in(&job.path),
+                    },
+                )
                 .collect()
         };
-        let threads = if jobs.len() >= PARALLEL_FROM {
-            threads.max(1)
-        } else {
-            1
-        };
-        let chunk = jobs.len().div_ceil(threads).max(1);
-        let outcomes: Vec<Result<Option<ListedSession>, LogError>> = std::thread::scope(|scope| {
-            let mut parts = jobs.chunks(chunk);
-            let first = parts.next().unwrap_or(&[]);
-            let others: Vec<_> = parts.map(|part| scope.spawn(move || scan(part))).collect();
-            let mut outcomes = scan(first);
-            for other in others {
-                match other.join() {
-                    Ok(more) => outcomes.extend(more),
-                    Err(panic) => std::panic::resume_unwind(panic),
-                }
+        let mut outcomes = on_threads(&jobs, threads, stat).into_iter();
+        for slot in &mut slots {
+            if let WalkSlot::Session(outcome) = slot {
+                *outcome = outcomes.next().unwrap_or(Ok(None));
             }
-            outcomes
-        });
-        let mut outcomes = outcomes.into_iter();
+        }
+        slots
+    }
+
+    /// Collects the readable sessions of a walk, in path order; everything wrong with one becomes a
+    /// problem, in the order the walk met it. Sessions not taken from `known` have their headers read,
+    /// on `threads` threads when there are many.
+    fn finish_walk(
+        &self,
+        slots: Vec<WalkSlot>,
+        known: &dyn Known,
+        threads: usize,
+        found: &mut Vec<ListedSession>,
+        problems: &mut Vec<LogError>,
+    ) {
+        let mut candidates: Vec<Candidate> = Vec::new();
+        let mut order: Vec<Option<LogError>> = Vec::with_capacity(slots.len());
         for slot in slots {
             match slot {
-                Slot::Problem(err) => problems.push(err),
-                Slot::Session => match outcomes.next() {
-                    Some(Ok(Some(session))) => found.push(session),
-                    Some(Ok(None)) | None => {}
+                WalkSlot::Problem(err) | WalkSlot::Session(Err(err)) => order.push(Some(err)),
+                WalkSlot::Session(Ok(Some(candidate))) => {
+                    candidates.push(candidate);
+                    order.push(None);
+                }
+                WalkSlot::Session(Ok(None)) => {}
+            }
+        }
+        let finish = |candidates: &[Candidate]| -> Vec<Result<ListedSession, LogError>> {
+            candidates
+                .iter()
+                .map(|candidate| self.finish_session(candidate, known))
+                .collect()
+        };
+        let mut outcomes = on_threads(&candidates, threads, finish).into_iter();
+        for problem in order {
+            match problem {
+                Some(err) => problems.push(err),
+                None => match outcomes.next() {
+                    Some(Ok(session)) => found.push(session),
                     Some(Err(err)) => problems.push(err),
+                    None => {}
                 },
             }
         }
     }
 
-    /// The session in the session dir `path` (of the open project folder `folder`, when it opened), if
-    /// it holds a transcript.
-    fn scan_session(
+    /// The session of a transcript the walk found: the known one, or its header read and checked.
+    fn finish_session(
         &self,
-        folder: Option<&fs::File>,
-        path: &Path,
+        candidate: &Candidate,
         known: &dyn Known,
-    ) -> Result<Option<ListedSession>, LogError> {
-        let transcript = match (folder, path.file_name()) {
-            (Some(folder), Some(name)) => transcript_at(folder, name, path),
-            _ => transcript_in(path),
-        };
-        let Some(candidate) = transcript? else {
-            return Ok(None);
-        };
+    ) -> Result<ListedSession, LogError> {
         match self.known_or_read(candidate, known)? {
             // The known entry passed this check when it was listed: the same path and header
             // identify the same place (the check reads nothing else).
-            (session, true) => Ok(Some(session)),
+            (session, true) => Ok(session),
             (session, false) => {
                 self.check_identity(&session)?;
-                Ok(Some(session))
+                Ok(session)
             }
         }
     }
@@ -568,7 +665,7 @@ impl SessionsRoot {
     /// header read (`false`).
     fn known_or_read(
         &self,
-        candidate: Candidate,
+        candidate: &Candidate,
         known: &dyn Known,
     ) -> Result<(ListedSession, bool), LogError> {
         if let Some(k) = known.known(&candidate.path) {
@@ -580,7 +677,7 @@ impl SessionsRoot {
                 return Ok((k.clone(), true));
             }
         }
-        Ok((self.read_candidate(candidate)?, false))
+        Ok((self.read_candidate(candidate.clone())?, false))
     }
 
     /// Reads the header (leniently) and the revision of a transcript.
@@ -876,6 +973,52 @@ mod tests {
         assert!(find(&new).is_some());
         assert!(find(&switched).is_none());
         assert_eq!(find(&zstd_path).unwrap().compression, Compression::Zstd);
+    }
+
+    /// A walk is the listing's `stat`s taken at the walk: finished later, it lists what a listing at
+    /// the walk would have, problems included, even after a log changed since; a walk of another
+    /// root is not taken for this one.
+    #[test]
+    fn a_walk_finished_later_lists_the_root_as_it_was_at_the_walk() {
+        let dir = tempfile::tempdir().unwrap();
+        let root = SessionsRoot::new(dir.path());
+        let mut paths = Vec::new();
+        for i in 0..3 {
+            let header = SessionHeader::new(format!("s{i}"), 0, Some("/w".into()));
+            let path = session_log_path(dir.path(), &header, Compression::None).unwrap();
+            fs::create_dir_all(path.parent().unwrap()).unwrap();
+            fs::write(&path, format!("{}\n", header.to_json_line())).unwrap();
+            paths.push(path);
+        }
+        fs::write(dir.path().join("--w--/flat.jsonl"), "{}").unwrap();
+        let before = root.list().unwrap();
+        assert_eq!((before.sessions.len(), before.problems.len()), (3, 1));
+
+        let walk = root.walk().unwrap();
+        let mut f = fs::OpenOptions::new().append(true).open(&paths[0]).unwrap();
+        std::io::Write::write_all(&mut f, b"\n").unwrap();
+        drop(f);
+        let known: KnownSessions = before
+            .sessions
+            .iter()
+            .map(|s| (s.path.clone(), s.clone()))
+            .collect();
+        assert_eq!(root.list_walked(walk, &known).unwrap(), before);
+        assert_ne!(root.list_known(&known).unwrap(), before, "the append shows");
+
+        let other = tempfile::tempdir().unwrap();
+        let walk = SessionsRoot::new(other.path()).walk().unwrap();
+        assert_eq!(
+            root.list_walked(walk, &known).unwrap(),
+            root.list_known(&known).unwrap()
+        );
+        // A missing root walks to an empty listing, as it lists.
+        let missing = SessionsRoot::new(dir.path().join("missing"));
+        let walk = missing.walk().unwrap();
+        assert_eq!(
+            missing.list_walked(walk, &known).unwrap(),
+            Listing::default()
+        );
     }
 
     #[test]

@@ -547,6 +547,46 @@ fn a_slow_answer_made_the_next_call_of_the_same_command_list_the_root_again() {
     assert_eq!(long_lived.list(Cancel::NEVER).unwrap().len(), 3);
 }
 
+/// A one-shot process walks the root while its index loads: the first listing finishes that walk, and
+/// lists what a listing made at the walk would have (the seeded sessions, the broken log's problem);
+/// a change made after the walk began is seen once the reuse window has passed.
+#[test]
+fn an_early_walk_lists_what_a_listing_at_its_start_would_and_goes_stale_with_the_window() {
+    let dir = tempfile::tempdir().unwrap();
+    write_log(dir.path(), &header("first", 1), &conversation("q", "a"));
+    write_log(dir.path(), &header("second", 2), &conversation("q", "a"));
+    let broken = dir.path().join("-p").join("broken");
+    std::fs::create_dir_all(&broken).unwrap();
+    std::fs::write(broken.join("session.jsonl"), "not a header\n").unwrap();
+    let (_host, corpus) = corpus(Some(dir.path()));
+    let corpus = corpus.reuse_listings_for(std::time::Duration::from_millis(300));
+    corpus.walk_early();
+    let listed = corpus.list(Cancel::NEVER).unwrap();
+    let (_host, fresh) = super::testing::corpus(Some(dir.path()));
+    let expected = fresh.list(Cancel::NEVER).unwrap();
+    let ids = |s: &[CorpusSession]| s.iter().map(|s| s.header.id.clone()).collect::<Vec<_>>();
+    assert_eq!(ids(&listed), ids(&expected));
+    let mut sorted = ids(&listed);
+    sorted.sort();
+    assert_eq!(sorted, ["first", "second"]);
+    assert_eq!(corpus.problems(), fresh.problems());
+    assert_eq!(corpus.problems().len(), 1, "{:?}", corpus.problems());
+
+    // A walk that began longer ago than the window is not taken: the root is walked again.
+    let (_host, late) = super::testing::corpus(Some(dir.path()));
+    let late = late.reuse_listings_for(std::time::Duration::from_millis(50));
+    late.walk_early();
+    std::thread::sleep(std::time::Duration::from_millis(20));
+    write_log(dir.path(), &header("third", 3), &conversation("q", "a"));
+    std::thread::sleep(std::time::Duration::from_millis(60));
+    assert_eq!(late.list(Cancel::NEVER).unwrap().len(), 3);
+
+    // A long-lived corpus walks nothing ahead: it must see every change a listing is asked after.
+    let (_host, long_lived) = super::testing::corpus(Some(dir.path()));
+    long_lived.walk_early();
+    assert!(lock(&long_lived.early).is_none());
+}
+
 /// A team's server as the corpus sees it: a fixed set of sessions, or down.
 struct FakeRemote {
     sessions: Vec<(SessionHeader, Vec<Event>)>,
