@@ -124,7 +124,7 @@ struct Cached {
 /// one read transaction of `conn`, and `rows` is the session table of that same state.
 struct View<'a> {
     conn: &'a Connection,
-    rows: &'a HashMap<RowKey, SessionRow>,
+    rows: &'a refresh::RowMap,
     /// The cross-session generation cursors are bound to: the stored generation and the count of
     /// committed steps, so a page never continues a page of another committed state.
     generation: String,

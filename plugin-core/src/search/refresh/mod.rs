@@ -100,16 +100,24 @@ enum Failure {
 /// a large share of its time. Written copy-on-write: a write while a reader holds the same copy
 /// copies it once, and the reader keeps the state it read.
 #[derive(Debug, Clone, Default)]
-pub struct SharedRows(Arc<HashMap<RowKey, SessionRow>>);
+pub struct SharedRows(Arc<RowMap>);
+
+/// The rows by key. Hashed with foldhash (seeded per process) rather than SipHash: a one-shot
+/// command builds and probes maps of 10,000 paths of about 100 bytes each, and SipHash over them was
+/// a visible share of its comparison of the listing with the rows.
+pub type RowMap = HashMap<RowKey, SessionRow, foldhash::fast::RandomState>;
+
+/// A set or map keyed by paths' bytes, hashed as [`RowMap`] is.
+type PathSet<'a> = HashSet<&'a [u8], foldhash::fast::RandomState>;
 
 impl SharedRows {
-    pub fn new(rows: HashMap<RowKey, SessionRow>) -> Self {
+    pub fn new(rows: RowMap) -> Self {
         Self(Arc::new(rows))
     }
 }
 
 impl std::ops::Deref for SharedRows {
-    type Target = HashMap<RowKey, SessionRow>;
+    type Target = RowMap;
 
     fn deref(&self) -> &Self::Target {
         &self.0
@@ -769,8 +777,8 @@ impl Engine {
         live_ids: &HashSet<String>,
     ) -> (Vec<&'l ListedSession>, Vec<i64>) {
         let mut work: Vec<&ListedSession> = Vec::new();
-        let listed_paths: HashSet<&[u8]> = listing.iter().map(|l| path_bytes(&l.path)).collect();
-        let by_path: HashMap<&[u8], &SessionRow> = self
+        let listed_paths: PathSet = listing.iter().map(|l| path_bytes(&l.path)).collect();
+        let by_path: HashMap<&[u8], &SessionRow, foldhash::fast::RandomState> = self
             .rows
             .iter()
             .filter_map(|(k, r)| match k {
@@ -881,18 +889,19 @@ fn path_bytes(path: &Path) -> &[u8] {
     path.as_os_str().as_bytes()
 }
 
-/// Whether `stamp` is `revision` as written ([`Revision`]'s `Display`), formatted on the stack: one
-/// `String` per listed log was a visible share of comparing a large root.
+/// Whether `stamp` is `revision` as written ([`Revision`]'s `Display`: five decimal numbers joined by
+/// colons), compared part by part. Formatting the whole revision with `fmt` per listed log (two of its
+/// numbers are `i128`s) was most of comparing a large root's listing with its rows.
 fn is_stamp_of(stamp: &str, revision: &Revision) -> bool {
-    use std::io::Write;
-    // Five numbers of at most 40 digits each and four colons.
-    let mut buf = [0u8; 256];
-    let mut cursor = std::io::Cursor::new(&mut buf[..]);
-    if write!(cursor, "{revision}").is_err() {
-        return stamp == revision.to_string();
-    }
-    let len = cursor.position() as usize;
-    stamp.as_bytes() == &buf[..len]
+    let mut parts = stamp.split(':');
+    let mut digits = itoa::Buffer::new();
+    let mut next_is = |part: &str| parts.next() == Some(part);
+    next_is(digits.format(revision.dev))
+        && next_is(digits.format(revision.ino))
+        && next_is(digits.format(revision.size))
+        && next_is(digits.format(revision.mtime_ns))
+        && next_is(digits.format(revision.ctime_ns))
+        && parts.next().is_none()
 }
 
 impl Drop for Engine {
@@ -976,4 +985,59 @@ pub(super) fn catch_up(
         read,
         touched: Some(touched),
     })
+}
+
+#[cfg(test)]
+mod stamp_tests {
+    use super::*;
+
+    /// The part-by-part comparison says what comparing with the written revision said, for negative
+    /// and 128-bit times too, and a stamp written another way (a sign, a leading zero, a part more or
+    /// less) is not the revision.
+    #[test]
+    fn a_stamp_is_the_revision_exactly_when_it_is_the_revision_as_written() {
+        let revisions = [
+            Revision {
+                dev: 2049,
+                ino: 1_234_567,
+                size: 0,
+                mtime_ns: 1_764_000_000_123_456_789,
+                ctime_ns: 1_764_000_000_123_456_790,
+            },
+            Revision {
+                dev: u64::MAX,
+                ino: 0,
+                size: u64::MAX,
+                mtime_ns: i128::MIN,
+                ctime_ns: -1,
+            },
+            Revision {
+                dev: 1,
+                ino: 2,
+                size: 3,
+                mtime_ns: i128::MAX,
+                ctime_ns: 0,
+            },
+        ];
+        for revision in &revisions {
+            let written = revision.to_string();
+            assert!(is_stamp_of(&written, revision), "{written}");
+            for other in &revisions {
+                assert_eq!(
+                    is_stamp_of(&other.to_string(), revision),
+                    other == revision
+                );
+            }
+            for variant in [
+                format!("+{written}"),
+                format!("0{written}"),
+                format!("{written}:0"),
+                written.rsplit_once(':').unwrap().0.to_string(),
+                written.replace(':', ";"),
+                String::new(),
+            ] {
+                assert!(!is_stamp_of(&variant, revision), "{variant:?}");
+            }
+        }
+    }
 }
