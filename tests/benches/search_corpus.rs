@@ -1253,6 +1253,7 @@ fn only_first_search(
     let copy = work.join("ours-first-search.sqlite");
     let _ = fs::remove_file(&copy);
     fs::copy(ours_db, &copy).map_err(|e| format!("copying {}: {e}", ours_db.display()))?;
+    println!("{}", lists_held(&copy)?);
     let naive_conn = naive_db.map(naive::open).transpose()?;
     let mut ours = ours::Ours::open(root, &copy)?;
     ours.search_sessions(&probe.term, LIMIT)?;
@@ -1269,6 +1270,42 @@ fn only_first_search(
         println!("\nnaive: not run (--without-naive); its column is empty.");
     }
     Ok(())
+}
+
+/// How many token and pair lists the index at `index` keeps, and which of the measured phrases have a
+/// pair list: a phrase without one takes a slower read, so a run says which it met.
+fn lists_held(index: &Path) -> Result<String, String> {
+    let conn = Connection::open_with_flags(index, rusqlite::OpenFlags::SQLITE_OPEN_READ_ONLY)
+        .map_err(|e| format!("opening {}: {e}", index.display()))?;
+    let fail = |e: rusqlite::Error| format!("reading the lists of {}: {e}", index.display());
+    // A pair list's key starts with the byte 0xFF, which no token holds.
+    let (tokens, pairs): (i64, i64) = conn
+        .query_row(
+            "SELECT count(*) FILTER (WHERE substr(token, 1, 1) != x'FF'),
+                    count(*) FILTER (WHERE substr(token, 1, 1) = x'FF')
+             FROM hot_phrases WHERE token IS NOT NULL",
+            [],
+            |r| Ok((r.get(0)?, r.get(1)?)),
+        )
+        .map_err(fail)?;
+    let mut listed = Vec::new();
+    for phrase in FIRST_PHRASES {
+        let has: bool = conn
+            .query_row(
+                "SELECT count(*) > 0 FROM hot_phrases WHERE token IS NOT NULL AND phrase = ?1",
+                [format!("\"{phrase}\"")],
+                |r| r.get(0),
+            )
+            .map_err(fail)?;
+        listed.push(format!(
+            "\"{phrase}\" {}",
+            if has { "has one" } else { "has none" }
+        ));
+    }
+    Ok(format!(
+        "lists in our index: {tokens} token lists, {pairs} pair lists; pair list: {}",
+        listed.join(", ")
+    ))
 }
 
 /// Which rows `--only` asks for.
