@@ -316,3 +316,59 @@ fn materialised_phrases_answer_like_the_scan_across_changes() {
         compare(&hot, &scan, &format!("seed {seed}, live gone"), false);
     }
 }
+
+/// The token and pair lists a cold build chooses, with their weights, in key order.
+fn chosen_lists(side: &Side) -> Vec<(Vec<u8>, i64)> {
+    let state = side.search.lock();
+    let State::Open(engine) = &*state else {
+        panic!("index not open")
+    };
+    let mut lists: Vec<(Vec<u8>, i64)> =
+        crate::index::common::lists(engine.index.connection().unwrap())
+            .unwrap()
+            .into_iter()
+            .map(|l| (l.token, l.weight))
+            .collect();
+    lists.sort();
+    lists
+}
+
+#[test]
+fn the_lists_a_cold_build_chooses_do_not_depend_on_the_reader_threads_timing() {
+    // More words than pair lists fit (`common::MAX_PAIRS`), so which pairs win is a close choice.
+    const VOCABULARY: [&str; 12] = [
+        "the", "error", "test", "failed", "to", "file", "the", "code", "fix", "a", "run", "build",
+    ];
+    let mut rng = Rng(4711);
+    let dir = tempfile::tempdir().unwrap();
+    let root = dir.path().join("sessions");
+    std::fs::create_dir_all(&root).unwrap();
+    for i in 0..60 {
+        let mut log = LogBuilder::new();
+        for _ in 0..3 + rng.below(10) {
+            let words: Vec<&str> = (0..2 + rng.below(8))
+                .map(|_| VOCABULARY[rng.below(VOCABULARY.len() as u64) as usize])
+                .collect();
+            log.user(&words.join(" "));
+        }
+        write_log(&root, &header(&format!("s{i:03}"), 5), &log);
+    }
+    // Each build's readers hand the logs over at their own pace; the writer takes them in listing
+    // order, so every build chooses the same lists.
+    let builds: Vec<Vec<(Vec<u8>, i64)>> = (0..3)
+        .map(|n| {
+            let side = side(&root, &dir.path().join(format!("build{n}.sqlite")));
+            side.refresh();
+            chosen_lists(&side)
+        })
+        .collect();
+    let pairs = builds[0]
+        .iter()
+        .filter(|(key, _)| crate::index::common::pair_of(key).is_some())
+        .count();
+    assert!(pairs > 0, "no pair list was chosen: {:?}", builds[0]);
+    assert!(builds[0].len() > pairs, "no token list was chosen");
+    for (n, build) in builds.iter().enumerate().skip(1) {
+        assert_eq!(build, &builds[0], "build {n} chose other lists");
+    }
+}
