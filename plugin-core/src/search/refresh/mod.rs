@@ -1023,10 +1023,7 @@ mod stamp_tests {
             let written = revision.to_string();
             assert!(is_stamp_of(&written, revision), "{written}");
             for other in &revisions {
-                assert_eq!(
-                    is_stamp_of(&other.to_string(), revision),
-                    other == revision
-                );
+                assert_eq!(is_stamp_of(&other.to_string(), revision), other == revision);
             }
             for variant in [
                 format!("+{written}"),
