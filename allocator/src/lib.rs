@@ -3,14 +3,15 @@
 //!
 //! Why not glibc's malloc: allocation and freeing were about a fifth of the CPU of a one-shot command
 //! over a 10,000-session root (the index's rows, the listing's paths and headers, each an allocation
-//! or several, and the page faults of fresh memory). With mimalloc such a command takes 20-35% less
-//! time (README, "Search at 1 GB"); a cold build takes about the same time.
+//! or several, and the page faults of fresh memory). With mimalloc, and the listing's other changes
+//! of the same build, such a command took about a fifth less time (README, "Search at 1 GB"); a cold
+//! build takes about as long.
 //!
 //! Why the options: at its defaults mimalloc keeps freed spans resident for a while before it returns
 //! them, and a cold build frees read buffers of several MiB many times a second on each reader thread
-//! (glibc unmaps such blocks at once). Its peak resident set then varied from 197 to 245 MB between
-//! runs of one 1 GB build, against 198 MB with glibc and the 200 MB the build is held to. Purging at
-//! once, but only spans of at least 1 MiB, kept it at 177-185 MB, for more system time in the build
+//! (glibc unmaps such blocks at once). A 1 GB build's peak resident set was then 216-235 MB (188-269
+//! MB at a 1 ms delay), against 192-198 MB with glibc and the 200 MB the build is held to. Purging at
+//! once, but only spans of at least 1 MiB, kept it at 177-191 MB, for more system time in the build
 //! (`madvise`) and less user time. (Committing arenas only as they are used lowered it further, to
 //! 165 MB, but cost a one-shot command its gain: it faults its memory in page by page then.)
 //!
