@@ -21,8 +21,8 @@
 
 pub use mimalloc::MiMalloc;
 
-/// mimalloc's option numbers (`mi_option_t` in its `mimalloc.h`, version 3).
-mod option {
+/// mimalloc's option numbers (`mi_option_t` in its `mimalloc.h`, version 3) that [`configure`] sets.
+pub mod option {
     pub const PURGE_DELAY: libmimalloc_sys::mi_option_t = 15;
     pub const MINIMAL_PURGE_SIZE: libmimalloc_sys::mi_option_t = 44;
 }
