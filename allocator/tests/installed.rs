@@ -11,7 +11,10 @@ fn option(option: libmimalloc_sys::mi_option_t) -> std::ffi::c_long {
 #[test]
 fn the_installed_allocator_has_its_purge_options_before_the_first_call() {
     if std::env::var_os("MIMALLOC_PURGE_DELAY").is_none() {
-        assert_eq!(option(dsh_alloc::option::PURGE_DELAY), 0);
+        assert_eq!(
+            option(dsh_alloc::option::PURGE_DELAY),
+            dsh_alloc::RELAXED_PURGE_DELAY_MS
+        );
     }
     if std::env::var_os("MIMALLOC_MINIMAL_PURGE_SIZE").is_none() {
         assert_eq!(option(dsh_alloc::option::MINIMAL_PURGE_SIZE), 1024);

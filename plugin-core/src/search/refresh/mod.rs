@@ -668,6 +668,9 @@ impl Engine {
                 // Reading is most of the work: the readers take turns over the logs, and the writer
                 // takes their results in the same turns, so logs are written in listing order.
                 let readers = if new_logs.len() > 1 { READERS } else { 0 };
+                // The readers free buffers of several MiB many times a second: they go back to the
+                // system at once while the readers run, which bounds a cold build's memory.
+                let _purge = (readers > 0).then(dsh_alloc::purge_eagerly);
                 let mut queues = Vec::with_capacity(readers);
                 for turn in 0..readers {
                     let (sender, reads) = std::sync::mpsc::sync_channel(PREFETCH);
