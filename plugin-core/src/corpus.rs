@@ -37,7 +37,7 @@ use std::time::{Duration, Instant};
 
 use abi_stable::std_types::{RStr, RString};
 use dsh_codec::log::append::AppendValidator;
-use dsh_codec::log::layout::{Known, ListedSession, Revision, SessionsRoot};
+use dsh_codec::log::layout::{Known, ListedSession, Revision, SessionsRoot, WalkDigest};
 use dsh_codec::log::read::{LogReader, ReadOptions};
 use dsh_codec::log::{ErrorClass, Event, LogError, LogErrorCode, SessionHeader};
 use dsh_codec::surface::{FoldError, SurfaceFold};
@@ -218,8 +218,34 @@ pub struct Corpus {
     early: Mutex<Option<EarlyWalk>>,
 }
 
-/// A listing of the root: when it finished, the sessions, the problems.
-type LastListing = (Instant, Arc<Vec<ListedSession>>, Vec<CorpusProblem>);
+/// A listing of the root: when it finished, the sessions, the problems, the digest of its walk.
+type LastListing = (
+    Instant,
+    Arc<Vec<ListedSession>>,
+    Vec<CorpusProblem>,
+    Option<WalkDigest>,
+);
+
+/// Loads what the search index recorded of each log ([`Corpus::seed_known_later`]).
+pub type SeedLoader = Box<dyn FnOnce() -> Vec<ListedSession> + Send>;
+
+/// The digest of a whole listing's walks: the sessions root's (`None` inside: the walk cannot vouch for
+/// it) and the other harnesses' folders'. `None` when either cannot be vouched for.
+fn corpus_digest(root: Option<Option<WalkDigest>>, sources: WalkDigest) -> Option<WalkDigest> {
+    let mut hasher = blake3::Hasher::new();
+    hasher.update(b"dsh-corpus-walk-1");
+    match root {
+        Some(digest) => {
+            hasher.update(b"root");
+            hasher.update(&digest?);
+        }
+        None => {
+            hasher.update(b"no root");
+        }
+    }
+    hasher.update(&sources);
+    Some(*hasher.finalize().as_bytes())
+}
 
 /// What the next listing of the root takes unchanged sessions from: this process's last listing, as it
 /// is (shared with whoever holds it: copying 10,000 listed sessions into a map after every listing was
@@ -230,6 +256,9 @@ struct KnownState {
     /// Sorted by the path's bytes, looked up by binary search: a map of 10,000 entries, each path
     /// copied and hashed, was a tenth of a one-shot command's CPU, for lookups a listing makes once.
     seeded: Vec<ListedSession>,
+    /// What the index recorded, not loaded yet: the first listing loads it (a search of an index
+    /// that a walk of the root shows to be current never lists, so never loads it).
+    pending: Option<SeedLoader>,
 }
 
 /// [`KnownState`] as a listing looks paths up in it.
@@ -322,6 +351,16 @@ impl Corpus {
     /// What an earlier listing of this process found is kept over them.
     pub fn seed_known(&self, sessions: impl IntoIterator<Item = ListedSession>) {
         let mut known = lock(&self.known);
+        Self::seed(&mut known, sessions);
+    }
+
+    /// [`Corpus::seed_known`] with what `loader` returns, called when a listing first needs it (a
+    /// process that never lists never loads the index's 10,000 header records).
+    pub fn seed_known_later(&self, loader: SeedLoader) {
+        lock(&self.known).pending = Some(loader);
+    }
+
+    fn seed(known: &mut KnownState, sessions: impl IntoIterator<Item = ListedSession>) {
         let seeded = &mut known.seeded;
         seeded.extend(sessions);
         // Stable, so of two records of one path the first given stays first and wins the dedup.
@@ -460,21 +499,78 @@ impl Corpus {
     /// Fails (`PERSISTENCE_FAILED`) only when the root exists but cannot be read as a directory.
     /// Shared with the corpus's own record of the listing: copy it only to change it.
     pub fn list_persisted(&self) -> Result<Arc<Vec<ListedSession>>, PluginError> {
-        let mut listed = self.list_dsh()?;
-        let sources = self.list_sources();
+        Ok(self.list_persisted_digest()?.0)
+    }
+
+    /// [`Corpus::list_persisted`] with the digest of the walks it was listed from (the sessions root's
+    /// and the other harnesses' folders'): a later [`Corpus::walk_digest`] equal to it means a listing
+    /// now would be this one. `None` when a walk cannot vouch for what it saw.
+    pub fn list_persisted_digest(
+        &self,
+    ) -> Result<(Arc<Vec<ListedSession>>, Option<WalkDigest>), PluginError> {
+        let (mut listed, root) = self.list_dsh()?;
+        let (sources, sources_digest) = self.list_sources_digest();
         if !sources.is_empty() {
             Arc::make_mut(&mut listed).extend(sources);
         }
-        Ok(listed)
+        Ok((listed, corpus_digest(root, sources_digest)))
+    }
+
+    /// The digest a listing made now would have ([`Corpus::list_persisted_digest`]), from a walk of
+    /// the root and the other harnesses' folders alone: directories read and transcripts `stat`ed, no
+    /// log opened, nothing of the index loaded. In a process that reuses listings the root's walk is
+    /// kept for the next listing (the early one, when still fresh, is the one taken). `None` when a
+    /// walk cannot vouch for what it saw or the root cannot be walked (a listing then reports why).
+    pub fn walk_digest(&self) -> Option<WalkDigest> {
+        let root = match &self.root {
+            None => None,
+            Some(root) => Some(self.root_walk_digest(root)?),
+        };
+        corpus_digest(root, self.sources.walk_digest())
+    }
+
+    /// The digest of a walk of the root made now (or of the early walk, when still fresh; or of the
+    /// walk of a listing that would be reused now).
+    fn root_walk_digest(&self, root: &SessionsRoot) -> Option<Option<WalkDigest>> {
+        if let Some(window) = self.reuse {
+            if let Some((at, _, _, digest)) = &*lock(&self.last) {
+                if at.elapsed() < window {
+                    return Some(*digest);
+                }
+            }
+        }
+        let mut early = lock(&self.early);
+        let fresh = self.reuse.unwrap_or_default();
+        let taken = early
+            .take()
+            .and_then(EarlyWalk::done)
+            .filter(|w| w.started().elapsed() < fresh);
+        let walk = match taken {
+            Some(walk) => walk,
+            None => EarlyWalk::now(root).ok()?,
+        };
+        let digest = match &walk {
+            EarlyWalk::Done { digest, .. } => *digest,
+            EarlyWalk::Running { .. } => return None,
+        };
+        if self.reuse.is_some() {
+            *early = Some(walk);
+        }
+        Some(digest)
     }
 
     /// The transcripts of the other harnesses' sources (empty when none is configured). Records the
     /// listing's problems.
     pub fn list_sources(&self) -> Vec<ListedSession> {
+        self.list_sources_digest().0
+    }
+
+    /// [`Corpus::list_sources`] with the digest of the walk it was listed from.
+    fn list_sources_digest(&self) -> (Vec<ListedSession>, WalkDigest) {
         if self.sources.is_empty() {
-            return Vec::new();
+            return (Vec::new(), self.sources.walk_digest());
         }
-        let listing = self.sources.list();
+        let (listing, digest) = self.sources.list_with_digest();
         let problems = listing
             .problems
             .iter()
@@ -488,15 +584,19 @@ impl Corpus {
             self.sources.kind_of(path).is_none() || paths.contains(path.as_path())
         });
         drop(state);
-        listing.sessions
+        (listing.sessions, digest)
     }
 
-    /// The sessions the DSH sessions root lists (empty without a root).
-    fn list_dsh(&self) -> Result<Arc<Vec<ListedSession>>, PluginError> {
+    /// The sessions the DSH sessions root lists (empty without a root), with the digest of the walk
+    /// they were listed from (`None` outside: there is no root).
+    #[allow(clippy::type_complexity)]
+    fn list_dsh(
+        &self,
+    ) -> Result<(Arc<Vec<ListedSession>>, Option<Option<WalkDigest>>), PluginError> {
         let Some(root) = &self.root else {
-            return Ok(Arc::default());
+            return Ok((Arc::default(), None));
         };
-        self.list_root(root).map_err(|e| {
+        let (sessions, digest) = self.list_root(root).map_err(|e| {
             PluginError::new(
                 ErrorCode::SessionQueryPersistenceFailed,
                 format!(
@@ -505,7 +605,8 @@ impl Corpus {
                     log_error_text(&e)
                 ),
             )
-        })
+        })?;
+        Ok((sessions, Some(digest)))
     }
 
     /// For a process that reuses listings ([`Corpus::reuse_listings_for`]): the last listing of the
@@ -517,32 +618,48 @@ impl Corpus {
         if self.reuse.is_none() {
             return;
         }
-        if let Some((at, _, _)) = &mut *lock(&self.last) {
+        if let Some((at, _, _, _)) = &mut *lock(&self.last) {
             *at = Instant::now();
         }
     }
 
-    fn list_root(&self, root: &SessionsRoot) -> Result<Arc<Vec<ListedSession>>, LogError> {
+    fn list_root(
+        &self,
+        root: &SessionsRoot,
+    ) -> Result<(Arc<Vec<ListedSession>>, Option<WalkDigest>), LogError> {
         if let Some(window) = self.reuse {
-            if let Some((at, sessions, problems)) = &*lock(&self.last) {
+            if let Some((at, sessions, problems, digest)) = &*lock(&self.last) {
                 if at.elapsed() < window {
                     lock(&self.problems).listing = Some(problems.clone());
-                    return Ok(sessions.clone());
+                    return Ok((sessions.clone(), *digest));
                 }
+            }
+        }
+        // Taken out, not held: the listing stats files (a concurrent listing meanwhile just reads headers).
+        let mut known = std::mem::take(&mut *lock(&self.known));
+        if let Some(loader) = known.pending.take() {
+            // Loaded while the early walk (if any) runs on its own thread.
+            if known.last.is_none() {
+                Self::seed(&mut known, loader());
             }
         }
         let early = lock(&self.early)
             .take()
             .zip(self.reuse)
             .and_then(|(early, fresh)| early.finish(fresh));
-        // Taken out, not held: the listing stats files (a concurrent listing meanwhile just reads headers).
-        let known = std::mem::take(&mut *lock(&self.known));
-        let listed = match early {
-            Some(walk) => root.list_walked(walk, &KnownLookup::new(&known)),
-            None => root.list_known(&KnownLookup::new(&known)),
+        let walked = match early {
+            Some(walked) => Ok(walked),
+            None => root.walk().map(|walk| {
+                let digest = walk.digest();
+                (walk, digest)
+            }),
         };
-        let listing = match listed {
-            Ok(listing) => listing,
+        let listed = walked.and_then(|(walk, digest)| {
+            let listing = root.list_walked(walk, &KnownLookup::new(&known))?;
+            Ok((listing, digest))
+        });
+        let (listing, digest) = match listed {
+            Ok(listed) => listed,
             Err(e) => {
                 *lock(&self.known) = known;
                 return Err(e);
@@ -561,6 +678,7 @@ impl Corpus {
         *lock(&self.known) = KnownState {
             last: Some(sessions.clone()),
             seeded: Vec::new(),
+            pending: None,
         };
         let problems: Vec<CorpusProblem> = listing
             .problems
@@ -568,7 +686,7 @@ impl Corpus {
             .map(|e| problem(root.root(), None, e))
             .collect();
         if self.reuse.is_some() {
-            *lock(&self.last) = Some((Instant::now(), sessions.clone(), problems.clone()));
+            *lock(&self.last) = Some((Instant::now(), sessions.clone(), problems.clone(), digest));
         }
         let mut state = lock(&self.problems);
         state.listing = Some(problems);
@@ -578,7 +696,7 @@ impl Corpus {
             sources.kind_of(path).is_some() || sessions.iter().any(|s| &s.path == path)
         });
         drop(state);
-        Ok(sessions)
+        Ok((sessions, digest))
     }
 
     /// Loads one session for an exact read: the live session when `id` is live (persistence is never
@@ -806,7 +924,7 @@ impl Corpus {
         let mut dsh = Arc::default();
         if let Some(root) = &self.root {
             match self.list_root(root) {
-                Ok(sessions) => dsh = sessions,
+                Ok((sessions, _)) => dsh = sessions,
                 Err(e) => {
                     let mut out = vec![problem(root.root(), None, &e)];
                     out.extend(lock(&self.problems).sources.iter().cloned());

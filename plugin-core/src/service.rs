@@ -103,9 +103,10 @@ impl Service {
             }
             None => None,
         };
-        // A new process lists an unchanged root from what the index recorded, opening no log.
-        if let Some(search) = &index {
-            corpus.seed_known(search.known_listing());
+        // A new process lists an unchanged root from what the index recorded, opening no log; it is
+        // loaded only if the process lists the root at all.
+        if let Some(loader) = index.as_ref().and_then(Search::seed_loader) {
+            corpus.seed_known_later(loader);
         }
         if !config.unknown_keys.is_empty() {
             let message = format!(

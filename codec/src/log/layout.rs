@@ -272,6 +272,66 @@ impl fmt::Debug for Walk {
     }
 }
 
+/// What a walk saw, as 32 bytes: equal digests mean the same root walked to the same directories, the
+/// same transcripts with the same revisions and the same problems, in the same order (BLAKE3, so no
+/// change to any of them passes as another). [`Walk::digest`].
+pub type WalkDigest = [u8; 32];
+
+impl Walk {
+    /// The digest of everything this walk saw: the root, every project folder's problems and session
+    /// dirs in walk order, each transcript's path, encoding and revision. A listing finished from two
+    /// walks with the same digest is the same listing (headers are taken by revision), so an index
+    /// that stored the digest of the walk it was brought up to date from can tell, from a new walk
+    /// alone, that nothing on disk changed since.
+    ///
+    /// `None` when the walk cannot vouch for a transcript: one that is not a regular file by `lstat`
+    /// (a symbolic link, say) is listed by following it, and its target may change while the walk's
+    /// `lstat` stays the same.
+    pub fn digest(&self) -> Option<WalkDigest> {
+        let mut hasher = blake3::Hasher::new();
+        // Every field length-prefixed, so no two different walks feed the same bytes.
+        let mut bytes = |b: &[u8]| {
+            hasher.update(&(b.len() as u64).to_le_bytes());
+            hasher.update(b);
+        };
+        bytes(b"dsh-walk-1");
+        bytes(path_bytes(&self.root));
+        let Some(slots) = &self.slots else {
+            bytes(b"missing");
+            return Some(*hasher.finalize().as_bytes());
+        };
+        bytes(b"present");
+        for slot in slots {
+            match slot {
+                WalkSlot::Problem(err) | WalkSlot::Session(Err(err)) => {
+                    bytes(b"problem");
+                    bytes(err.code.as_str().as_bytes());
+                    bytes(err.path.as_deref().map(path_bytes).unwrap_or_default());
+                    bytes(err.message.as_bytes());
+                }
+                WalkSlot::Session(Ok(None)) => bytes(b"empty"),
+                WalkSlot::Session(Ok(Some(candidate))) => {
+                    let revision = candidate.revision?;
+                    bytes(b"transcript");
+                    bytes(path_bytes(&candidate.path));
+                    bytes(encoding_word(candidate.compression).as_bytes());
+                    bytes(&revision.dev.to_le_bytes());
+                    bytes(&revision.ino.to_le_bytes());
+                    bytes(&revision.size.to_le_bytes());
+                    bytes(&revision.mtime_ns.to_le_bytes());
+                    bytes(&revision.ctime_ns.to_le_bytes());
+                }
+            }
+        }
+        Some(*hasher.finalize().as_bytes())
+    }
+}
+
+fn path_bytes(path: &Path) -> &[u8] {
+    use std::os::unix::ffi::OsStrExt;
+    path.as_os_str().as_bytes()
+}
+
 /// `work` over `items`, split in order over at most `threads` scoped threads when there are at
 /// least [`PARALLEL_FROM`] items (the calling thread takes the first part); the results in order.
 fn on_threads<I: Sync, O: Send>(
@@ -1021,6 +1081,94 @@ mod tests {
         assert_eq!(
             missing.list_walked(walk, &known).unwrap(),
             Listing::default()
+        );
+    }
+
+    /// Two walks of an unchanged root have one digest; any change a listing could show (a transcript
+    /// grown, touched, rewritten at the same size, replaced, added, removed, a second transcript
+    /// beside one, a flat artifact) gives another, and a transcript the walk cannot vouch for (a
+    /// symbolic link) gives none.
+    #[test]
+    fn a_walk_digest_changes_with_every_change_a_listing_could_show() {
+        use std::os::unix::fs::symlink;
+        let dir = tempfile::tempdir().unwrap();
+        let root = SessionsRoot::new(dir.path());
+        let mut paths = Vec::new();
+        for i in 0..3 {
+            let header = SessionHeader::new(format!("s{i}"), 0, Some("/w".into()));
+            let path = session_log_path(dir.path(), &header, Compression::None).unwrap();
+            fs::create_dir_all(path.parent().unwrap()).unwrap();
+            fs::write(&path, format!("{}\n", header.to_json_line())).unwrap();
+            paths.push(path);
+        }
+        let digest = || root.walk().unwrap().digest().expect("regular transcripts");
+        let mut seen = vec![digest()];
+        assert_eq!(
+            digest(),
+            seen[0],
+            "an unchanged root walks to the same digest"
+        );
+        let changed = |what: &str, seen: &mut Vec<WalkDigest>| {
+            let now = digest();
+            assert!(!seen.contains(&now), "{what} changes the digest");
+            seen.push(now);
+        };
+
+        let append = |path: &Path, bytes: &[u8]| {
+            let mut f = fs::OpenOptions::new().append(true).open(path).unwrap();
+            std::io::Write::write_all(&mut f, bytes).unwrap();
+        };
+        append(&paths[0], b"\n");
+        changed("an append", &mut seen);
+        let text = fs::read(&paths[1]).unwrap();
+        let mtime = fs::metadata(&paths[1]).unwrap().modified().unwrap();
+        let mut flipped = text.clone();
+        let last = flipped.len() - 2;
+        flipped[last] = if flipped[last] == b'}' { b' ' } else { b'}' };
+        fs::write(&paths[1], &flipped).unwrap();
+        fs::File::options()
+            .write(true)
+            .open(&paths[1])
+            .unwrap()
+            .set_modified(mtime)
+            .unwrap();
+        changed("a same-size edit with the mtime put back", &mut seen);
+        let replacement = paths[2].with_extension("new");
+        fs::write(&replacement, fs::read(&paths[2]).unwrap()).unwrap();
+        fs::rename(&replacement, &paths[2]).unwrap();
+        changed("a rename over the transcript", &mut seen);
+        let header = SessionHeader::new("s3", 0, Some("/w".into()));
+        let added = session_log_path(dir.path(), &header, Compression::None).unwrap();
+        fs::create_dir_all(added.parent().unwrap()).unwrap();
+        fs::write(&added, format!("{}\n", header.to_json_line())).unwrap();
+        changed("a new session", &mut seen);
+        fs::write(added.with_file_name("session.jsonl.zstd"), b"").unwrap();
+        changed("a second transcript beside one", &mut seen);
+        fs::remove_dir_all(added.parent().unwrap()).unwrap();
+        assert_eq!(
+            digest(),
+            seen[3],
+            "the session removed: the root walks as before it was added"
+        );
+        seen.truncate(4);
+        fs::write(dir.path().join("--w--/flat.jsonl"), "{}").unwrap();
+        changed("a flat artifact", &mut seen);
+
+        let linked = dir.path().join("--w--/s9");
+        fs::create_dir_all(&linked).unwrap();
+        symlink(&paths[0], linked.join("session.jsonl")).unwrap();
+        assert_eq!(
+            root.walk().unwrap().digest(),
+            None,
+            "a symlinked transcript"
+        );
+
+        let missing = SessionsRoot::new(dir.path().join("missing"));
+        let empty = tempfile::tempdir().unwrap();
+        assert_ne!(
+            missing.walk().unwrap().digest(),
+            SessionsRoot::new(empty.path()).walk().unwrap().digest(),
+            "a missing root is not an empty one"
         );
     }
 

@@ -8,17 +8,28 @@
 //! It is taken only while it is fresh enough that a listing could have been reused
 //! ([`Corpus::reuse_listings_for`](super::Corpus::reuse_listings_for)): a change made after the walk
 //! began is then no more missed than a change made after a reused listing.
+//!
+//! A walk whose digest was asked for ([`Corpus::walk_digest`](super::Corpus::walk_digest): the search
+//! index compares it with the digest of the walk it was last brought up to date from) is kept, done,
+//! for the listing that follows when the two differ, so the root is walked once either way.
 
 use std::thread::JoinHandle;
 use std::time::{Duration, Instant};
 
-use dsh_codec::log::layout::{SessionsRoot, Walk};
+use dsh_codec::log::layout::{SessionsRoot, Walk, WalkDigest};
 use dsh_codec::log::LogError;
 
-/// A walk running (or done) on its own thread.
-pub(super) struct EarlyWalk {
-    started: Instant,
-    thread: JoinHandle<Result<Walk, LogError>>,
+/// A walk running on its own thread, or done.
+pub(super) enum EarlyWalk {
+    Running {
+        started: Instant,
+        thread: JoinHandle<Result<Walk, LogError>>,
+    },
+    Done {
+        started: Instant,
+        walk: Walk,
+        digest: Option<WalkDigest>,
+    },
 }
 
 impl EarlyWalk {
@@ -29,13 +40,54 @@ impl EarlyWalk {
             .name("dsh-root-walk".into())
             .spawn(move || root.walk())
             .ok()?;
-        Some(Self { started, thread })
+        Some(Self::Running { started, thread })
     }
 
-    /// The walk, when it finished without error and began less than `fresh` ago; `None` otherwise
-    /// (a failed walk is walked again, so the listing reports its error as it always has).
-    pub(super) fn finish(self, fresh: Duration) -> Option<Walk> {
-        let walk = self.thread.join().ok()?.ok()?;
-        (self.started.elapsed() < fresh).then_some(walk)
+    /// A walk made now, on this thread, kept as done.
+    pub(super) fn now(root: &SessionsRoot) -> Result<Self, LogError> {
+        let started = Instant::now();
+        let walk = root.walk()?;
+        let digest = walk.digest();
+        Ok(Self::Done {
+            started,
+            walk,
+            digest,
+        })
+    }
+
+    /// When the walk began.
+    pub(super) fn started(&self) -> Instant {
+        match self {
+            Self::Running { started, .. } | Self::Done { started, .. } => *started,
+        }
+    }
+
+    /// Waits for a running walk to end; `None` when it failed (a failed walk is walked again, so the
+    /// listing reports its error as it always has).
+    pub(super) fn done(self) -> Option<Self> {
+        match self {
+            Self::Running { started, thread } => {
+                let walk = thread.join().ok()?.ok()?;
+                let digest = walk.digest();
+                Some(Self::Done {
+                    started,
+                    walk,
+                    digest,
+                })
+            }
+            done => Some(done),
+        }
+    }
+
+    /// The walk and its digest, when it finished without error and began less than `fresh` ago.
+    pub(super) fn finish(self, fresh: Duration) -> Option<(Walk, Option<WalkDigest>)> {
+        match self.done()? {
+            Self::Done {
+                started,
+                walk,
+                digest,
+            } => (started.elapsed() < fresh).then_some((walk, digest)),
+            Self::Running { .. } => None,
+        }
     }
 }

@@ -39,6 +39,7 @@ pub mod tally;
 #[cfg(test)]
 pub mod test_rows;
 pub mod tokens;
+pub mod verified;
 pub mod watch;
 
 use std::fs::{DirBuilder, OpenOptions};

@@ -28,7 +28,10 @@
 //!   and evicted (`super::hot`); rows with a `token` are common tokens' lists, kept by the writer
 //!   from the first document on (`super::common`);
 //! - `failed_logs`: logs that could not be indexed, with the revision that failed and the report
-//!   (`super::failed`), so a new process neither re-reads an unchanged broken log nor forgets to report it.
+//!   (`super::failed`), so a new process neither re-reads an unchanged broken log nor forgets to report it;
+//! - `verified` (schema 11): the digest of the walks the last whole refresh listed from, the commit the
+//!   index stood at after it, and what it left out (`super::verified`), so a new process whose own walk
+//!   has that digest answers without loading the session rows or comparing them with a listing.
 
 use rusqlite::Connection;
 
@@ -36,13 +39,13 @@ use rusqlite::Connection;
 pub const APPLICATION_ID: i32 = 0x4453_4851;
 
 /// `PRAGMA user_version` of the current schema. An index of ours with another version is rebuilt.
-pub const SCHEMA_VERSION: i32 = 10;
+pub const SCHEMA_VERSION: i32 = 11;
 
 /// FTS5's `hashsize` for the index's table, in bytes (see [`apply`]).
 pub const FTS_HASHSIZE: i64 = 8 << 20;
 
 /// Every table the current schema creates (FTS5 shadow tables included).
-const OUR_TABLES: [&str; 13] = [
+const OUR_TABLES: [&str; 14] = [
     "state",
     "sessions",
     "removed_rows",
@@ -56,6 +59,7 @@ const OUR_TABLES: [&str; 13] = [
     "hot_phrases",
     "hot_hits",
     "failed_logs",
+    "verified",
 ];
 
 /// Why a database is not ours to use.
@@ -238,6 +242,12 @@ pub fn apply(conn: &mut Connection, verdict: Verdict) -> Result<(), SchemaError>
              id TEXT,
              code TEXT NOT NULL,
              reason TEXT NOT NULL
+         ) STRICT;
+         CREATE TABLE IF NOT EXISTS verified (
+             singleton INTEGER PRIMARY KEY CHECK (singleton = 1),
+             commits INTEGER NOT NULL,
+             digest BLOB NOT NULL,
+             skipped TEXT NOT NULL
          ) STRICT;"
     ))?;
     // FTS5 flushes its pending terms as a new segment whenever they reach `hashsize` (1 MB by

@@ -339,6 +339,39 @@ pub fn load_rows(conn: &Connection) -> rusqlite::Result<Vec<SessionRow>> {
     select_rows(conn, "", -1)
 }
 
+/// The session row `sid`, if there is one.
+pub fn row_by_sid(conn: &Connection, sid: i64) -> rusqlite::Result<Option<SessionRow>> {
+    conn.prepare_cached(&format!(
+        "SELECT {ROW_COLUMNS} FROM sessions WHERE sid = ?1"
+    ))?
+    .query_row([sid], row_of)
+    .optional()
+}
+
+/// The visible rows of session `id`, the live one first (what `searchEvents` searches).
+pub fn visible_rows_of(conn: &Connection, id: &str) -> rusqlite::Result<Vec<SessionRow>> {
+    let mut stmt = conn.prepare_cached(&format!(
+        "SELECT {ROW_COLUMNS} FROM sessions WHERE id = ?1 AND visible ORDER BY source = 'persisted', sid"
+    ))?;
+    let rows = stmt.query_map([id], row_of)?;
+    rows.collect()
+}
+
+/// Each visible session row's id and stored title (the folded title as JSON, when it has one).
+pub fn visible_titles(conn: &Connection) -> rusqlite::Result<Vec<(String, Option<String>)>> {
+    let mut stmt = conn.prepare_cached("SELECT id, title FROM sessions WHERE visible")?;
+    let titles = stmt.query_map([], |r| Ok((r.get(0)?, r.get(1)?)))?;
+    titles.collect()
+}
+
+/// The ids of the visible session rows, each once, in byte order.
+pub fn visible_ids(conn: &Connection) -> rusqlite::Result<Vec<String>> {
+    let mut stmt =
+        conn.prepare_cached("SELECT DISTINCT id FROM sessions WHERE visible ORDER BY id")?;
+    let ids = stmt.query_map([], |r| r.get(0))?;
+    ids.collect()
+}
+
 /// What the commits after the one a copy of the rows was read at changed: the rows written since (whole)
 /// and the sids removed since. Apply the removals first: a removed sid may be reused by a row written
 /// later.
@@ -727,7 +760,6 @@ pub fn extend_session(
     })
 }
 
-/// The resume state stored with row `sid` (see [`Replacement::resume`]), if any.
 /// Every persisted row's path, stamp (its revision when indexed) and the header record it was read
 /// with: what a listing needs to take an unchanged log from the index instead of opening it.
 pub fn listed_sessions(conn: &Connection) -> rusqlite::Result<Vec<ListedRecord>> {
@@ -746,6 +778,7 @@ pub fn listed_sessions(conn: &Connection) -> rusqlite::Result<Vec<ListedRecord>>
     rows.collect()
 }
 
+/// The resume state stored with row `sid` (see [`Replacement::resume`]), if any.
 pub fn stored_resume(conn: &Connection, sid: i64) -> rusqlite::Result<Option<Vec<u8>>> {
     let stored: Option<Option<Vec<u8>>> = conn
         .prepare_cached("SELECT state FROM resume WHERE sid = ?1")?

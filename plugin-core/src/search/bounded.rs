@@ -26,10 +26,10 @@ use std::collections::HashMap;
 
 use rusqlite::Connection;
 
-use super::rank::{self, Match};
+use super::rank::{self, Candidates, Match};
 use super::{aborted, index_failed, Ranked};
 use crate::index::hot::{self, HotHit};
-use crate::index::store::{self, SessionRow};
+use crate::index::store;
 use crate::index::tokens::Tokenizer;
 use crate::index::{cjk, common};
 use host_api::abi::PluginError;
@@ -155,10 +155,10 @@ struct Candidate {
 /// The listed documents of candidate sessions that may match, with their bounds, best bound first;
 /// and the bound of every matching document in no list (`None`: there is none, a list without a floor
 /// holds every match).
-fn candidates_of(
+fn candidates_of<'a>(
     conn: &Connection,
     lists: &[hot::Phrase],
-    sessions: &HashMap<i64, &SessionRow>,
+    sessions: &dyn Candidates<'a>,
 ) -> Result<(Vec<Candidate>, Option<Triple>), PluginError> {
     // doc → (len, time, least count over the lists holding it, how many hold it)
     let mut docs: HashMap<i64, (i64, i64, i64, usize)> = HashMap::new();
@@ -166,7 +166,7 @@ fn candidates_of(
     for list in lists {
         let mut in_list = std::collections::HashSet::new();
         hot::ranked(conn, list.id, |h| {
-            if sessions.contains_key(&(h.doc >> 32)) {
+            if sessions.candidate(h.doc >> 32).is_some() {
                 in_list.insert(h.doc);
                 let e = docs.entry(h.doc).or_insert((h.len, h.time, h.spans, 0));
                 e.2 = e.2.min(h.spans);
@@ -230,7 +230,7 @@ pub(super) fn ranked<'a>(
     conn: &Connection,
     phrase: &str,
     lists: &[hot::Phrase],
-    sessions: &'a HashMap<i64, &'a SessionRow>,
+    sessions: &'a dyn Candidates<'a>,
     events: &mut EventCheck<'_>,
     need: usize,
     cancelled: &dyn Fn() -> bool,
@@ -316,7 +316,7 @@ pub(super) fn ranked<'a>(
 #[cfg(test)]
 mod tests {
     use super::*;
-    use crate::index::store::RowKey;
+    use crate::index::store::{RowKey, SessionRow};
     use crate::index::test_rows::{add_session, docs, index, key, packed, write, Rng, Truth};
     use crate::search::test_support::never;
     use host_api::abi::EventFilter;

@@ -25,6 +25,7 @@
 //! file itself is `crate::index`.
 
 mod bounded;
+mod candidates;
 pub mod cursor;
 mod newest;
 pub mod rank;
@@ -48,6 +49,8 @@ mod patched_tests;
 mod test_support;
 #[cfg(test)]
 mod tests;
+#[cfg(test)]
+mod verified_tests;
 
 use std::collections::{BTreeMap, HashMap, HashSet};
 use std::path::{Path, PathBuf};
@@ -116,21 +119,48 @@ struct Reader {
 
 struct Cached {
     version: (u64, u64),
-    rows: refresh::SharedRows,
+    /// The session rows of `version`, once a call needed them all (a search for a rare term reads
+    /// only its hits' rows: `candidates`).
+    rows: std::cell::OnceCell<refresh::SharedRows>,
     cursors: Cursors,
 }
 
 /// One committed state of the index, as a search reads it: every statement of one call runs inside
-/// one read transaction of `conn`, and `rows` is the session table of that same state.
+/// one read transaction of `conn`, and `rows` is the session table of that same state, loaded when a
+/// call first needs it whole ([`View::rows`]).
 struct View<'a> {
     conn: &'a Connection,
-    rows: &'a refresh::RowMap,
+    rows: &'a std::cell::OnceCell<refresh::SharedRows>,
+    /// Counts the rows read from the index ([`Search::rows_read`]).
+    rows_read: &'a AtomicU64,
     /// The cross-session generation cursors are bound to: the stored generation and the count of
     /// committed steps, so a page never continues a page of another committed state.
     generation: String,
     stored_generation: u64,
     cursors: &'a Cursors,
     published: &'a Published,
+}
+
+impl<'a> View<'a> {
+    /// Every session row of this committed state, read from the index the first time a call asks.
+    fn rows(&self) -> Result<&'a refresh::RowMap, PluginError> {
+        if let Some(rows) = self.rows.get() {
+            return Ok(rows);
+        }
+        let rows: refresh::SharedRows = store::load_rows(self.conn)
+            .map_err(index_failed)?
+            .into_iter()
+            .map(|row| (refresh::key_of(&row), row))
+            .collect();
+        self.rows_read
+            .fetch_add(rows.len() as u64, Ordering::Relaxed);
+        Ok(self.rows.get_or_init(|| rows))
+    }
+
+    /// The rows when they are in memory already.
+    fn loaded_rows(&self) -> Option<&'a refresh::RowMap> {
+        self.rows.get().map(|rows| &**rows)
+    }
 }
 
 /// One session's title as the index holds it (spec §7.1).
@@ -351,10 +381,21 @@ impl Search {
     /// listing that must not open unchanged logs ([`Corpus::seed_known`]). Empty when the index is
     /// not open yet.
     pub fn known_listing(&self) -> Vec<dsh_codec::log::layout::ListedSession> {
-        match &mut *self.lock() {
-            State::Open(engine) => engine.known_listing(),
-            _ => Vec::new(),
+        self.seed_loader().map(|load| load()).unwrap_or_default()
+    }
+
+    /// Loads [`Search::known_listing`] when called, on a reader connection of its own (so a listing
+    /// made inside this search's own refresh can call it): for [`Corpus::seed_known_later`], which
+    /// calls it only when the corpus first lists the root. `None` when the index is not open.
+    pub fn seed_loader(&self) -> Option<crate::corpus::SeedLoader> {
+        if !matches!(&*self.lock(), State::Open(_)) {
+            return None;
         }
+        let path = self.index_path.clone();
+        let immutable = self.immutable.load(Ordering::Relaxed);
+        Some(Box::new(move || {
+            refresh::recorded_listing(&path, immutable)
+        }))
     }
 
     fn lock(&self) -> MutexGuard<'_, State> {
@@ -637,42 +678,39 @@ impl Search {
             let version = store::version(conn).map_err(index_failed)?;
             // A count of commits that went back is an index built again from nothing: new secret too.
             let held = reader.cached.take().filter(|c| c.version.1 <= version.1);
+            // The writer side's copy when it is of this same state (a one-shot command's refresh just
+            // compared it); else the rows are read from the index when a call first needs them all.
+            let engine_rows = || match self.state.try_lock() {
+                Ok(state) => match &*state {
+                    State::Open(engine) => engine.rows_at(version),
+                    _ => None,
+                },
+                Err(_) => None,
+            };
             let cached = match held {
                 Some(mut cached) => {
                     if cached.version != version {
-                        let caught = refresh::catch_up(
-                            conn,
-                            &mut cached.rows,
-                            Some(cached.version.1),
-                            version.1,
-                        )
-                        .map_err(index_failed)?;
-                        self.rows_read.fetch_add(caught.read, Ordering::Relaxed);
+                        if let Some(rows) = cached.rows.get_mut() {
+                            let caught =
+                                refresh::catch_up(conn, rows, Some(cached.version.1), version.1)
+                                    .map_err(index_failed)?;
+                            self.rows_read.fetch_add(caught.read, Ordering::Relaxed);
+                        }
                         cached.version = version;
+                    }
+                    if cached.rows.get().is_none() {
+                        if let Some(rows) = engine_rows() {
+                            let _ = cached.rows.set(rows);
+                        }
                     }
                     cached
                 }
                 None => {
                     let (_, secret) = store::state(conn).map_err(index_failed)?;
-                    // The writer side's copy when it is of this same state (a one-shot command's
-                    // refresh just compared it), else one read from the index.
-                    let shared = match self.state.try_lock() {
-                        Ok(state) => match &*state {
-                            State::Open(engine) => engine.rows_at(version),
-                            _ => None,
-                        },
-                        Err(_) => None,
-                    };
-                    let rows = match shared {
-                        Some(rows) => rows,
-                        None => {
-                            let mut rows = refresh::SharedRows::default();
-                            let caught = refresh::catch_up(conn, &mut rows, None, version.1)
-                                .map_err(index_failed)?;
-                            self.rows_read.fetch_add(caught.read, Ordering::Relaxed);
-                            rows
-                        }
-                    };
+                    let rows = std::cell::OnceCell::new();
+                    if let Some(shared) = engine_rows() {
+                        let _ = rows.set(shared);
+                    }
                     Cached {
                         version,
                         rows,
@@ -684,6 +722,7 @@ impl Search {
             let view = View {
                 conn,
                 rows: &cached.rows,
+                rows_read: &self.rows_read,
                 generation: format!("{}.{}", version.0, version.1),
                 stored_generation: version.0,
                 cursors: &cached.cursors,
@@ -769,14 +808,17 @@ impl Search {
             if cancelled() {
                 return Err(aborted());
             }
-            // The rows a hit may come from, restricted to those `wanted` (sessions that matched).
-            let rows = view.rows;
-            let candidates = |wanted: &dyn Fn(i64) -> bool| -> HashMap<i64, &SessionRow> {
-                rows.values()
-                    .filter(|r| wanted(r.sid) && r.visible && rank::session_passes(r, &sessions))
-                    .map(|r| (r.sid, r))
-                    .collect()
-            };
+            // The rows a hit may come from: read as the ranking asks for them, unless every row is
+            // in memory already (`candidates`).
+            let all_rows = || view.rows();
+            let arena = typed_arena::Arena::new();
+            let every_candidate = candidates::CandidateRows::new(
+                view.conn,
+                &sessions,
+                &all_rows,
+                view.loaded_rows(),
+                &arena,
+            );
             let sql = sql::matches_query(&query.phrase, &events);
             let conn = view.conn;
             // Enough of the ranking for this page and whether another follows.
@@ -791,7 +833,6 @@ impl Search {
                 None
             };
             let mut event_check = bounded::EventCheck::new(conn, &events)?;
-            let every_candidate = candidates(&|_| true);
             // The stored rows answer when they rank the page before they run out (a phrase keeps only
             // its best rows); otherwise the scan does.
             let from_hot = match &hot {
@@ -853,8 +894,7 @@ impl Search {
                 (None, None) if mode.order == request::Order::Newest => {
                     took(Plan::Scan);
                     let newest = newest::scan(conn, &sql, cancelled)?;
-                    let matched_candidates = candidates(&|sid| newest.contains_key(&sid));
-                    newest::ranked(newest, &matched_candidates)
+                    newest::ranked(newest, &every_candidate)
                 }
                 (None, None) => {
                     took(Plan::Scan);
@@ -866,10 +906,10 @@ impl Search {
                     {
                         materialise = Some(matched);
                     }
-                    let matched_candidates = candidates(&|sid| best.contains(sid));
-                    best.ranked(&matched_candidates)
+                    best.ranked(&every_candidate)
                 }
             };
+            every_candidate.check()?;
             let start = usize::try_from(offset)
                 .unwrap_or(usize::MAX)
                 .min(ranked.len());
@@ -935,7 +975,7 @@ impl Search {
             request::paging_of!(&req, self.limits.default_limit, self.limits.max_limit)?;
         self.prepare(corpus, cancelled)?;
         self.read(|view| {
-            let target = target(view, session_id)?;
+            let target = &target(view, session_id)?;
             let fingerprint = request::fingerprint_in(
                 request::fingerprint("events", Some(session_id), &query, &[], &events, limit),
                 mode,
@@ -1007,14 +1047,8 @@ impl Search {
         self.prepare(corpus, cancelled)?;
         self.read(|view| {
             let indexed_events = store::visible_doc_count(view.conn).map_err(index_failed)?;
-            let mut ids: Vec<&str> = view
-                .rows
-                .values()
-                .filter(|r| r.visible)
-                .map(|r| r.header.id.as_str())
-                .collect();
-            ids.sort_unstable();
-            ids.dedup();
+            // From the index, not the rows: diagnostics never needs them whole.
+            let ids = store::visible_ids(view.conn).map_err(index_failed)?;
             let mut folders: Vec<(SourceKind, PathBuf)> = corpus
                 .sessions_root()
                 .map(|r| (SourceKind::Dsh, r.to_path_buf()))
@@ -1036,7 +1070,7 @@ impl Search {
                     path: path.display().to_string(),
                     indexed_sessions: ids
                         .iter()
-                        .filter(|id| SourceKind::of_id(id) == kind)
+                        .filter(|id| SourceKind::of_id(id.as_str()) == kind)
                         .count() as u64,
                 })
                 .collect();
@@ -1080,7 +1114,7 @@ impl Search {
         self.prepare(corpus, cancelled)?;
         self.read(|view| {
             Ok(view
-                .rows
+                .rows()?
                 .values()
                 .filter(|r| r.visible)
                 .map(|r| (r.header.id.clone(), indexed_title(r)))
@@ -1103,16 +1137,29 @@ impl Search {
         self.prepare(corpus, cancelled)?;
         self.read(|view| {
             let wanted: HashSet<&str> = ids.iter().copied().collect();
-            // The last visible row of an id wins, as in [`Search::titles`].
-            let mut by_id: HashMap<&str, &SessionRow> = HashMap::with_capacity(wanted.len());
-            for row in view.rows.values() {
-                if row.visible && wanted.contains(row.header.id.as_str()) {
-                    by_id.insert(row.header.id.as_str(), row);
+            // An id has one visible row (a live session hides its log).
+            let mut by_id: HashMap<&str, Option<String>> = HashMap::with_capacity(wanted.len());
+            match view.loaded_rows() {
+                Some(rows) => {
+                    for row in rows.values() {
+                        if let Some(id) = wanted.get(row.header.id.as_str()).filter(|_| row.visible)
+                        {
+                            by_id.insert(id, title_text(row));
+                        }
+                    }
+                }
+                // The ids and titles alone, not every row whole.
+                None => {
+                    for (id, title) in store::visible_titles(view.conn).map_err(index_failed)? {
+                        if let Some(id) = wanted.get(id.as_str()) {
+                            by_id.insert(id, title.as_deref().and_then(title_text_of));
+                        }
+                    }
                 }
             }
             Ok(ids
                 .iter()
-                .map(|id| by_id.get(id).and_then(|row| title_text(row)))
+                .map(|id| by_id.get(id).cloned().flatten())
                 .collect())
         })
     }
@@ -1120,11 +1167,16 @@ impl Search {
 
 /// The title text of a row's stored title, when it has a valid one.
 fn title_text(row: &SessionRow) -> Option<String> {
-    indexed_title(row)
-        .title?
-        .get("title")?
-        .as_str()
-        .map(str::to_string)
+    title_text_of(row.title.as_deref()?)
+}
+
+/// The title text of a stored title (see [`indexed_title`]), when it is a valid one.
+fn title_text_of(stored: &str) -> Option<String> {
+    let parsed: serde_json::Value = serde_json::from_str(stored).ok()?;
+    if parsed.get("error").is_some_and(|e| e.is_string()) {
+        return None;
+    }
+    parsed.get("title")?.as_str().map(str::to_string)
 }
 
 fn indexed_title(row: &SessionRow) -> IndexedTitle {
@@ -1152,19 +1204,26 @@ fn disabled() -> PluginError {
     )
 }
 
-/// The row `searchEvents` searches: the live row when the session is live, else its visible disk row.
-fn target<'a>(view: &View<'a>, id: &str) -> Result<&'a SessionRow, PluginError> {
-    if let Some(row) = view
-        .rows
-        .get(&RowKey::Live(id.to_string()))
-        .filter(|r| r.visible)
-    {
-        return Ok(row);
-    }
-    if let Some(row) = view
-        .rows
-        .values()
-        .find(|r| r.visible && r.source == Source::Persisted && r.header.id == id)
+/// The row `searchEvents` searches: the live row when the session is live, else its visible disk row
+/// (from the rows in memory, else read from the index by id).
+fn target(view: &View<'_>, id: &str) -> Result<SessionRow, PluginError> {
+    if let Some(rows) = view.loaded_rows() {
+        if let Some(row) = rows
+            .get(&RowKey::Live(id.to_string()))
+            .filter(|r| r.visible)
+        {
+            return Ok(row.clone());
+        }
+        if let Some(row) = rows
+            .values()
+            .find(|r| r.visible && r.source == Source::Persisted && r.header.id == id)
+        {
+            return Ok(row.clone());
+        }
+    } else if let Some(row) = store::visible_rows_of(view.conn, id)
+        .map_err(index_failed)?
+        .into_iter()
+        .next()
     {
         return Ok(row);
     }
@@ -1281,7 +1340,7 @@ fn stored_ranking(
 fn hot_ranked<'a>(
     conn: &Connection,
     phrase: hot::Phrase,
-    candidates: &'a HashMap<i64, &'a SessionRow>,
+    candidates: &'a dyn rank::Candidates<'a>,
     events: &mut bounded::EventCheck<'_>,
     need: usize,
     cancelled: &dyn Fn() -> bool,
@@ -1328,7 +1387,7 @@ const SPANS_FIRST_SESSIONS: usize = 256;
 fn spans_first<'a>(
     conn: &Connection,
     phrase: &str,
-    candidates: &'a HashMap<i64, &'a SessionRow>,
+    candidates: &'a dyn rank::Candidates<'a>,
     need: usize,
     cancelled: &dyn Fn() -> bool,
 ) -> Result<Option<Ranked<'a>>, PluginError> {
@@ -1347,7 +1406,7 @@ fn spans_first<'a>(
             let rowid: i64 = r.get(0).map_err(index_failed)?;
             let spans: i64 = r.get(1).map_err(index_failed)?;
             let sid = rowid >> 32;
-            if !candidates.contains_key(&sid) {
+            if candidates.candidate(sid).is_none() {
                 continue;
             }
             let m = most.entry(sid).or_insert(spans);

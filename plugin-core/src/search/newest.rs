@@ -6,7 +6,7 @@ use std::collections::HashMap;
 
 use rusqlite::Connection;
 
-use super::rank::Match;
+use super::rank::{Candidates, Match};
 use super::refresh::aborted;
 use super::{index_failed, sql};
 use crate::index::store::SessionRow;
@@ -57,11 +57,11 @@ pub fn scan(
 /// pass the session clauses.
 pub fn ranked<'a>(
     newest: HashMap<i64, Match>,
-    sessions: &HashMap<i64, &'a SessionRow>,
+    sessions: &dyn Candidates<'a>,
 ) -> Vec<(Match, &'a SessionRow)> {
     let mut ranked: Vec<(Match, &SessionRow)> = newest
         .into_values()
-        .filter_map(|m| sessions.get(&m.sid).map(|row| (m, *row)))
+        .filter_map(|m| sessions.candidate(m.sid).map(|row| (m, row)))
         .collect();
     ranked.sort_by(|(a, ra), (b, rb)| {
         b.time

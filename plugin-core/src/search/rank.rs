@@ -51,6 +51,19 @@ pub fn session_passes(row: &SessionRow, filters: &[SessionFilter]) -> bool {
     })
 }
 
+/// The session rows a hit may come from, by sid: visible rows that pass the session clauses. A map
+/// of rows in memory is one; `candidates::CandidateRows` reads them from the index as they are asked.
+pub trait Candidates<'a> {
+    /// The row of session row `sid`, when it is a candidate.
+    fn candidate(&self, sid: i64) -> Option<&'a SessionRow>;
+}
+
+impl<'a, S: std::hash::BuildHasher> Candidates<'a> for HashMap<i64, &'a SessionRow, S> {
+    fn candidate(&self, sid: i64) -> Option<&'a SessionRow> {
+        self.get(&sid).copied()
+    }
+}
+
 /// The best match of each session so far: matches are offered one at a time as the FTS5 scan yields
 /// them, so memory holds one match per matching session, never one per matching document. Session
 /// clauses and visibility apply at the end ([`Best::ranked`]), so that only the sessions that matched are
@@ -83,14 +96,11 @@ impl Best {
 
     /// Each candidate session's best match with its row, in the documented order; `sessions` maps row
     /// id to the row, for rows that are visible and pass the session clauses (others are left out).
-    pub fn ranked<'a>(
-        self,
-        sessions: &HashMap<i64, &'a SessionRow>,
-    ) -> Vec<(Match, &'a SessionRow)> {
+    pub fn ranked<'a>(self, sessions: &dyn Candidates<'a>) -> Vec<(Match, &'a SessionRow)> {
         let mut ranked: Vec<(Match, &SessionRow)> = self
             .best
             .into_values()
-            .filter_map(|m| sessions.get(&m.sid).map(|row| (m, *row)))
+            .filter_map(|m| sessions.candidate(m.sid).map(|row| (m, row)))
             .collect();
         ranked.sort_by(|(a, ra), (b, rb)| {
             b.spans
@@ -109,7 +119,7 @@ impl Best {
 /// sessions whose best matches tie on (spans, len, time) are ordered by id, then seq, once their group is
 /// complete. Stops wanting rows once `need` sessions are ranked and their group is closed.
 pub struct Prefix<'a> {
-    sessions: &'a HashMap<i64, &'a SessionRow>,
+    sessions: &'a dyn Candidates<'a>,
     need: usize,
     seen: HashSet<i64>,
     group: Vec<(Match, &'a SessionRow)>,
@@ -118,7 +128,7 @@ pub struct Prefix<'a> {
 
 impl<'a> Prefix<'a> {
     /// `sessions` as for [`Best::ranked`]; `need` sessions are wanted (a page, its offset and one more).
-    pub fn new(sessions: &'a HashMap<i64, &'a SessionRow>, need: usize) -> Self {
+    pub fn new(sessions: &'a dyn Candidates<'a>, need: usize) -> Self {
         Self {
             sessions,
             need,
@@ -140,11 +150,11 @@ impl<'a> Prefix<'a> {
                 return false;
             }
         }
-        let Some(row) = self.sessions.get(&m.sid) else {
+        let Some(row) = self.sessions.candidate(m.sid) else {
             return true;
         };
         if self.seen.insert(m.sid) {
-            self.group.push((m, *row));
+            self.group.push((m, row));
         }
         true
     }

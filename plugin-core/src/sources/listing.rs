@@ -6,7 +6,7 @@ use std::collections::{HashMap, HashSet};
 use std::path::{Path, PathBuf};
 use std::sync::Mutex;
 
-use dsh_codec::log::layout::{ListedSession, Revision};
+use dsh_codec::log::layout::{ListedSession, Revision, WalkDigest};
 use dsh_codec::log::{Compression, LogError, LogErrorCode, SessionHeader};
 use dsh_codec::source::SourceKind;
 
@@ -21,6 +21,58 @@ const CODEX_DEPTH: usize = 4;
 pub struct SourceListing {
     pub sessions: Vec<ListedSession>,
     pub problems: Vec<LogError>,
+}
+
+/// One source's folder walked: what reading its folders met, and each transcript with its `stat`.
+struct SourceFolder {
+    kind: SourceKind,
+    root: PathBuf,
+    problems: Vec<LogError>,
+    files: Vec<(PathBuf, Result<Revision, LogError>)>,
+}
+
+/// Every source's folder walked, in the order [`SourceRoots::each`] gives them.
+struct SourceWalk(Vec<SourceFolder>);
+
+impl SourceWalk {
+    fn digest(&self) -> WalkDigest {
+        let mut hasher = blake3::Hasher::new();
+        // Every field length-prefixed, so no two different walks feed the same bytes.
+        let mut bytes = |b: &[u8]| {
+            hasher.update(&(b.len() as u64).to_le_bytes());
+            hasher.update(b);
+        };
+        let problem = |bytes: &mut dyn FnMut(&[u8]), e: &LogError| {
+            bytes(b"problem");
+            bytes(e.code.as_str().as_bytes());
+            bytes(e.path.as_deref().map(path_bytes).unwrap_or_default());
+            bytes(e.message.as_bytes());
+        };
+        bytes(b"dsh-source-walk-1");
+        for folder in &self.0 {
+            bytes(folder.kind.as_str().as_bytes());
+            bytes(path_bytes(&folder.root));
+            for e in &folder.problems {
+                problem(&mut bytes, e);
+            }
+            for (path, revision) in &folder.files {
+                match revision {
+                    Ok(r) => {
+                        bytes(b"transcript");
+                        bytes(path_bytes(path));
+                        bytes(r.to_string().as_bytes());
+                    }
+                    Err(e) => problem(&mut bytes, e),
+                }
+            }
+        }
+        *hasher.finalize().as_bytes()
+    }
+}
+
+fn path_bytes(path: &Path) -> &[u8] {
+    use std::os::unix::ffi::OsStrExt;
+    path.as_os_str().as_bytes()
 }
 
 /// The configured sources and what their last listing learned.
@@ -58,37 +110,85 @@ impl Sources {
     /// Every transcript of every source, in path order per source. A folder that does not exist lists
     /// nothing; one that cannot be read, and each transcript whose start cannot be read, is a problem.
     pub fn list(&self) -> SourceListing {
-        let mut out = SourceListing::default();
-        let mut seen: HashSet<String> = HashSet::new();
-        let mut known = self.headers.lock().unwrap_or_else(|p| p.into_inner());
-        let mut keep: HashSet<PathBuf> = HashSet::new();
+        self.list_walked(self.walk())
+    }
+
+    /// [`Sources::list`] with the digest of the walk it was made from ([`Sources::walk_digest`]).
+    pub fn list_with_digest(&self) -> (SourceListing, WalkDigest) {
+        let walk = self.walk();
+        let digest = walk.digest();
+        (self.list_walked(walk), digest)
+    }
+
+    /// What a listing would see, as 32 bytes: the folders and every transcript's path and revision
+    /// (a `stat` each, no file opened). Two listings from walks with one digest are the same listing,
+    /// since a transcript's header is taken by its revision.
+    pub fn walk_digest(&self) -> WalkDigest {
+        self.walk().digest()
+    }
+
+    /// The folders read and every transcript `stat`ed.
+    fn walk(&self) -> SourceWalk {
+        let mut walked = Vec::new();
         for (kind, root) in self.roots.each() {
             let mut files = Vec::new();
+            let mut problems = Vec::new();
             match kind {
-                SourceKind::Claude => claude_files(root, &mut files, &mut out.problems),
+                SourceKind::Claude => claude_files(root, &mut files, &mut problems),
                 _ => {
                     for sub in ["sessions", "archived_sessions"] {
                         walk(
                             &root.join(sub),
                             CODEX_DEPTH,
                             &mut files,
-                            &mut out.problems,
+                            &mut problems,
                             &|n| n.starts_with("rollout-") && n.ends_with(".jsonl"),
                         );
                     }
                 }
             }
-            for path in files {
-                let revision = match Revision::of(&path) {
+            let files = files
+                .into_iter()
+                .map(|path| {
+                    let revision = Revision::of(&path).map_err(|e| LogError::io(&path, &e));
+                    (path, revision)
+                })
+                .collect();
+            walked.push(SourceFolder {
+                kind,
+                root: root.to_path_buf(),
+                problems,
+                files,
+            });
+        }
+        SourceWalk(walked)
+    }
+
+    /// The listing of a walk: headers of unchanged transcripts from the last listing, the others' read.
+    fn list_walked(&self, walk: SourceWalk) -> SourceListing {
+        let mut out = SourceListing::default();
+        let mut seen: HashSet<String> = HashSet::new();
+        let mut known = self.headers.lock().unwrap_or_else(|p| p.into_inner());
+        let mut keep: HashSet<PathBuf> = HashSet::new();
+        for folder in walk.0 {
+            let SourceFolder {
+                kind,
+                root,
+                problems,
+                files,
+            } = folder;
+            out.problems.extend(problems);
+            for (path, revision) in files {
+                let revision = match revision {
                     Ok(r) => r,
                     Err(e) => {
-                        out.problems.push(LogError::io(&path, &e));
+                        out.problems.push(e);
                         continue;
                     }
                 };
                 let header = match known.get(&path) {
                     Some((rev, h)) if *rev == revision => Ok(h.clone()),
-                    _ => listing_header(kind, root, &path),
+                    _ => listing_header(kind, &root, &path),
                 };
                 let header = match header {
                     Ok(h) => h,

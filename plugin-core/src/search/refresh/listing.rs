@@ -33,7 +33,7 @@ pub(super) fn conflicts(listing: &[ListedSession], live: &[LiveSession]) -> Vec<
         .collect()
 }
 
-/// From how many recorded logs on [`Engine::known_listing`] parses their headers on two threads.
+/// From how many recorded logs on [`parse_listed`] parses their headers on two threads.
 const PARSE_ON_TWO_FROM: usize = 512;
 
 /// A log as the index recorded it, when its stamp and header record parse.
@@ -56,42 +56,42 @@ fn listed_of((path, stamp, line): store::ListedRecord) -> Option<ListedSession> 
     })
 }
 
-impl Engine {
-    /// Every log the index holds with the revision and header it was indexed at (see
-    /// `store::listed_sessions`). A row whose stamp or header does not parse is left out: the listing
-    /// then reads that log's header itself.
-    pub fn known_listing(&mut self) -> Vec<ListedSession> {
-        let rows = match self.seed.take() {
-            Some(rows) => rows,
-            None => {
-                let Some(conn) = self.index.connection() else {
-                    return Vec::new();
-                };
-                let Ok(rows) = store::listed_sessions(conn) else {
-                    return Vec::new();
-                };
-                rows
-            }
-        };
-        if rows.len() < PARSE_ON_TWO_FROM {
-            return rows.into_iter().filter_map(listed_of).collect();
-        }
-        // Parsing 10,000 header records is a share of every one-shot command on a large root: half
-        // of them on a second thread.
-        let mut first = rows;
-        let second = first.split_off(first.len() / 2);
-        std::thread::scope(|scope| {
-            let other =
-                scope.spawn(move || second.into_iter().filter_map(listed_of).collect::<Vec<_>>());
-            let mut listed: Vec<ListedSession> = first.into_iter().filter_map(listed_of).collect();
-            match other.join() {
-                Ok(more) => listed.extend(more),
-                Err(panic) => std::panic::resume_unwind(panic),
-            }
-            listed
-        })
+/// The logs `rows` record (see `store::listed_sessions`) with the revision and header each was indexed
+/// at. A record whose stamp or header does not parse is left out: the listing then reads that log's
+/// header itself.
+pub fn parse_listed(rows: Vec<store::ListedRecord>) -> Vec<ListedSession> {
+    if rows.len() < PARSE_ON_TWO_FROM {
+        return rows.into_iter().filter_map(listed_of).collect();
     }
+    // Parsing 10,000 header records is a share of a one-shot command that lists a large root: half
+    // of them on a second thread.
+    let mut first = rows;
+    let second = first.split_off(first.len() / 2);
+    std::thread::scope(|scope| {
+        let other =
+            scope.spawn(move || second.into_iter().filter_map(listed_of).collect::<Vec<_>>());
+        let mut listed: Vec<ListedSession> = first.into_iter().filter_map(listed_of).collect();
+        match other.join() {
+            Ok(more) => listed.extend(more),
+            Err(panic) => std::panic::resume_unwind(panic),
+        }
+        listed
+    })
+}
 
+/// What the index at `path` recorded of each log ([`parse_listed`]), read on a reader connection of its
+/// own; empty when it cannot be read (a listing then reads the headers itself).
+pub fn recorded_listing(path: &Path, immutable: bool) -> Vec<ListedSession> {
+    let Ok(conn) = crate::index::open_reader(path, immutable) else {
+        return Vec::new();
+    };
+    match store::listed_sessions(&conn) {
+        Ok(rows) => parse_listed(rows),
+        Err(_) => Vec::new(),
+    }
+}
+
+impl Engine {
     /// Drops what the watch reported so far without looking at it: a change the watch did not see
     /// (for tests of the sweep).
     #[cfg(test)]

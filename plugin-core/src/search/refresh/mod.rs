@@ -44,12 +44,12 @@ use host_api::abi::{ErrorCode, LiveSession, PluginError};
 use serde::{Deserialize, Serialize};
 
 use crate::corpus::{Corpus, LoadedSession, SessionData};
-use crate::index::failed;
 use crate::index::store::{
     self, Doc, PackedDoc, Replacement, RowKey, SessionRow, Source, Visibility,
 };
 use crate::index::watch::{Pending, RootWatch};
 use crate::index::Index;
+use crate::index::{failed, verified};
 use crate::reads::title_of;
 use crate::sources::Sources;
 
@@ -63,7 +63,7 @@ mod write;
 
 use batching::Batching;
 use listing::conflicts;
-pub use listing::{ONE_SHOT_REUSE, SWEEP_EVERY};
+pub use listing::{parse_listed, recorded_listing, ONE_SHOT_REUSE, SWEEP_EVERY};
 use readers::*;
 use resume::*;
 
@@ -136,8 +136,15 @@ impl FromIterator<(RowKey, SessionRow)> for SharedRows {
 /// The open index and what the search knows about it in memory.
 pub(super) struct Engine {
     pub index: Index,
-    /// Every row of `sessions`, mirrored.
+    /// Every row of `sessions`, mirrored, once loaded ([`Engine::ensure_rows`]): a process whose walk
+    /// shows the index current ([`Engine::verify`]) never loads them.
     pub rows: SharedRows,
+    rows_loaded: bool,
+    /// The index was found current from a walk's digest alone ([`Engine::verify`]) at `refreshed_at`,
+    /// with no listing made: within [`ONE_SHOT_REUSE`] that stands for a listing.
+    pub(in crate::search) verified: bool,
+    /// The digest of the walks [`Engine::listing`] was listed from, when they vouch for it.
+    listing_digest: Option<dsh_codec::log::layout::WalkDigest>,
     /// The cross-session generation: the one every row written by the last refresh carries.
     pub generation: u64,
     watch: Option<(Option<PathBuf>, RootWatch)>,
@@ -146,9 +153,6 @@ pub(super) struct Engine {
     /// Shared with the refresh that compares it (a clone of 10,000 entries per refresh was a large
     /// share of a one-shot command); written copy-on-write.
     listing: Option<Arc<Vec<ListedSession>>>,
-    /// What the index recorded of each log when the engine opened (read with the rows), until
-    /// [`Engine::known_listing`] takes it.
-    seed: Option<Vec<store::ListedRecord>>,
     /// Logs that failed to read, by path, with the stamp that failed (not retried until it changes) and
     /// the report.
     failed: HashMap<PathBuf, (String, Skipped)>,
@@ -340,8 +344,6 @@ impl Engine {
             .ok_or_else(|| index_failed("index is closed"))?;
         let (generation, _) = store::state(conn).map_err(index_failed)?;
         let version = store::version(conn).map_err(index_failed)?;
-        let (rows, listed) = store::load_rows_and_listed(conn).map_err(index_failed)?;
-        let rows = rows.into_iter().map(|row| (key_of(&row), row)).collect();
         // What earlier processes found broken, not read again until the file changes.
         let failed = failed::load(conn)
             .unwrap_or_default()
@@ -350,12 +352,14 @@ impl Engine {
             .collect();
         Ok(Self {
             index,
-            rows,
+            rows: SharedRows::default(),
+            rows_loaded: false,
+            verified: false,
+            listing_digest: None,
             generation,
             watch: None,
             source_watches: Vec::new(),
             listing: None,
-            seed: Some(listed),
             failed,
             resume: HashMap::new(),
             clock: 0,
@@ -376,10 +380,83 @@ impl Engine {
         })
     }
 
-    /// The rows, shared, when they are those of committed state `version` (a reader's transaction reads
-    /// that state): a new reader connection then reads no row from the index.
+    /// The rows, shared, when they are loaded and those of committed state `version` (a reader's
+    /// transaction reads that state): a new reader connection then reads no row from the index.
     pub fn rows_at(&self, version: (u64, u64)) -> Option<SharedRows> {
-        (self.version == version).then(|| self.rows.clone())
+        (self.rows_loaded && self.version == version).then(|| self.rows.clone())
+    }
+
+    /// Loads every session row, when not loaded yet, with the committed state they are of.
+    fn ensure_rows(&mut self) -> Result<(), PluginError> {
+        if self.rows_loaded {
+            return Ok(());
+        }
+        let conn = self
+            .index
+            .connection()
+            .ok_or_else(|| index_failed("index is closed"))?;
+        // The state first: a commit between the two reads makes the rows newer than it, and the next
+        // resync reads that commit's rows again (never the other way round, which would miss it).
+        let (generation, _) = store::state(conn).map_err(index_failed)?;
+        let version = store::version(conn).map_err(index_failed)?;
+        let rows = store::load_rows(conn).map_err(index_failed)?;
+        self.rows = rows.into_iter().map(|row| (key_of(&row), row)).collect();
+        self.rows_loaded = true;
+        self.generation = generation;
+        self.version = version;
+        Ok(())
+    }
+
+    /// Whether the index, as committed, is what a refresh would make of the disk now, known from a walk
+    /// alone ([`crate::index::verified`]): the index holds the digest of the walks its last whole
+    /// refresh listed from, no one has committed since, no session is live here (live sessions are
+    /// compared by their rows), and a walk of the root and the other harnesses' folders now has that
+    /// digest. Then what that refresh left out is what this one reports, and nothing else is loaded.
+    fn verify(&mut self, corpus: &Corpus) -> Result<bool, PluginError> {
+        let conn = self
+            .index
+            .connection()
+            .ok_or_else(|| index_failed("index is closed"))?;
+        let Ok(Some(record)) = verified::load(conn) else {
+            return Ok(false);
+        };
+        let version = store::version(conn).map_err(index_failed)?;
+        if record.commits != version.1 || !corpus.live_sessions().is_empty() {
+            return Ok(false);
+        }
+        if corpus.walk_digest() != Some(record.digest) {
+            return Ok(false);
+        }
+        self.skipped = record.skipped;
+        self.version = version;
+        self.generation = version.0;
+        Ok(true)
+    }
+
+    /// After a whole refresh that left the index matching its listing with no session live: records
+    /// the digest of the walks that listing came from ([`crate::index::verified`]), unless the index
+    /// already holds that record. Best effort: a failed write only means the next process compares.
+    fn record_verified(&mut self) {
+        let no_live = self.compared.as_ref().is_some_and(|c| c.live.is_empty());
+        let Some(digest) = self.listing_digest.filter(|_| no_live) else {
+            return;
+        };
+        if self.index.read_only().is_some() {
+            return;
+        }
+        let Some(conn) = self.index.connection() else {
+            return;
+        };
+        let Ok(version) = store::version(conn) else {
+            return;
+        };
+        let current = verified::load(conn).ok().flatten();
+        let same = current.is_some_and(|r| {
+            r.commits == version.1 && r.digest == digest && r.skipped == self.skipped
+        });
+        if !same {
+            let _ = verified::store(conn, &digest, &self.skipped);
+        }
     }
 
     /// Sets whether the host lives long (see [`Engine::long_lived`]'s field).
@@ -407,6 +484,7 @@ impl Engine {
             self.listed_at = None;
             self.refreshed_at = None;
             self.compared = None;
+            self.verified = false;
             if let Some((_, w)) = &self.watch {
                 w.mark_dirty();
             }
@@ -418,6 +496,7 @@ impl Engine {
                     (store::load_rows(conn), store::state(conn))
                 {
                     self.rows = rows.into_iter().map(|row| (key_of(&row), row)).collect();
+                    self.rows_loaded = true;
                     self.generation = generation;
                 }
             }
@@ -439,6 +518,19 @@ impl Engine {
             .ok_or_else(|| index_failed("index is closed"))?;
         let version = store::version(conn).map_err(index_failed)?;
         if version == self.version {
+            return Ok(());
+        }
+        self.verified = false;
+        if !self.rows_loaded {
+            // Nothing in memory describes the rows: the next refresh that needs them loads them now.
+            self.compared = None;
+            self.generation = version.0;
+            self.version = version;
+            self.listing = None;
+            self.resume.clear();
+            self.resume_events = 0;
+            self.failed.clear();
+            self.live_failed.clear();
             return Ok(());
         }
         let caught = catch_up(conn, &mut self.rows, Some(self.version.1), version.1)
@@ -480,8 +572,6 @@ impl Engine {
         if cancelled() {
             return Err(aborted());
         }
-        // Whoever wanted the record (the corpus, when the process began) took it by now.
-        self.seed = None;
         let root = corpus.sessions_root().map(Path::to_path_buf);
         if self.long_lived {
             // A root that did not exist (so could not be watched) is watched once it does.
@@ -519,6 +609,22 @@ impl Engine {
             }
             _ => Pending::Everything,
         };
+        if !self.long_lived {
+            match pending {
+                // The same command's second look, right after the index was found current.
+                Pending::Nothing if self.verified && corpus.live_sessions().is_empty() => {
+                    return Ok(());
+                }
+                Pending::Everything if self.verify(corpus)? => {
+                    self.verified = true;
+                    self.refreshed_at = Some(Instant::now());
+                    return Ok(());
+                }
+                _ => {}
+            }
+        }
+        self.verified = false;
+        self.ensure_rows()?;
         let patched = match (&pending, &root) {
             (Pending::Nothing, _) => self.listing.is_some(),
             (Pending::Paths(paths), Some(root)) => self.patch_listing(corpus, root, paths),
@@ -529,10 +635,13 @@ impl Engine {
             self.reads.source_listings += 1;
         }
         if !patched {
-            self.listing = Some(corpus.list_persisted()?);
+            let (listing, digest) = corpus.list_persisted_digest()?;
+            self.listing = Some(listing);
+            self.listing_digest = digest;
             self.reads.listings += 1;
             self.listed_at = Some(now);
         } else if sources_dirty {
+            self.listing_digest = None;
             let fresh = corpus.list_sources();
             if let Some(listing) = self.listing.as_mut().map(Arc::make_mut) {
                 listing.retain(|l| corpus.sources().kind_of(&l.path).is_none());
@@ -549,6 +658,7 @@ impl Engine {
         );
         if result.is_ok() && !patched {
             self.refreshed_at = Some(Instant::now());
+            self.record_verified();
         }
         result
     }
