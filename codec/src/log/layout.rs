@@ -277,6 +277,31 @@ impl fmt::Debug for Walk {
 /// change to any of them passes as another). [`Walk::digest`].
 pub type WalkDigest = [u8; 32];
 
+/// Fields written one after another for a [`WalkDigest`], each length-prefixed (so no two different
+/// sequences of fields write the same bytes), and hashed in one piece at the end: BLAKE3 over one
+/// buffer hashes many chunks at once, where a call per field (a walk feeds hundreds of thousands)
+/// was a tenth of a one-shot command's walk.
+#[derive(Debug, Default)]
+pub struct DigestFields(Vec<u8>);
+
+impl DigestFields {
+    pub fn new(domain: &[u8]) -> Self {
+        let mut fields = Self(Vec::with_capacity(4096));
+        fields.field(domain);
+        fields
+    }
+
+    pub fn field(&mut self, bytes: &[u8]) {
+        self.0
+            .extend_from_slice(&(bytes.len() as u64).to_le_bytes());
+        self.0.extend_from_slice(bytes);
+    }
+
+    pub fn digest(&self) -> WalkDigest {
+        *blake3::hash(&self.0).as_bytes()
+    }
+}
+
 impl Walk {
     /// The digest of everything this walk saw: the root, every project folder's problems and session
     /// dirs in walk order, each transcript's path, encoding and revision. A listing finished from two
@@ -288,17 +313,12 @@ impl Walk {
     /// (a symbolic link, say) is listed by following it, and its target may change while the walk's
     /// `lstat` stays the same.
     pub fn digest(&self) -> Option<WalkDigest> {
-        let mut hasher = blake3::Hasher::new();
-        // Every field length-prefixed, so no two different walks feed the same bytes.
-        let mut bytes = |b: &[u8]| {
-            hasher.update(&(b.len() as u64).to_le_bytes());
-            hasher.update(b);
-        };
-        bytes(b"dsh-walk-1");
+        let mut fields = DigestFields::new(b"dsh-walk-1");
+        let mut bytes = |b: &[u8]| fields.field(b);
         bytes(path_bytes(&self.root));
         let Some(slots) = &self.slots else {
             bytes(b"missing");
-            return Some(*hasher.finalize().as_bytes());
+            return Some(fields.digest());
         };
         bytes(b"present");
         for slot in slots {
@@ -323,7 +343,7 @@ impl Walk {
                 }
             }
         }
-        Some(*hasher.finalize().as_bytes())
+        Some(fields.digest())
     }
 }
 

@@ -6,7 +6,7 @@ use std::collections::{HashMap, HashSet};
 use std::path::{Path, PathBuf};
 use std::sync::Mutex;
 
-use dsh_codec::log::layout::{ListedSession, Revision, WalkDigest};
+use dsh_codec::log::layout::{DigestFields, ListedSession, Revision, WalkDigest};
 use dsh_codec::log::{Compression, LogError, LogErrorCode, SessionHeader};
 use dsh_codec::source::SourceKind;
 
@@ -36,19 +36,14 @@ struct SourceWalk(Vec<SourceFolder>);
 
 impl SourceWalk {
     fn digest(&self) -> WalkDigest {
-        let mut hasher = blake3::Hasher::new();
-        // Every field length-prefixed, so no two different walks feed the same bytes.
-        let mut bytes = |b: &[u8]| {
-            hasher.update(&(b.len() as u64).to_le_bytes());
-            hasher.update(b);
-        };
+        let mut fields = DigestFields::new(b"dsh-source-walk-1");
+        let mut bytes = |b: &[u8]| fields.field(b);
         let problem = |bytes: &mut dyn FnMut(&[u8]), e: &LogError| {
             bytes(b"problem");
             bytes(e.code.as_str().as_bytes());
             bytes(e.path.as_deref().map(path_bytes).unwrap_or_default());
             bytes(e.message.as_bytes());
         };
-        bytes(b"dsh-source-walk-1");
         for folder in &self.0 {
             bytes(folder.kind.as_str().as_bytes());
             bytes(path_bytes(&folder.root));
@@ -66,7 +61,7 @@ impl SourceWalk {
                 }
             }
         }
-        *hasher.finalize().as_bytes()
+        fields.digest()
     }
 }
 
