@@ -774,31 +774,36 @@ impl Engine {
                 .copied()
                 .filter(|l| !self.rows.contains_key(&RowKey::Persisted(l.path.clone())))
                 .collect();
+            // Reading is most of the work: reader threads read the new logs ahead of the writer
+            // (`readers::ReadAhead`), which takes them in listing order.
+            let readers = if new_logs.len() > 1 { READERS } else { 0 };
+            let ahead = ReadAhead::new(&new_logs, readers);
             std::thread::scope(|scope| -> Result<(), PluginError> {
-                // Reading is most of the work: the readers take turns over the logs, and the writer
-                // takes their results in the same turns, so logs are written in listing order.
-                let readers = if new_logs.len() > 1 { READERS } else { 0 };
                 // The readers free buffers of several MiB many times a second: they go back to the
                 // system at once while the readers run, which bounds a cold build's memory.
                 let _purge = (readers > 0).then(dsh_alloc::purge_eagerly);
-                let mut queues = Vec::with_capacity(readers);
-                for turn in 0..readers {
-                    let (sender, reads) = std::sync::mpsc::sync_channel(PREFETCH);
-                    let new_logs = &new_logs;
+                // However the writes end, the readers stop (a reader waiting for room would wait on).
+                struct StopOnDrop<'r, 'a>(&'r ReadAhead<'a>);
+                impl Drop for StopOnDrop<'_, '_> {
+                    fn drop(&mut self) {
+                        self.0.stop();
+                    }
+                }
+                let _stop = StopOnDrop(&ahead);
+                for _ in 0..readers {
                     let sources = corpus.sources();
-                    scope.spawn(move || prefetch(sources, new_logs, turn, readers, sender));
-                    queues.push(reads);
+                    let ahead = &ahead;
+                    scope.spawn(move || ahead.read(sources));
                 }
                 let mut next_new = 0;
                 for listed in &persisted_work {
                     if cancelled() {
                         return Err(aborted());
                     }
-                    let prefetched = (new_logs.get(next_new) == Some(listed))
+                    let prefetched = (readers > 0 && new_logs.get(next_new) == Some(listed))
                         .then(|| {
-                            let queue = queues.get(next_new % readers.max(1));
                             next_new += 1;
-                            queue.and_then(|q| q.recv().ok())
+                            ahead.take()
                         })
                         .flatten();
                     batching.before(self.conn()?)?;

@@ -1,5 +1,12 @@
-//! Reading logs whole off the writer's thread: reader threads that prefetch a bounded number of logs
-//! each, every read made ready to write (documents packed, fold and checkpoint kept) where it was read.
+//! Reading logs whole off the writer's thread: reader threads that read ahead of the writer within a
+//! bounded window, every read made ready to write (documents packed, fold and checkpoint kept) where
+//! it was read.
+//!
+//! The readers take the next log from one shared counter and hand it back under its place in the
+//! listing; the writer takes them in listing order. So a large log holds up only the writer's turn for
+//! it, never the other reader (which, when each reader took every other log and could hold two ready,
+//! soon stopped too: a cold build kept about 1.2 of 2 cores busy), and what is written, and the order
+//! it is written in, does not depend on the threads' timing.
 
 use super::*;
 
@@ -32,25 +39,128 @@ pub(super) fn read_options(listed: &ListedSession) -> ReadOptions {
 /// the writer keeps one about a third busy).
 pub(super) const READERS: usize = 2;
 
-/// Logs each reader reads ahead of the writer, at most: each is a whole session, ready, in memory.
-pub(super) const PREFETCH: usize = 2;
+/// How far the readers read ahead of the writer, at most: logs taken but not yet written, counted by
+/// their size on disk (each is held whole, ready, in memory). At least one log is always taken, so a
+/// log larger than this is still read, alone.
+pub(super) const AHEAD_BYTES: u64 = 24 << 20;
 
-/// Reads whole, in order, every `step`-th of `logs` from the `first`, on the calling thread, making each
-/// ready and handing it to `out`; stops when the receiver is gone (the refresh stopped).
-pub(super) fn prefetch(
-    sources: &Sources,
-    logs: &[&ListedSession],
-    first: usize,
-    step: usize,
-    out: std::sync::mpsc::SyncSender<WholeRead>,
-) {
-    for listed in logs.iter().skip(first).step_by(step.max(1)) {
-        if out
-            .send(read_ready(sources, listed, &read_options(listed)))
-            .is_err()
-        {
-            return;
+/// At most this many logs taken but not yet written, whatever their size.
+pub(super) const AHEAD_LOGS: usize = 64;
+
+/// The logs of one refresh, read ahead of the writer by reader threads (see the module docs).
+pub(super) struct ReadAhead<'a> {
+    logs: &'a [&'a ListedSession],
+    state: std::sync::Mutex<Ahead>,
+    /// Signalled when a read is handed back, the writer takes one, or the refresh stops.
+    changed: std::sync::Condvar,
+}
+
+#[derive(Default)]
+struct Ahead {
+    /// The next log a reader takes.
+    next: usize,
+    /// The next log the writer takes.
+    written: usize,
+    /// Bytes of the logs taken and not yet written.
+    bytes: u64,
+    ready: HashMap<usize, WholeRead>,
+    stopped: bool,
+    /// Reader threads still running (one that panicked is gone too): the writer stops waiting for a
+    /// log no reader is left to read, and reads it itself.
+    readers: usize,
+}
+
+impl<'a> ReadAhead<'a> {
+    /// Read ahead by `readers` threads, each running [`ReadAhead::read`].
+    pub(super) fn new(logs: &'a [&'a ListedSession], readers: usize) -> Self {
+        Self {
+            logs,
+            state: std::sync::Mutex::new(Ahead {
+                readers,
+                ..Ahead::default()
+            }),
+            changed: std::sync::Condvar::new(),
         }
+    }
+
+    fn lock(&self) -> std::sync::MutexGuard<'_, Ahead> {
+        self.state.lock().unwrap_or_else(|p| p.into_inner())
+    }
+
+    /// A reader's loop: takes the next log while the window allows, reads it, hands it back; returns
+    /// when every log is taken or the refresh stopped.
+    pub(super) fn read(&self, sources: &Sources) {
+        // Counted out however the thread ends, a panic included.
+        struct Leaving<'r, 'a>(&'r ReadAhead<'a>);
+        impl Drop for Leaving<'_, '_> {
+            fn drop(&mut self) {
+                self.0.lock().readers -= 1;
+                self.0.changed.notify_all();
+            }
+        }
+        let _leaving = Leaving(self);
+        loop {
+            let (at, listed) = {
+                let mut ahead = self.lock();
+                loop {
+                    if ahead.stopped || ahead.next >= self.logs.len() {
+                        return;
+                    }
+                    let size = self.logs[ahead.next].revision.size;
+                    let room = ahead.next == ahead.written
+                        || (ahead.next - ahead.written < AHEAD_LOGS
+                            && ahead.bytes + size <= AHEAD_BYTES);
+                    if room {
+                        break;
+                    }
+                    ahead = self.changed.wait(ahead).unwrap_or_else(|p| p.into_inner());
+                }
+                let at = ahead.next;
+                ahead.next += 1;
+                ahead.bytes += self.logs[at].revision.size;
+                (at, self.logs[at])
+            };
+            let read = read_ready(sources, listed, &read_options(listed));
+            let mut ahead = self.lock();
+            if ahead.stopped {
+                return;
+            }
+            ahead.ready.insert(at, read);
+            drop(ahead);
+            self.changed.notify_all();
+        }
+    }
+
+    /// The writer's turn for the next log in listing order: waits until a reader has read it. `None`
+    /// when every log was taken already, or the readers are gone without it.
+    pub(super) fn take(&self) -> Option<WholeRead> {
+        let mut ahead = self.lock();
+        let at = ahead.written;
+        if at >= self.logs.len() {
+            return None;
+        }
+        loop {
+            if let Some(read) = ahead.ready.remove(&at) {
+                ahead.written += 1;
+                ahead.bytes = ahead.bytes.saturating_sub(self.logs[at].revision.size);
+                drop(ahead);
+                self.changed.notify_all();
+                return Some(read);
+            }
+            if ahead.stopped || ahead.readers == 0 {
+                return None;
+            }
+            ahead = self.changed.wait(ahead).unwrap_or_else(|p| p.into_inner());
+        }
+    }
+
+    /// Stops the readers (they finish the read in hand and drop it) and wakes everyone.
+    pub(super) fn stop(&self) {
+        let mut ahead = self.lock();
+        ahead.stopped = true;
+        ahead.ready.clear();
+        drop(ahead);
+        self.changed.notify_all();
     }
 }
 
