@@ -767,12 +767,13 @@ impl Engine {
                 done += 1;
                 progress(done, total);
             }
-            // Logs without a row are read whole: on a second thread, ahead of the writes (a bounded
-            // queue keeps at most a few in memory); the others (resumes) here, in order.
+            // Logs that must be read whole (no row, or a file that did not only grow: replaced,
+            // touched, edited in place) are read on reader threads ahead of the writes; the others
+            // (resumes) here, in order.
             let new_logs: Vec<&ListedSession> = persisted_work
                 .iter()
                 .copied()
-                .filter(|l| !self.rows.contains_key(&RowKey::Persisted(l.path.clone())))
+                .filter(|l| !self.may_resume(l))
                 .collect();
             // Reading is most of the work: reader threads read the new logs ahead of the writer
             // (`readers::ReadAhead`), which takes them in listing order.

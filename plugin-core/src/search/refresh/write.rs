@@ -13,12 +13,26 @@ pub(super) struct Rows {
 }
 
 impl Engine {
+    /// Whether the listed log may be read from its row's checkpoint: only the same file grown longer
+    /// (its bytes before the checkpoint are then proven unchanged by the reader). A replaced file, or
+    /// one whose times changed at the same size or shorter, and a log without a row, are read whole.
+    pub(super) fn may_resume(&self, listed: &ListedSession) -> bool {
+        self.rows
+            .get(&RowKey::Persisted(listed.path.clone()))
+            .is_some_and(|row| {
+                row.stamp
+                    .parse::<Revision>()
+                    .is_ok_and(|before| listed.revision.may_only_have_grown_from(&before))
+            })
+    }
+
     /// Indexes one new or changed log; `Ok(true)` when the index was written. A log that only grew
     /// since it was last read (in this process) is read from its checkpoint: only the appended bytes
     /// are read, the fold goes on from where it stopped, and the crash closers the last read appended
     /// are replaced by what really followed. Anything else is read whole.
     ///
-    /// `prefetched` is the whole read of a log that had no row, done ahead on another thread.
+    /// `prefetched` is the whole read of a log that may not resume ([`Engine::may_resume`]), done ahead
+    /// on another thread.
     pub(super) fn index_log(
         &mut self,
         sources: &Sources,
@@ -30,14 +44,7 @@ impl Engine {
         let stamp = listed.revision.to_string();
         let old = self.rows.get(&key).cloned();
         let opts = read_options(listed);
-        // A resume is tried only for the same file grown longer (its bytes before the checkpoint are
-        // then proven unchanged by the reader): a replaced file, or one whose times changed at the
-        // same size or shorter, is read whole.
-        let may_resume = old.as_ref().is_some_and(|row| {
-            row.stamp
-                .parse::<Revision>()
-                .is_ok_and(|before| listed.revision.may_only_have_grown_from(&before))
-        });
+        let may_resume = self.may_resume(listed);
         let state = match &old {
             Some(row) if may_resume => self.resume_state(row)?,
             Some(_) => {
@@ -94,7 +101,7 @@ impl Engine {
             }
         }
         let read = match prefetched {
-            Some(read) if old.is_none() => read,
+            Some(read) if !may_resume => read,
             _ => read_ready(sources, listed, &opts),
         };
         let ready = match read {
