@@ -286,7 +286,12 @@ pub struct DigestFields(Vec<u8>);
 
 impl DigestFields {
     pub fn new(domain: &[u8]) -> Self {
-        let mut fields = Self(Vec::with_capacity(4096));
+        Self::with_capacity(domain, 4096)
+    }
+
+    /// [`DigestFields::new`] for about `bytes` bytes of fields (no reallocation on the way).
+    pub fn with_capacity(domain: &[u8], bytes: usize) -> Self {
+        let mut fields = Self(Vec::with_capacity(bytes));
         fields.field(domain);
         fields
     }
@@ -313,7 +318,9 @@ impl Walk {
     /// (a symbolic link, say) is listed by following it, and its target may change while the walk's
     /// `lstat` stays the same.
     pub fn digest(&self) -> Option<WalkDigest> {
-        let mut fields = DigestFields::new(b"dsh-walk-1");
+        // About a path and a revision per slot.
+        let size = self.slots.as_ref().map_or(0, |s| s.len() * 200);
+        let mut fields = DigestFields::with_capacity(b"dsh-walk-1", size);
         let mut bytes = |b: &[u8]| fields.field(b);
         bytes(path_bytes(&self.root));
         let Some(slots) = &self.slots else {

@@ -23,7 +23,7 @@ use dsh_codec::log::LogError;
 pub(super) enum EarlyWalk {
     Running {
         started: Instant,
-        thread: JoinHandle<Result<Walk, LogError>>,
+        thread: JoinHandle<Result<(Walk, Option<WalkDigest>), LogError>>,
     },
     Done {
         started: Instant,
@@ -36,9 +36,15 @@ impl EarlyWalk {
     /// Starts walking `root`; `None` when no thread could be started (the listing then walks itself).
     pub(super) fn start(root: SessionsRoot) -> Option<Self> {
         let started = Instant::now();
+        // The digest too, on the walk's thread: off the path of the call that waits for the walk.
         let thread = std::thread::Builder::new()
             .name("dsh-root-walk".into())
-            .spawn(move || root.walk())
+            .spawn(move || {
+                root.walk().map(|walk| {
+                    let digest = walk.digest();
+                    (walk, digest)
+                })
+            })
             .ok()?;
         Some(Self::Running { started, thread })
     }
@@ -67,8 +73,7 @@ impl EarlyWalk {
     pub(super) fn done(self) -> Option<Self> {
         match self {
             Self::Running { started, thread } => {
-                let walk = thread.join().ok()?.ok()?;
-                let digest = walk.digest();
+                let (walk, digest) = thread.join().ok()?.ok()?;
                 Some(Self::Done {
                     started,
                     walk,
