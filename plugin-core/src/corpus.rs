@@ -162,7 +162,8 @@ impl LoadedSession {
     }
 }
 
-fn describe(id: &str, path: Option<&Path>) -> String {
+/// How an error message names session `id` (at `path`, for a persisted log).
+pub(crate) fn describe(id: &str, path: Option<&Path>) -> String {
     match path {
         Some(path) => format!("session {id:?} at {}", path.display()),
         None => format!("session {id:?}"),

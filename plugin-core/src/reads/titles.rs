@@ -14,6 +14,7 @@
 use std::collections::HashSet;
 
 use dsh_codec::json::safe_uint;
+use dsh_codec::log::Event;
 use host_api::abi::{ErrorCode, Header, PluginError, Title, TitleSnapshot};
 use serde_json::Value;
 
@@ -61,13 +62,17 @@ pub(super) fn read_title_snapshots(
 
 /// The session's title (spec §7.1); `None` when it has no title event.
 pub(crate) fn title_of(session: &LoadedSession) -> Result<Option<Title>, PluginError> {
-    let Some(event) = session
-        .data
-        .events()
-        .iter()
-        .rev()
-        .find(|e| e.kind == TITLE_EVENT)
-    else {
+    title_in(session.data.events().iter().map(|e| &**e), || {
+        session.describe()
+    })
+}
+
+/// [`title_of`] over a session's `events` in seq order; `describe` names the session in an error.
+pub(crate) fn title_in<'e>(
+    events: impl DoubleEndedIterator<Item = &'e Event>,
+    describe: impl Fn() -> String,
+) -> Result<Option<Title>, PluginError> {
+    let Some(event) = events.rev().find(|e| e.kind == TITLE_EVENT) else {
         return Ok(None);
     };
     let bad = |why: String| {
@@ -75,7 +80,7 @@ pub(crate) fn title_of(session: &LoadedSession) -> Result<Option<Title>, PluginE
             ErrorCode::SessionQueryCorruptSession,
             format!(
                 "{}: the session/title event at seq {} {why}",
-                session.describe(),
+                describe(),
                 event.seq
             ),
         )

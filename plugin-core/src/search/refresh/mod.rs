@@ -50,7 +50,7 @@ use crate::index::store::{
 use crate::index::watch::{Pending, RootWatch};
 use crate::index::Index;
 use crate::index::{failed, verified};
-use crate::reads::title_of;
+use crate::reads::{title_in, title_of};
 use crate::sources::Sources;
 
 mod batching;
@@ -254,10 +254,10 @@ pub fn hit_header(h: &SessionHeader) -> HitHeader {
 
 /// The documents of `events` (spec §3), labelled by `fold`, packed.
 fn docs<'a>(
-    events: &'a [Arc<Event>],
+    events: impl IntoIterator<Item = &'a Event> + 'a,
     fold: &'a SurfaceFold,
 ) -> impl Iterator<Item = PackedDoc> + 'a {
-    events.iter().filter_map(move |e| {
+    events.into_iter().filter_map(move |e| {
         let text = dsh_codec::text::event_text(e);
         (!text.is_empty()).then(|| {
             Doc {
@@ -294,21 +294,21 @@ pub(crate) fn published_state(
             None
         }
     };
-    let session = LoadedSession {
-        data: Arc::new(SessionData::new(
-            log.header.clone(),
-            log.events.iter().cloned().map(Arc::new).collect(),
-        )),
-        live: false,
-        path: None,
-    };
-    Ok((fold, title_json(&session), resume))
+    let title = title_json_of(title_in(log.events.iter(), || {
+        crate::corpus::describe(&log.header.id, None)
+    }));
+    Ok((fold, title, resume))
 }
 
 /// The session's folded title (spec §7.1) as stored: `{title, messageSeqs, source, eventSeq, updatedAt}`
 /// or `{error}` when the title event breaks the title contract.
 fn title_json(session: &LoadedSession) -> Option<String> {
-    match title_of(session) {
+    title_json_of(title_of(session))
+}
+
+/// [`title_json`] of a title as folded.
+fn title_json_of(title: Result<Option<host_api::abi::Title>, PluginError>) -> Option<String> {
+    match title {
         Ok(None) => None,
         Ok(Some(t)) => {
             let source: serde_json::Value =

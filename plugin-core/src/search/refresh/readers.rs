@@ -188,21 +188,16 @@ pub(super) fn read_ready(
     let mut fold = SurfaceFold::new();
     let pre_closers =
         fold_to_checkpoint(&mut fold, &log, &checkpoint, false).map_err(fold_error)?;
-    let data = Arc::new(SessionData::new(
-        log.header,
-        log.events.into_iter().map(Arc::new).collect(),
-    ));
-    let docs = docs(data.events(), &fold).collect();
-    let session = LoadedSession {
-        data: data.clone(),
-        live: false,
-        path: Some(path.clone()),
-    };
+    // Straight from the read's events: nothing keeps them once their documents are made.
+    let docs = docs(&log.events, &fold).collect();
+    let title = title_json_of(title_in(log.events.iter(), || {
+        crate::corpus::describe(&log.header.id, Some(path))
+    }));
     let pre_closers = pre_closers.unwrap_or(fold);
     Ok(ReadyLog {
-        header: hit_header(data.header()),
-        title: title_json(&session),
-        count: data.events().len() as u64,
+        header: hit_header(&log.header),
+        title,
+        count: log.events.len() as u64,
         docs,
         resume: encode_resume(&pre_closers, &checkpoint),
         resume_from: Some((pre_closers, checkpoint)),
@@ -215,20 +210,14 @@ pub(super) fn read_imported(sources: &Sources, listed: &ListedSession) -> WholeR
     let imported = sources.read(listed)?;
     let fold =
         SurfaceFold::fold(imported.events.iter()).map_err(|e| LogError::from(e).at_path(path))?;
-    let data = Arc::new(SessionData::new(
-        imported.header,
-        imported.events.into_iter().map(Arc::new).collect(),
-    ));
-    let docs = docs(data.events(), &fold).collect();
-    let session = LoadedSession {
-        data: data.clone(),
-        live: false,
-        path: Some(path.clone()),
-    };
+    let docs = docs(&imported.events, &fold).collect();
+    let title = title_json_of(title_in(imported.events.iter(), || {
+        crate::corpus::describe(&imported.header.id, Some(path))
+    }));
     Ok(ReadyLog {
-        header: hit_header(data.header()),
-        title: title_json(&session),
-        count: data.events().len() as u64,
+        header: hit_header(&imported.header),
+        title,
+        count: imported.events.len() as u64,
         docs,
         resume: None,
         resume_from: None,

@@ -174,8 +174,13 @@ impl Engine {
             ..grown(row.sid, &stamp, count, title, &relabel)
         };
         let key = RowKey::Persisted(listed.path.clone());
-        self.extend_row(&key, &ext, docs(&events, &fold), generation)
-            .map_err(Failure::Plugin)?;
+        self.extend_row(
+            &key,
+            &ext,
+            docs(events.iter().map(|e| &**e), &fold),
+            generation,
+        )
+        .map_err(Failure::Plugin)?;
         self.forget_failure(&listed.path);
         self.remember_resume(&listed.path, pre_closers, checkpoint);
         Ok(())
@@ -306,7 +311,7 @@ impl Engine {
                     .iter()
                     .any(|e| e.kind == "session/title")
                     .then(|| title_json(&session));
-                let docs = docs(new_events, fold);
+                let docs = docs(new_events.iter().map(|e| &**e), fold);
                 let ext = grown(row.sid, &stamp, count, title, &relabel);
                 self.extend_row(&key, &ext, docs, generation)?;
                 Ok(true)
@@ -336,7 +341,7 @@ impl Engine {
             count: data.events().len() as u64,
             listed: None,
         };
-        let docs = docs(data.events(), fold);
+        let docs = docs(data.events().iter().map(|e| &**e), fold);
         self.write_rows(key, rows, docs, stamp, old_sid, None, generation)
     }
 
