@@ -292,6 +292,11 @@ impl EnvelopeParts {
         self.seq.as_ref()
     }
 
+    /// The `data` as read.
+    pub(crate) fn data(&self) -> Option<&Payload> {
+        self.data.as_ref()
+    }
+
     /// The parts as an envelope value (canonical key order), for scanner tests.
     #[cfg(test)]
     pub(crate) fn into_value(self) -> Value {

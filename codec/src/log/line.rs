@@ -2,8 +2,10 @@
 //!
 //! Most lines of a real log are events of types no validation step looks at (chunks, steps, titles). For
 //! those the envelope's fields go straight into [`EnvelopeParts`]: no `serde_json::Map`, no key strings,
-//! no hashing. Every other line (messages, turn ends, packed rows, anything odd) comes back as the
-//! `Value` the checked path expects, built from the same single parse.
+//! no hashing. Message events of the current shape have their `data` read typed ([`super::message`]) in
+//! the same parse, and packed rows theirs ([`RowDataSeed`]). Every other line (turn ends, legacy shapes,
+//! anything odd) comes back as the `Value` the checked path expects, built from the same single parse;
+//! a line the typed parses do not answer for is parsed again the general way.
 
 use std::fmt;
 
@@ -12,6 +14,7 @@ use serde_json::value::RawValue;
 use serde_json::{Map, Value};
 
 use super::event::{EnvelopeKey, EnvelopeParts};
+use super::message::{DataSeed, MessageFacts, MessageKind};
 use super::packed::{RowKind, TypedRow};
 use super::payload::{builds_as_value, is_lazy_kind, Payload};
 use super::validate::is_plain_known;
@@ -27,6 +30,9 @@ pub(crate) enum Parsed {
     Plain(EnvelopeParts),
     /// A packed chunk row whose shape the parse checked (see [`RowDataSeed`]).
     Row(TypedRow),
+    /// A message event whose `data` passed every check of spec §1.7 steps 2–5 as read (see
+    /// [`super::message`]); its envelope is not yet validated (§1.4).
+    Message(EnvelopeParts),
     /// Anything else, as `JSON.parse` would return it.
     Value(Value),
 }
@@ -40,7 +46,7 @@ pub(crate) fn parse_line(line: &[u8]) -> Result<Parsed, serde_json::Error> {
     if text.trim_start().starts_with('{') {
         let mut de = serde_json::Deserializer::from_str(text);
         if let Ok(parsed) = (&mut de)
-            .deserialize_map(LineVisitor)
+            .deserialize_map(LineVisitor { line: text })
             .and_then(|p| de.end().map(|()| p))
         {
             return Ok(parsed);
@@ -95,9 +101,12 @@ impl Visitor<'_> for LineKeySeed {
     }
 }
 
-struct LineVisitor;
+struct LineVisitor<'l> {
+    /// The line, kept by a message event's payload.
+    line: &'l str,
+}
 
-impl<'de> Visitor<'de> for LineVisitor {
+impl<'de> Visitor<'de> for LineVisitor<'_> {
     type Value = Parsed;
 
     fn expecting(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
@@ -112,10 +121,16 @@ impl<'de> Visitor<'de> for LineVisitor {
         let mut lazy = false;
         // The packed row kind a `type` read so far names: its `data` is parsed typed.
         let mut row = None;
+        // The message type a `type` read so far names: its `data` is parsed typed.
+        let mut message = None;
         while let Some(key) = map.next_key_seed(LineKeySeed)? {
             let field = match key {
                 LineKey::Known(EnvelopeKey::Data) if row.is_some() => {
                     Field::Row(map.next_value_seed(RowDataSeed(row.unwrap_or(RowKind::Text)))?)
+                }
+                LineKey::Known(EnvelopeKey::Data) if message.is_some() => {
+                    let kind = message.unwrap_or(MessageKind::User);
+                    Field::Message(map.next_value_seed(DataSeed(kind))?)
                 }
                 LineKey::Known(EnvelopeKey::Data) if lazy => {
                     let raw: Box<RawValue> = map.next_value()?;
@@ -137,6 +152,7 @@ impl<'de> Visitor<'de> for LineVisitor {
                     if let (EnvelopeKey::Type, Field::Value(v)) = (k, &field) {
                         lazy = v.as_str().is_some_and(is_lazy_kind);
                         row = v.as_str().and_then(RowKind::from_tag);
+                        message = v.as_str().and_then(MessageKind::of);
                     }
                 }
                 LineKey::Seq0 | LineKey::Time0 | LineKey::Other(_) => plain_shape = false,
@@ -148,6 +164,12 @@ impl<'de> Visitor<'de> for LineVisitor {
             .any(|(_, field)| matches!(field, Field::Row(_)))
         {
             return typed_row(pairs);
+        }
+        if pairs
+            .iter()
+            .any(|(_, field)| matches!(field, Field::Message(_)))
+        {
+            return typed_message(pairs, plain_shape, self.line);
         }
         let plain_kind = pairs.iter().any(|(k, v)| {
             matches!((k, v), (LineKey::Known(EnvelopeKey::Type), Field::Value(v)) if v.as_str().is_some_and(is_plain_known))
@@ -179,12 +201,13 @@ impl<'de> Visitor<'de> for LineVisitor {
     }
 }
 
-/// One field of a line's top-level object: a `Value`, a `data` kept as text, or a packed row's `data`
-/// parsed typed.
+/// One field of a line's top-level object: a `Value`, a `data` kept as text, or a packed row's or a
+/// message's `data` parsed typed.
 enum Field {
     Value(Value),
     Data(Payload),
     Row(RowData),
+    Message(MessageFacts),
 }
 
 impl Field {
@@ -192,10 +215,33 @@ impl Field {
         match self {
             Self::Value(value) => value,
             Self::Data(payload) => payload.into_value(),
-            // `typed_row` takes every line with a typed row data; nothing else gets one.
-            Self::Row(_) => Value::Null,
+            // `typed_row` and `typed_message` take every line with a typed data; nothing else gets one.
+            Self::Row(_) | Self::Message(_) => Value::Null,
         }
     }
+}
+
+/// A message event whose `data` was read typed: its envelope must be of the plain shape (known keys,
+/// once each); any other goes to the general parse, whose envelope check words the refusal.
+fn typed_message<E: de::Error>(
+    pairs: Vec<(LineKey, Field)>,
+    plain_shape: bool,
+    line: &str,
+) -> Result<Parsed, E> {
+    if !plain_shape {
+        return Err(not_typed());
+    }
+    let mut parts = EnvelopeParts::default();
+    for (key, field) in pairs {
+        match (key, field) {
+            (LineKey::Known(_), Field::Message(facts)) => {
+                parts.set_data(Payload::message(line, facts))
+            }
+            (LineKey::Known(k), field) => parts.set(k, field.into_value()),
+            (LineKey::Seq0 | LineKey::Time0 | LineKey::Other(_), _) => return Err(not_typed()),
+        }
+    }
+    Ok(Parsed::Message(parts))
 }
 
 /// The error that sends a line to the general parse: the typed parse of a packed row only answers for
@@ -369,7 +415,7 @@ mod tests {
     fn value(line: &str) -> Value {
         match parse_line(line.as_bytes()).unwrap() {
             Parsed::Value(v) => v,
-            Parsed::Plain(p) => p.into_event().unwrap().to_value(),
+            Parsed::Plain(p) | Parsed::Message(p) => p.into_event().unwrap().to_value(),
             Parsed::Row(_) => panic!("a packed row"),
         }
     }

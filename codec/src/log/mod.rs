@@ -17,6 +17,7 @@ pub mod header;
 pub mod layout;
 pub mod legacy;
 mod line;
+pub(crate) mod message;
 pub mod notes;
 pub mod packed;
 pub mod payload;

@@ -5,8 +5,9 @@
 //! levels deep) for each one was most of what a read cost. A [`Payload`] read from a packed chunk row holds
 //! the member's few typed fields instead, and one read from a chunk line of its own holds the line's
 //! `data` text (checked as JSON by the line's parse); either becomes the very `Value` the old read built
-//! the first time it is dereferenced (at most once; later looks share it). Everything else is held as a
-//! `Value` from the start. To its users a payload is a `Value`: it dereferences to one, compares with one,
+//! the first time it is dereferenced (at most once; later looks share it). A message event read typed
+//! ([`super::message`]) holds its whole line and the facts its parse found, which the read path, the
+//! fold and extraction use instead of the `Value`. Everything else is held as a `Value` from the start. To its users a payload is a `Value`: it dereferences to one, compares with one,
 //! serialises as one, and [`Payload::into_value`] hands it over.
 
 use std::fmt;
@@ -17,6 +18,7 @@ use serde::{Serialize, Serializer};
 use serde_json::value::RawValue;
 use serde_json::{Map, Number, Value};
 
+use super::message::MessageFacts;
 use super::packed::RowKind;
 use crate::json::parse_lossy;
 
@@ -40,6 +42,15 @@ enum Source {
     Chunk(ChunkDelta),
     /// JSON text that [`builds_as_value`] accepted.
     Raw(Box<RawValue>),
+    /// A message event's line, read typed (boxed: the other sources are small, and most events).
+    Message(Box<MessageLine>),
+}
+
+/// A message event's whole line, and what its typed parse found.
+#[derive(Clone)]
+struct MessageLine {
+    line: Box<str>,
+    facts: MessageFacts,
 }
 
 impl Source {
@@ -48,7 +59,17 @@ impl Source {
             Self::Chunk(delta) => delta.to_value(),
             // `builds_as_value` ruled out every way this could fail (the line's parse checked the syntax).
             Self::Raw(raw) => parse_lossy(raw.get().as_bytes()).unwrap_or(Value::Null),
+            Self::Message(message) => data_of_line(&message.line),
         }
+    }
+}
+
+/// The `data` of a line the typed message parse accepted, as the general parse reads it. That parse
+/// checked the whole line as a `Value` parse would (see [`super::message`]), so this cannot fail.
+fn data_of_line(line: &str) -> Value {
+    match serde_json::from_str::<Value>(line) {
+        Ok(Value::Object(mut envelope)) => envelope.remove("data").unwrap_or(Value::Null),
+        _ => Value::Null,
     }
 }
 
@@ -169,6 +190,27 @@ impl Payload {
     /// A payload kept as its JSON text, which [`builds_as_value`] must have accepted.
     pub(crate) fn raw(raw: Box<RawValue>) -> Self {
         Self::lazy(Source::Raw(raw))
+    }
+
+    /// A message event's payload: its `line` (which the typed parse read, `data` included) and the
+    /// facts that parse found. Built into `data`'s `Value` when first dereferenced.
+    pub(crate) fn message(line: &str, facts: MessageFacts) -> Self {
+        Self::lazy(Source::Message(Box::new(MessageLine {
+            line: line.into(),
+            facts,
+        })))
+    }
+
+    /// The facts of a message event read typed, when this is such a payload and `kind` the event's
+    /// type. Still there once the value is built (it is the same data); gone once it is changed.
+    pub(crate) fn message_facts(&self, kind: &str) -> Option<&MessageFacts> {
+        match &self.0 {
+            Repr::Lazy(lazy) => match &lazy.source {
+                Source::Message(message) if message.facts.is_for(kind) => Some(&message.facts),
+                _ => None,
+            },
+            Repr::Built(_) => None,
+        }
     }
 
     /// Whether the `Value` has been built (always, except for a chunk delta's payload that nothing has

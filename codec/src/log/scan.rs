@@ -32,6 +32,9 @@ pub enum Scanned {
     Plain(EnvelopeParts),
     /// A member of a packed row, checked whole by its row: nothing remains to check.
     Chunk(Member),
+    /// A message event whose `data` its line's parse read typed and checked (spec §1.7 steps 2–5, see
+    /// [`super::message`]); the envelope rules remain to check.
+    Message(EnvelopeParts),
     /// Any other value, for the checked path.
     Value(Value),
 }
@@ -39,7 +42,7 @@ pub enum Scanned {
 impl Scanned {
     fn kind(&self) -> Option<&str> {
         match self {
-            Self::Plain(parts) => parts.kind(),
+            Self::Plain(parts) | Self::Message(parts) => parts.kind(),
             Self::Chunk(_) => Some(Member::KIND),
             Self::Value(v) => v.get("type").and_then(Value::as_str),
         }
@@ -48,7 +51,9 @@ impl Scanned {
     /// Whether the event's `seq` is `expected`, as JavaScript compares them.
     fn seq_is(&self, expected: u64) -> bool {
         match self {
-            Self::Plain(parts) => parts.seq().is_some_and(|seq| seq_equals(seq, expected)),
+            Self::Plain(parts) | Self::Message(parts) => {
+                parts.seq().is_some_and(|seq| seq_equals(seq, expected))
+            }
             Self::Chunk(member) => member.seq == expected,
             Self::Value(v) => v.get("seq").is_some_and(|seq| seq_equals(seq, expected)),
         }
@@ -57,7 +62,7 @@ impl Scanned {
     /// The event's `seq` as the gap message shows it.
     fn seq_text(&self) -> String {
         let seq = match self {
-            Self::Plain(parts) => parts.seq(),
+            Self::Plain(parts) | Self::Message(parts) => parts.seq(),
             Self::Chunk(member) => return member.seq.to_string(),
             Self::Value(Value::Null) => return "null".to_owned(),
             Self::Value(v) if !v.is_object() => return "a value that is not an object".to_owned(),
@@ -70,7 +75,7 @@ impl Scanned {
     #[cfg(test)]
     pub fn into_value(self) -> Value {
         match self {
-            Self::Plain(parts) => parts.into_value(),
+            Self::Plain(parts) | Self::Message(parts) => parts.into_value(),
             Self::Chunk(member) => member.into_event().to_value(),
             Self::Value(v) => v,
         }
@@ -176,6 +181,7 @@ impl LineScanner {
             }
             Ok(Parsed::Value(value)) => Decoded::One(Scanned::Value(value)),
             Ok(Parsed::Plain(parts)) => Decoded::One(Scanned::Plain(parts)),
+            Ok(Parsed::Message(parts)) => Decoded::One(Scanned::Message(parts)),
         };
         if self.issue.is_some() {
             return if decoded.has_turn_end() {

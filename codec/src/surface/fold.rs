@@ -28,6 +28,7 @@ use super::label::Label;
 use crate::json::{js_equal, safe_uint};
 use crate::log::event::{is_surface_type, Event};
 use crate::log::event_ref::EventRef;
+use crate::log::message::Closing;
 use crate::log::{LogError, LogErrorCode};
 
 const ASSISTANT_MESSAGE: &str = "assistant/message";
@@ -236,7 +237,7 @@ impl SurfaceFold {
         match parse_surface_op(kind, event.surface_op())? {
             SurfaceOp::Append => {
                 check_provenance(event, seq, &[])?;
-                let tool_key = is_tool_result.then(|| tool_result_key(event.data()));
+                let tool_key = is_tool_result.then(|| tool_result_key_of(event));
                 Ok(Plan::Append { tool_key })
             }
             SurfaceOp::Replace { start, end } => {
@@ -342,7 +343,7 @@ impl SurfaceFold {
         let Some(original) = self.tool_results.get(target) else {
             return Err("tool/result surface replacement must target a current tool/result".into());
         };
-        let key = tool_result_key(event.data());
+        let key = tool_result_key_of(event);
         match (original, &key) {
             (Some(original), Some(replacement)) if js_equal(original, replacement) => Ok(key),
             _ => Err("tool/result surface replacement may change only content".into()),
@@ -437,6 +438,15 @@ fn check_provenance(event: EventRef<'_>, seq: u64, shadowed: &[u64]) -> Result<(
     Ok(())
 }
 
+/// [`tool_result_key`] of a `tool/result` event; a message read typed carries its key.
+fn tool_result_key_of(event: EventRef<'_>) -> ToolResultKey {
+    let data = event.data();
+    match data.message_facts(event.kind()).map(|f| &f.closing) {
+        Some(Closing::ToolResult { key, .. }) => Some(key.clone()),
+        _ => tool_result_key(data),
+    }
+}
+
 /// The value the content-only rule compares (spec §2.1 step 4): `data` with `message.content` replaced
 /// by `[{...content[0], content: null}]`. Built field by field so the tool output itself, usually the
 /// bulk of the event, is never cloned.
@@ -445,7 +455,7 @@ fn check_provenance(event: EventRef<'_>, seq: u64, shadowed: &[u64]) -> Result<(
 /// fails the rule. A first block that is not an object spreads to nothing in JavaScript (`{content:
 /// null}`), except strings and arrays, which spread into indexed keys; those also give `None` here.
 /// Message validation (spec §1.7 step 4) rejects all of these before a log reaches the fold.
-fn tool_result_key(data: &Value) -> ToolResultKey {
+pub(crate) fn tool_result_key(data: &Value) -> ToolResultKey {
     let data = data.as_object()?;
     let message = data.get("message")?.as_object()?;
     let blocks = message.get("content")?.as_array()?;

@@ -428,6 +428,19 @@ impl LogReader {
                 self.closers.observe_ref(EventRef::Chunk(ChunkRef(&member)));
                 return Ok(Item::Chunk(member));
             }
+            // Steps 2–5 passed in the line's parse, with no upgrade to apply: the upgrader only
+            // records the message id, as it does for every message event, and the envelope remains.
+            Scanned::Message(parts) => {
+                let facts = parts
+                    .kind()
+                    .and_then(|kind| parts.data()?.message_facts(kind));
+                if let Some(facts) = facts {
+                    self.legacy.record(seq, &facts.id);
+                }
+                let event = parts.into_event().map_err(locate)?;
+                self.closers.observe(&event);
+                return Ok(Item::Event(event));
+            }
             Scanned::Value(value) => value,
         };
         // Most events (chunks, steps, titles) are of a type steps 2–5 never look at: skip the lookups.
