@@ -217,12 +217,26 @@ impl<'de> Visitor<'de> for SkipVisitor {
     }
 
     fn visit_map<A: MapAccess<'de>>(self, mut map: A) -> Result<Skip, A::Error> {
+        match map.next_key::<Str<'de>>()? {
+            None => return Ok(Skip),
+            Some(first) if first.as_str() == RAW_VALUE_KEY => {
+                return Err(de::Error::custom(
+                    "an object a Value parse reads as raw JSON text",
+                ))
+            }
+            Some(_) => map.next_value::<Skip>()?,
+        };
         while map.next_key::<Skip>()?.is_some() {
             map.next_value::<Skip>()?;
         }
         Ok(Skip)
     }
 }
+
+/// The key serde_json's `Value` parse reads specially when it is an object's first (its `raw_value`
+/// feature): the object then stands for the JSON text its value holds, or fails. Whatever reads an
+/// object otherwise than through a `Value` refuses one that has it, so that the general parse answers.
+pub(crate) const RAW_VALUE_KEY: &str = "$serde_json::private::RawValue";
 
 /// A JSON string, borrowed from the input when it holds no escape (serde's own `Cow<str>` always
 /// copies). Anything but a string is an error.
@@ -351,6 +365,19 @@ mod tests {
                 "{text}"
             );
         }
+    }
+
+    #[test]
+    fn an_object_led_by_the_raw_value_key_is_not_skipped() {
+        // What a `Value` parse makes of it, which is why skipping must not pass it as a plain map.
+        let raw = format!(r#"{{"{RAW_VALUE_KEY}":"[1]"}}"#);
+        assert_eq!(serde_json::from_str::<Value>(&raw).unwrap(), json!([1]));
+        assert!(serde_json::from_str::<Skip>(&raw).is_err());
+        let escaped = raw.replacen('$', "\\u0024", 1);
+        assert!(serde_json::from_str::<Skip>(&escaped).is_err());
+        let later = format!(r#"{{"a":1,"{RAW_VALUE_KEY}":"[1]"}}"#);
+        assert!(serde_json::from_str::<Value>(&later).is_ok());
+        assert!(serde_json::from_str::<Skip>(&later).is_ok());
     }
 
     #[test]

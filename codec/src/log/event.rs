@@ -204,19 +204,6 @@ pub(crate) enum EnvelopeKey {
 }
 
 impl EnvelopeKey {
-    /// The key as written.
-    pub(crate) fn name(self) -> &'static str {
-        match self {
-            Self::Type => "type",
-            Self::Seq => "seq",
-            Self::Time => "time",
-            Self::Data => "data",
-            Self::SourceEventSeqs => "sourceEventSeqs",
-            Self::SurfaceOp => "surfaceOp",
-            Self::Ignorable => "ignorable",
-        }
-    }
-
     pub(crate) fn of(key: &str) -> Option<Self> {
         Some(match key {
             "type" => Self::Type,

@@ -1,24 +1,32 @@
 //! Parsing one storage line without building a map for its envelope.
 //!
-//! Most lines of a real log are events of types no validation step looks at (chunks, steps, titles). For
-//! those the envelope's fields go straight into [`EnvelopeParts`]: no `serde_json::Map`, no key strings,
-//! no hashing. Message events of the current shape have their `data` read typed ([`super::message`]) in
-//! the same parse, and packed rows theirs ([`RowDataSeed`]). Every other line (turn ends, legacy shapes,
-//! anything odd) comes back as the `Value` the checked path expects, built from the same single parse;
-//! a line the typed parses do not answer for is parsed again the general way.
+//! DSH writes `type` first, and the type decides how the rest of the line is read, in one parse:
+//! - events of types no validation step looks at (chunks, steps, titles; most lines of a log): the
+//!   envelope's fields go straight into [`EnvelopeParts`], no `serde_json::Map`, no key strings, no
+//!   hashing; a chunk line's `data` is kept as its text ([`Payload`]);
+//! - message events: the same, with `data` read typed into the facts the read needs
+//!   ([`super::message`]);
+//! - packed rows: their `data` read typed into its fields ([`RowDataSeed`]), the texts into one buffer;
+//! - any other type (turn ends, request headers, legacy and unknown types): the `Value` the checked
+//!   path expects.
+//!
+//! A line the typed reading does not answer for (`type` not first, a key read twice, an envelope key
+//! the envelope check refuses, a row or message of another shape) is parsed again the general way, as
+//! `JSON.parse` reads it, so its events or its refusal read as before.
 
 use std::fmt;
 
-use serde::de::{self, DeserializeSeed, Deserializer, MapAccess, Visitor};
+use serde::de::{self, DeserializeSeed, Deserializer, MapAccess, SeqAccess, Visitor};
 use serde_json::value::RawValue;
-use serde_json::{Map, Value};
+use serde_json::{Map, Number, Value};
 
 use super::event::{EnvelopeKey, EnvelopeParts};
-use super::message::{DataSeed, MessageFacts, MessageKind};
+use super::message::{DataSeed, MessageKind};
 use super::packed::{RowKind, TypedRow};
 use super::payload::{builds_as_value, is_lazy_kind, Payload};
+use super::row::RowTexts;
 use super::validate::is_plain_known;
-use crate::json::parse_lossy;
+use crate::json::{is_safe_i64, parse_lossy, Str};
 
 /// One parsed storage line.
 // `Plain` is the large variant and also the common one (most lines of a log), so boxing it would add an
@@ -52,9 +60,14 @@ pub(crate) fn parse_line(line: &[u8]) -> Result<Parsed, serde_json::Error> {
             return Ok(parsed);
         }
     }
-    // Not an object, not valid JSON as written (a lone surrogate, say), or invalid: the general path
-    // gives JavaScript's answer or the parse error to report.
+    // Not an object, not valid JSON as written (a lone surrogate, say), or a line the typed reading
+    // does not answer for: the general path gives JavaScript's answer or the parse error to report.
     parse_lossy(line).map(Parsed::Value)
+}
+
+/// The error that sends a line to the general parse.
+fn not_typed<E: de::Error>() -> E {
+    E::custom("not a line of the shape read typed")
 }
 
 enum LineKey {
@@ -62,17 +75,7 @@ enum LineKey {
     /// A packed row's own keys, known so that a row costs no key string.
     Seq0,
     Time0,
-    Other(String),
-}
-
-impl LineKey {
-    fn of(key: &str) -> Option<Self> {
-        match key {
-            "seq0" => Some(Self::Seq0),
-            "time0" => Some(Self::Time0),
-            _ => EnvelopeKey::of(key).map(Self::Known),
-        }
-    }
+    Other,
 }
 
 struct LineKeySeed;
@@ -93,12 +96,23 @@ impl Visitor<'_> for LineKeySeed {
     }
 
     fn visit_str<E: de::Error>(self, key: &str) -> Result<LineKey, E> {
-        Ok(LineKey::of(key).unwrap_or_else(|| LineKey::Other(key.to_owned())))
+        Ok(match key {
+            "seq0" => LineKey::Seq0,
+            "time0" => LineKey::Time0,
+            _ => EnvelopeKey::of(key).map_or(LineKey::Other, LineKey::Known),
+        })
     }
+}
 
-    fn visit_string<E: de::Error>(self, key: String) -> Result<LineKey, E> {
-        Ok(LineKey::of(&key).unwrap_or(LineKey::Other(key)))
-    }
+/// How a line's fields after its `type` are read.
+#[derive(Clone, Copy)]
+enum Mode {
+    /// A type no check reads: the envelope's fields as they are.
+    Plain,
+    /// A chunk event: as `Plain`, its `data` kept as text.
+    Lazy,
+    /// A message event: as `Plain`, its `data` read typed.
+    Message(MessageKind),
 }
 
 struct LineVisitor<'l> {
@@ -114,166 +128,93 @@ impl<'de> Visitor<'de> for LineVisitor<'_> {
     }
 
     fn visit_map<A: MapAccess<'de>>(self, mut map: A) -> Result<Parsed, A::Error> {
-        let mut pairs: Vec<(LineKey, Field)> = Vec::with_capacity(7);
-        let mut seen = 0u8;
-        let mut plain_shape = true;
-        // Whether a `type` read so far names a type whose `data` is kept as text (see `Payload`).
-        let mut lazy = false;
-        // The packed row kind a `type` read so far names: its `data` is parsed typed.
-        let mut row = None;
-        // The message type a `type` read so far names: its `data` is parsed typed.
-        let mut message = None;
+        match map.next_key_seed(LineKeySeed)? {
+            Some(LineKey::Known(EnvelopeKey::Type)) => {}
+            _ => return Err(not_typed()),
+        }
+        let kind: Value = map.next_value()?;
+        let tag = kind.as_str().unwrap_or_default();
+        if let Some(row) = RowKind::from_tag(tag) {
+            return read_row(row, map);
+        }
+        let mode = if let Some(message) = MessageKind::of(tag) {
+            Mode::Message(message)
+        } else if is_lazy_kind(tag) {
+            Mode::Lazy
+        } else if kind.is_string() && is_plain_known(tag) {
+            Mode::Plain
+        } else {
+            return read_value(kind, map);
+        };
+        let mut parts = EnvelopeParts::default();
+        parts.set(EnvelopeKey::Type, kind);
+        let mut seen = 1u8 << (EnvelopeKey::Type as u8);
         while let Some(key) = map.next_key_seed(LineKeySeed)? {
-            let field = match key {
-                LineKey::Known(EnvelopeKey::Data) if row.is_some() => {
-                    Field::Row(map.next_value_seed(RowDataSeed(row.unwrap_or(RowKind::Text)))?)
+            // Another key is the envelope check's to refuse, and a repeated one is JSON's last-wins:
+            // both are the general path's.
+            let LineKey::Known(key) = key else {
+                return Err(not_typed());
+            };
+            let bit = 1u8 << (key as u8);
+            if seen & bit != 0 {
+                return Err(not_typed());
+            }
+            seen |= bit;
+            match (key, mode) {
+                (EnvelopeKey::Data, Mode::Message(kind)) => {
+                    let facts = map.next_value_seed(DataSeed(kind))?;
+                    parts.set_data(Payload::message(self.line, facts));
                 }
-                LineKey::Known(EnvelopeKey::Data) if message.is_some() => {
-                    let kind = message.unwrap_or(MessageKind::User);
-                    Field::Message(map.next_value_seed(DataSeed(kind))?)
-                }
-                LineKey::Known(EnvelopeKey::Data) if lazy => {
+                (EnvelopeKey::Data, Mode::Lazy) => {
                     let raw: Box<RawValue> = map.next_value()?;
                     if builds_as_value(raw.get()) {
-                        Field::Data(Payload::raw(raw))
+                        parts.set_data(Payload::raw(raw));
                     } else {
                         // Built now, so that a value serde_json refuses fails the line as it always did.
-                        Field::Value(serde_json::from_str(raw.get()).map_err(de::Error::custom)?)
+                        let value = serde_json::from_str(raw.get()).map_err(de::Error::custom)?;
+                        parts.set(EnvelopeKey::Data, value);
                     }
                 }
-                _ => Field::Value(map.next_value()?),
-            };
-            match &key {
-                LineKey::Known(k) => {
-                    let bit = 1u8 << (*k as u8);
-                    // A repeated key is legal JSON (the last one wins); leave it to the general path.
-                    plain_shape &= seen & bit == 0;
-                    seen |= bit;
-                    if let (EnvelopeKey::Type, Field::Value(v)) = (k, &field) {
-                        lazy = v.as_str().is_some_and(is_lazy_kind);
-                        row = v.as_str().and_then(RowKind::from_tag);
-                        message = v.as_str().and_then(MessageKind::of);
-                    }
-                }
-                LineKey::Seq0 | LineKey::Time0 | LineKey::Other(_) => plain_shape = false,
+                (key, _) => parts.set(key, map.next_value()?),
             }
-            pairs.push((key, field));
         }
-        if pairs
-            .iter()
-            .any(|(_, field)| matches!(field, Field::Row(_)))
-        {
-            return typed_row(pairs);
+        match mode {
+            // Without `data`, the message shape check (before the envelope's) refuses the event.
+            Mode::Message(_) if parts.data().is_none() => Err(not_typed()),
+            Mode::Message(_) => Ok(Parsed::Message(parts)),
+            Mode::Plain | Mode::Lazy => Ok(Parsed::Plain(parts)),
         }
-        if pairs
-            .iter()
-            .any(|(_, field)| matches!(field, Field::Message(_)))
-        {
-            return typed_message(pairs, plain_shape, self.line);
-        }
-        let plain_kind = pairs.iter().any(|(k, v)| {
-            matches!((k, v), (LineKey::Known(EnvelopeKey::Type), Field::Value(v)) if v.as_str().is_some_and(is_plain_known))
-        });
-        if plain_shape && plain_kind {
-            let mut parts = EnvelopeParts::default();
-            for (key, field) in pairs {
-                match (key, field) {
-                    (LineKey::Known(EnvelopeKey::Data), Field::Data(payload)) => {
-                        parts.set_data(payload)
-                    }
-                    (LineKey::Known(k), field) => parts.set(k, field.into_value()),
-                    (LineKey::Seq0 | LineKey::Time0 | LineKey::Other(_), _) => {}
-                }
+    }
+}
+
+/// The rest of a line of a type the checks read, as the `Value` a general parse gives (`type` first,
+/// which is where a `Value` parse puts it too).
+fn read_value<'de, A: MapAccess<'de>>(kind: Value, mut map: A) -> Result<Parsed, A::Error> {
+    let mut object = Map::new();
+    object.insert("type".to_owned(), kind);
+    while let Some(key) = map.next_key::<String>()? {
+        let value = map.next_value()?;
+        object.insert(key, value);
+    }
+    Ok(Parsed::Value(Value::Object(object)))
+}
+
+/// The rest of a packed row: exactly `seq0`, `time0` and `data` besides its `type`, once each.
+fn read_row<'de, A: MapAccess<'de>>(kind: RowKind, mut map: A) -> Result<Parsed, A::Error> {
+    let (mut seq0, mut time0, mut data) = (None, None, None);
+    while let Some(key) = map.next_key_seed(LineKeySeed)? {
+        match key {
+            LineKey::Seq0 if seq0.is_none() => seq0 = Some(map.next_value::<Value>()?),
+            LineKey::Time0 if time0.is_none() => time0 = Some(map.next_value::<Value>()?),
+            LineKey::Known(EnvelopeKey::Data) if data.is_none() => {
+                data = Some(map.next_value_seed(RowDataSeed(kind))?)
             }
-            return Ok(Parsed::Plain(parts));
-        }
-        let mut object = Map::with_capacity(pairs.len());
-        for (key, field) in pairs {
-            let key = match key {
-                LineKey::Known(k) => k.name().to_owned(),
-                LineKey::Seq0 => "seq0".to_owned(),
-                LineKey::Time0 => "time0".to_owned(),
-                LineKey::Other(s) => s,
-            };
-            object.insert(key, field.into_value());
-        }
-        Ok(Parsed::Value(Value::Object(object)))
-    }
-}
-
-/// One field of a line's top-level object: a `Value`, a `data` kept as text, or a packed row's or a
-/// message's `data` parsed typed.
-enum Field {
-    Value(Value),
-    Data(Payload),
-    Row(RowData),
-    Message(MessageFacts),
-}
-
-impl Field {
-    fn into_value(self) -> Value {
-        match self {
-            Self::Value(value) => value,
-            Self::Data(payload) => payload.into_value(),
-            // `typed_row` and `typed_message` take every line with a typed data; nothing else gets one.
-            Self::Row(_) | Self::Message(_) => Value::Null,
-        }
-    }
-}
-
-/// A message event whose `data` was read typed: its envelope must be of the plain shape (known keys,
-/// once each); any other goes to the general parse, whose envelope check words the refusal.
-fn typed_message<E: de::Error>(
-    pairs: Vec<(LineKey, Field)>,
-    plain_shape: bool,
-    line: &str,
-) -> Result<Parsed, E> {
-    if !plain_shape {
-        return Err(not_typed());
-    }
-    let mut parts = EnvelopeParts::default();
-    for (key, field) in pairs {
-        match (key, field) {
-            (LineKey::Known(_), Field::Message(facts)) => {
-                parts.set_data(Payload::message(line, facts))
-            }
-            (LineKey::Known(k), field) => parts.set(k, field.into_value()),
-            (LineKey::Seq0 | LineKey::Time0 | LineKey::Other(_), _) => return Err(not_typed()),
-        }
-    }
-    Ok(Parsed::Message(parts))
-}
-
-/// The error that sends a line to the general parse: the typed parse of a packed row only answers for
-/// rows of exactly the expected shape, and leaves everything else (with its wording) to
-/// `packed::expand_row_parts`.
-fn not_typed<E: de::Error>() -> E {
-    E::custom("not a packed row of the expected shape")
-}
-
-/// A line whose `data` was parsed as a packed row's: exactly `type`, `seq0`, `time0` and `data`, once each.
-fn typed_row<E: de::Error>(pairs: Vec<(LineKey, Field)>) -> Result<Parsed, E> {
-    if pairs.len() != 4 {
-        return Err(not_typed());
-    }
-    let (mut kind, mut seq0, mut time0, mut data) = (None, None, None, None);
-    for (key, field) in pairs {
-        match (key, field) {
-            (LineKey::Known(EnvelopeKey::Type), Field::Value(v)) if kind.is_none() => {
-                kind = v.as_str().and_then(RowKind::from_tag)
-            }
-            (LineKey::Seq0, Field::Value(v)) if seq0.is_none() => seq0 = Some(v),
-            (LineKey::Time0, Field::Value(v)) if time0.is_none() => time0 = Some(v),
-            (LineKey::Known(EnvelopeKey::Data), Field::Row(d)) if data.is_none() => data = Some(d),
             _ => return Err(not_typed()),
         }
     }
-    let (Some(kind), Some(seq0), Some(time0), Some(data)) = (kind, seq0, time0, data) else {
+    let (Some(seq0), Some(time0), Some(data)) = (seq0, time0, data) else {
         return Err(not_typed());
     };
-    if data.kind != kind {
-        return Err(not_typed());
-    }
     Ok(Parsed::Row(TypedRow {
         kind,
         seq0,
@@ -335,18 +276,18 @@ impl Visitor<'_> for RowKeySeed {
 
 /// A packed row's `data` of the expected shape (see [`TypedRow`]).
 struct RowData {
-    kind: RowKind,
-    turn: serde_json::Number,
-    step: serde_json::Number,
-    index: serde_json::Number,
+    turn: Number,
+    step: Number,
+    index: Number,
     id: Option<String>,
     name: Option<String>,
-    dt: Vec<Value>,
-    texts: Vec<String>,
+    dt: Vec<i64>,
+    texts: RowTexts,
 }
 
-/// Parses a packed row's `data` straight into its fields: no map, no key strings, no `Value` per text.
-/// Any other shape (a missing, repeated or unknown key, a value of another type) is [`not_typed`].
+/// Parses a packed row's `data` straight into its fields: no map, no key strings, no `Value` per text,
+/// and the texts in one buffer. Any other shape (a missing, repeated or unknown key, a value of another
+/// type, a gap that is not an integer) is [`not_typed`].
 struct RowDataSeed(RowKind);
 
 impl<'de> DeserializeSeed<'de> for RowDataSeed {
@@ -366,8 +307,10 @@ impl<'de> Visitor<'de> for RowDataSeed {
 
     fn visit_map<A: MapAccess<'de>>(self, mut map: A) -> Result<RowData, A::Error> {
         let kind = self.0;
-        let (mut turn, mut step, mut index, mut id, mut name, mut dt, mut texts) =
-            (None, None, None, None, None, None, None);
+        let (mut turn, mut step, mut index): (Option<Number>, Option<Number>, Option<Number>) =
+            (None, None, None);
+        let (mut id, mut name): (Option<String>, Option<String>) = (None, None);
+        let (mut dt, mut texts) = (None, None);
         fn once<T, E: de::Error>(slot: &mut Option<T>, value: T) -> Result<(), E> {
             match slot.replace(value) {
                 None => Ok(()),
@@ -379,9 +322,11 @@ impl<'de> Visitor<'de> for RowDataSeed {
                 (RowKey::Turn, _) => once(&mut turn, map.next_value()?)?,
                 (RowKey::Step, _) => once(&mut step, map.next_value()?)?,
                 (RowKey::Index, _) => once(&mut index, map.next_value()?)?,
-                (RowKey::Dt, _) => once(&mut dt, map.next_value()?)?,
+                (RowKey::Dt, _) => once(&mut dt, map.next_value_seed(GapsSeed)?)?,
                 (RowKey::Texts, RowKind::Text | RowKind::Reasoning)
-                | (RowKey::Args, RowKind::ToolCall) => once(&mut texts, map.next_value()?)?,
+                | (RowKey::Args, RowKind::ToolCall) => {
+                    once(&mut texts, map.next_value_seed(TextsSeed)?)?
+                }
                 (RowKey::Id, RowKind::ToolCall) => once(&mut id, map.next_value()?)?,
                 (RowKey::Name, RowKind::ToolCall) => once(&mut name, map.next_value()?)?,
                 _ => return Err(not_typed()),
@@ -396,7 +341,6 @@ impl<'de> Visitor<'de> for RowDataSeed {
             return Err(not_typed());
         }
         Ok(RowData {
-            kind,
             turn,
             step,
             index,
@@ -405,6 +349,64 @@ impl<'de> Visitor<'de> for RowDataSeed {
             dt,
             texts,
         })
+    }
+}
+
+/// A row's `texts` or `args`: strings only, into one buffer.
+struct TextsSeed;
+
+impl<'de> DeserializeSeed<'de> for TextsSeed {
+    type Value = RowTexts;
+
+    fn deserialize<D: Deserializer<'de>>(self, deserializer: D) -> Result<RowTexts, D::Error> {
+        deserializer.deserialize_seq(self)
+    }
+}
+
+impl<'de> Visitor<'de> for TextsSeed {
+    type Value = RowTexts;
+
+    fn expecting(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        f.write_str("an array of strings")
+    }
+
+    fn visit_seq<A: SeqAccess<'de>>(self, mut seq: A) -> Result<RowTexts, A::Error> {
+        let mut texts = RowTexts::default();
+        while let Some(text) = seq.next_element::<Str<'de>>()? {
+            texts.push(text.as_str());
+        }
+        Ok(texts)
+    }
+}
+
+/// A row's `dt`: safe integers written as integers; anything else (`1.0`, which JavaScript reads as an
+/// integer too, a gap out of range) is left to the general parse, whose checks word the refusal.
+struct GapsSeed;
+
+impl<'de> DeserializeSeed<'de> for GapsSeed {
+    type Value = Vec<i64>;
+
+    fn deserialize<D: Deserializer<'de>>(self, deserializer: D) -> Result<Vec<i64>, D::Error> {
+        deserializer.deserialize_seq(self)
+    }
+}
+
+impl<'de> Visitor<'de> for GapsSeed {
+    type Value = Vec<i64>;
+
+    fn expecting(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        f.write_str("an array of integers")
+    }
+
+    fn visit_seq<A: SeqAccess<'de>>(self, mut seq: A) -> Result<Vec<i64>, A::Error> {
+        let mut gaps = Vec::new();
+        while let Some(gap) = seq.next_element::<i64>()? {
+            if !is_safe_i64(gap) {
+                return Err(not_typed());
+            }
+            gaps.push(gap);
+        }
+        Ok(gaps)
     }
 }
 

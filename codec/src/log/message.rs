@@ -25,7 +25,7 @@ use std::fmt;
 use serde::de::{self, DeserializeSeed, Deserializer, MapAccess, SeqAccess, Visitor};
 use serde_json::{Map, Value};
 
-use crate::json::{Skip, Str};
+use crate::json::{Skip, Str, RAW_VALUE_KEY};
 use crate::text::Joiner;
 
 /// The three message event types.
@@ -109,11 +109,25 @@ fn once<E: de::Error>(seen: &mut u8, bit: u8) -> Result<(), E> {
     Ok(())
 }
 
-/// Inserts a key of the fold's key map, once.
-fn keep<E: de::Error>(kept: &mut Map<String, Value>, key: Str<'_>, value: Value) -> Result<(), E> {
-    if kept.contains_key(key.as_str()) {
+/// Reads the value of a key this parse does not look at, checked as a `Value` parse would check it.
+fn skip<'de, A: MapAccess<'de>>(map: &mut A, key: &Str<'_>) -> Result<(), A::Error> {
+    if key.as_str() == RAW_VALUE_KEY {
         return Err(general());
     }
+    map.next_value::<Skip>()?;
+    Ok(())
+}
+
+/// Reads the value of a key the fold's key map keeps, once.
+fn keep<'de, A: MapAccess<'de>>(
+    map: &mut A,
+    kept: &mut Map<String, Value>,
+    key: Str<'_>,
+) -> Result<(), A::Error> {
+    if kept.contains_key(key.as_str()) || key.as_str() == RAW_VALUE_KEY {
+        return Err(general());
+    }
+    let value = map.next_value::<Value>()?;
     kept.insert(key.0.into_owned(), value);
     Ok(())
 }
@@ -162,9 +176,7 @@ impl<'de> Visitor<'de> for DataSeed {
                             once(&mut seen, 2)?;
                             step = Some(map.next_value::<Value>()?);
                         }
-                        _ => {
-                            map.next_value::<Skip>()?;
-                        }
+                        _ => skip(&mut map, &key)?,
                     }
                 }
                 let mut message = message.ok_or_else(general)?;
@@ -182,8 +194,7 @@ impl<'de> Visitor<'de> for DataSeed {
                         }
                         message = Some(map.next_value_seed(MessageVisitor::new(kind, &mut text))?);
                     } else {
-                        let value = map.next_value::<Value>()?;
-                        keep(&mut kept, key, value)?;
+                        keep(&mut map, &mut kept, key)?;
                     }
                 }
                 let message = message.ok_or_else(general)?;
@@ -297,9 +308,7 @@ impl<'de> Visitor<'de> for MessageVisitor<'_> {
                         calls,
                     })?;
                 }
-                _ => {
-                    map.next_value::<Skip>()?;
-                }
+                _ => skip(&mut map, &key)?,
             }
         }
         if seen != ID | ROLE | SOURCE | CONTENT {
@@ -328,8 +337,7 @@ impl MessageVisitor<'_> {
                 }
                 block = Some(map.next_value_seed(ToolContentSeed(&mut *self.text))?);
             } else {
-                let value = map.next_value::<Value>()?;
-                keep(&mut kept, key, value)?;
+                keep(&mut map, &mut kept, key)?;
             }
         }
         let block: Map<String, Value> = block.ok_or_else(general)?;
@@ -383,7 +391,7 @@ impl<'de> Visitor<'de> for SourceSeed {
                 "provider" => (&mut provider, 2),
                 "model" => (&mut model, 4),
                 _ => {
-                    map.next_value::<Skip>()?;
+                    skip(&mut map, &key)?;
                     continue;
                 }
             };
@@ -567,13 +575,8 @@ impl<'de> Visitor<'de> for Block<'_> {
                     })?;
                 }
                 _ => match self.kept.as_deref_mut() {
-                    Some(kept) => {
-                        let value = map.next_value::<Value>()?;
-                        keep(kept, key, value)?;
-                    }
-                    None => {
-                        map.next_value::<Skip>()?;
-                    }
+                    Some(kept) => keep(&mut map, kept, key)?,
+                    None => skip(&mut map, &key)?,
                 },
             }
         }

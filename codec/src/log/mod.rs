@@ -23,6 +23,7 @@ pub mod packed;
 pub mod payload;
 pub mod read;
 pub mod repair;
+pub(crate) mod row;
 pub(crate) mod scan;
 pub mod validate;
 pub mod write;

@@ -16,10 +16,10 @@ use std::sync::{Arc, OnceLock};
 
 use serde::{Serialize, Serializer};
 use serde_json::value::RawValue;
-use serde_json::{Map, Number, Value};
+use serde_json::Value;
 
 use super::message::MessageFacts;
-use super::packed::RowKind;
+use super::row::Row;
 use crate::json::parse_lossy;
 
 /// An event's `data`: a [`Value`], possibly not built yet (see the module doc). As large as a `Value`, so
@@ -131,46 +131,17 @@ pub(crate) fn builds_as_value(raw: &str) -> bool {
     true
 }
 
-/// One member of a packed chunk row (spec §1.6), as the row gave it: the row-wide fields (numbers and, for
-/// a tool call, its id and name) and the member's own text. Checked by the row's expansion.
+/// One member of a packed chunk row (spec §1.6): the checked row it shares with the other members, and
+/// its index there.
 #[derive(Clone)]
 pub(crate) struct ChunkDelta {
-    pub(crate) kind: RowKind,
-    pub(crate) turn: Number,
-    pub(crate) step: Number,
-    pub(crate) index: Number,
-    /// Tool-call rows: the call id (empty otherwise). Shared by the row's members, which would otherwise
-    /// each allocate a copy that nothing reads unless the payload is built.
-    pub(crate) id: Arc<str>,
-    /// Tool-call rows: the call name, when the row has one (shared like `id`).
-    pub(crate) name: Option<Arc<str>>,
-    /// The member's `text` (or `argumentsDelta`).
-    pub(crate) text: String,
+    pub(crate) row: Arc<Row>,
+    pub(crate) k: usize,
 }
 
 impl ChunkDelta {
-    /// `data` as the row expands it, keys in DSH's order: `{turn, step, chunk: {type, index, …}}`.
     fn to_value(&self) -> Value {
-        let mut chunk = Map::with_capacity(5);
-        chunk.insert("type".into(), self.kind.delta_type().into());
-        chunk.insert("index".into(), Value::Number(self.index.clone()));
-        match self.kind {
-            RowKind::ToolCall => {
-                chunk.insert("id".into(), Value::String(self.id.to_string()));
-                if let Some(name) = &self.name {
-                    chunk.insert("name".into(), Value::String(name.to_string()));
-                }
-                chunk.insert("argumentsDelta".into(), self.text.clone().into());
-            }
-            RowKind::Text | RowKind::Reasoning => {
-                chunk.insert("text".into(), self.text.clone().into());
-            }
-        }
-        let mut data = Map::with_capacity(3);
-        data.insert("turn".into(), Value::Number(self.turn.clone()));
-        data.insert("step".into(), Value::Number(self.step.clone()));
-        data.insert("chunk".into(), Value::Object(chunk));
-        Value::Object(data)
+        self.row.member_data(self.k)
     }
 }
 
@@ -333,18 +304,35 @@ impl Serialize for Payload {
 #[cfg(test)]
 mod tests {
     use super::*;
+    use crate::log::packed::RowKind;
+    use crate::log::row::RowTexts;
     use serde_json::json;
 
-    fn text_delta() -> ChunkDelta {
-        ChunkDelta {
-            kind: RowKind::Text,
+    fn delta(kind: RowKind, name: Option<&str>, texts: &[&str], k: usize) -> ChunkDelta {
+        let mut all = RowTexts::default();
+        for text in texts {
+            all.push(text);
+        }
+        let row = Row {
+            kind,
             turn: 1.into(),
             step: 2.into(),
             index: 0.into(),
-            id: "".into(),
-            name: None,
-            text: "hel".into(),
+            id: if kind == RowKind::ToolCall { "c1" } else { "" }.into(),
+            name: name.map(str::to_owned),
+            seq0: 0,
+            time0: 0,
+            dt: vec![0; texts.len().saturating_sub(1)],
+            texts: all,
+        };
+        ChunkDelta {
+            row: Arc::new(row),
+            k,
         }
+    }
+
+    fn text_delta() -> ChunkDelta {
+        delta(RowKind::Text, None, &["hel"], 0)
     }
 
     #[test]
@@ -362,13 +350,7 @@ mod tests {
 
     #[test]
     fn tool_call_members_keep_id_and_name_before_the_arguments() {
-        let payload = Payload::chunk(ChunkDelta {
-            kind: RowKind::ToolCall,
-            id: "c1".into(),
-            name: Some("read".into()),
-            text: "{\"a\"".into(),
-            ..text_delta()
-        });
+        let payload = Payload::chunk(delta(RowKind::ToolCall, Some("read"), &["x", "{\"a\""], 1));
         assert_eq!(
             payload.into_value(),
             json!({"turn":1,"step":2,"chunk":{"type":"tool-call-delta","index":0,"id":"c1","name":"read","argumentsDelta":"{\"a\""}})

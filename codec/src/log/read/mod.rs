@@ -55,9 +55,9 @@ use super::header::{HeaderDiagnostic, SessionHeader};
 use super::legacy::LegacyUpgrader;
 use super::notes::NotesState;
 pub use super::notes::ReadNotes;
-use super::packed::Member;
 use super::repair::CloserTracker;
-use super::scan::{LineScanner, Scanned};
+use super::row::Member;
+use super::scan::{Accepted, LineScanner, Scanned};
 use super::validate;
 use super::zstd_frames::{self, FrameDecoder};
 use super::{Compression, Event};
@@ -240,7 +240,7 @@ pub struct LogReader {
     compression: Compression,
     input: Input,
     scanner: LineScanner,
-    pending: VecDeque<Scanned>,
+    pending: VecDeque<Accepted>,
     next_seq: u64,
     legacy: LegacyUpgrader,
     closers: CloserTracker,
@@ -428,6 +428,7 @@ impl LogReader {
                 self.closers.observe_ref(EventRef::Chunk(ChunkRef(&member)));
                 return Ok(Item::Chunk(member));
             }
+
             // Steps 2–5 passed in the line's parse, with no upgrade to apply: the upgrader only
             // records the message id, as it does for every message event, and the envelope remains.
             Scanned::Message(parts) => {
@@ -642,6 +643,28 @@ impl LogReader {
         }
     }
 
+    /// The next event the scanner accepted: a packed row's members are taken from it one at a time.
+    fn next_pending(&mut self) -> Option<Scanned> {
+        loop {
+            match self.pending.front_mut()? {
+                Accepted::Row(row) => {
+                    let member = row.next_member();
+                    if row.is_done() {
+                        self.pending.pop_front();
+                    }
+                    // A checked row has at least one member; an empty one is passed over.
+                    if let Some(member) = member {
+                        return Some(Scanned::Chunk(member));
+                    }
+                }
+                Accepted::One(_) => match self.pending.pop_front() {
+                    Some(Accepted::One(scanned)) => return Some(scanned),
+                    _ => return None,
+                },
+            }
+        }
+    }
+
     fn next_item(&mut self) -> Option<Result<Item, LogError>> {
         loop {
             match &mut self.phase {
@@ -651,7 +674,7 @@ impl LogReader {
                     None => self.phase = Phase::Done,
                 },
                 Phase::Events => {
-                    if let Some(value) = self.pending.pop_front() {
+                    if let Some(value) = self.next_pending() {
                         if self.next_seq < self.track.skip_below {
                             // Yielded before a resume: decoded again only because it shares a packed
                             // row or a zstd frame with what follows.
