@@ -26,7 +26,7 @@ use super::packed::{RowKind, TypedRow};
 use super::payload::{builds_as_value, is_lazy_kind, Payload};
 use super::row::RowTexts;
 use super::validate::is_plain_known;
-use crate::json::{is_safe_i64, parse_lossy, Str};
+use crate::json::{is_safe_i64, parse_lossy};
 
 /// One parsed storage line.
 // `Plain` is the large variant and also the common one (most lines of a log), so boxing it would add an
@@ -135,7 +135,7 @@ impl<'de> Visitor<'de> for LineVisitor<'_> {
         let kind: Value = map.next_value()?;
         let tag = kind.as_str().unwrap_or_default();
         if let Some(row) = RowKind::from_tag(tag) {
-            return read_row(row, map);
+            return read_row(row, map, self.line.len());
         }
         let mode = if let Some(message) = MessageKind::of(tag) {
             Mode::Message(message)
@@ -200,14 +200,18 @@ fn read_value<'de, A: MapAccess<'de>>(kind: Value, mut map: A) -> Result<Parsed,
 }
 
 /// The rest of a packed row: exactly `seq0`, `time0` and `data` besides its `type`, once each.
-fn read_row<'de, A: MapAccess<'de>>(kind: RowKind, mut map: A) -> Result<Parsed, A::Error> {
+fn read_row<'de, A: MapAccess<'de>>(
+    kind: RowKind,
+    mut map: A,
+    line_len: usize,
+) -> Result<Parsed, A::Error> {
     let (mut seq0, mut time0, mut data) = (None, None, None);
     while let Some(key) = map.next_key_seed(LineKeySeed)? {
         match key {
             LineKey::Seq0 if seq0.is_none() => seq0 = Some(map.next_value::<Value>()?),
             LineKey::Time0 if time0.is_none() => time0 = Some(map.next_value::<Value>()?),
             LineKey::Known(EnvelopeKey::Data) if data.is_none() => {
-                data = Some(map.next_value_seed(RowDataSeed(kind))?)
+                data = Some(map.next_value_seed(RowDataSeed { kind, line_len })?)
             }
             _ => return Err(not_typed()),
         }
@@ -288,7 +292,11 @@ struct RowData {
 /// Parses a packed row's `data` straight into its fields: no map, no key strings, no `Value` per text,
 /// and the texts in one buffer. Any other shape (a missing, repeated or unknown key, a value of another
 /// type, a gap that is not an integer) is [`not_typed`].
-struct RowDataSeed(RowKind);
+struct RowDataSeed {
+    kind: RowKind,
+    /// The line's length: a bound on its texts' length.
+    line_len: usize,
+}
 
 impl<'de> DeserializeSeed<'de> for RowDataSeed {
     type Value = RowData;
@@ -306,7 +314,7 @@ impl<'de> Visitor<'de> for RowDataSeed {
     }
 
     fn visit_map<A: MapAccess<'de>>(self, mut map: A) -> Result<RowData, A::Error> {
-        let kind = self.0;
+        let kind = self.kind;
         let (mut turn, mut step, mut index): (Option<Number>, Option<Number>, Option<Number>) =
             (None, None, None);
         let (mut id, mut name): (Option<String>, Option<String>) = (None, None);
@@ -325,7 +333,13 @@ impl<'de> Visitor<'de> for RowDataSeed {
                 (RowKey::Dt, _) => once(&mut dt, map.next_value_seed(GapsSeed)?)?,
                 (RowKey::Texts, RowKind::Text | RowKind::Reasoning)
                 | (RowKey::Args, RowKind::ToolCall) => {
-                    once(&mut texts, map.next_value_seed(TextsSeed)?)?
+                    // DSH writes `dt` first, which tells how many texts follow.
+                    let count = dt.as_ref().map_or(16, |dt: &Vec<i64>| dt.len() + 1);
+                    let texts_seed = TextsSeed {
+                        bytes: self.line_len,
+                        count,
+                    };
+                    once(&mut texts, map.next_value_seed(texts_seed)?)?
                 }
                 (RowKey::Id, RowKind::ToolCall) => once(&mut id, map.next_value()?)?,
                 (RowKey::Name, RowKind::ToolCall) => once(&mut name, map.next_value()?)?,
@@ -352,8 +366,12 @@ impl<'de> Visitor<'de> for RowDataSeed {
     }
 }
 
-/// A row's `texts` or `args`: strings only, into one buffer.
-struct TextsSeed;
+/// A row's `texts` or `args`: strings only, into one buffer sized by `bytes` (a bound: the line's
+/// length) for about `count` texts.
+struct TextsSeed {
+    bytes: usize,
+    count: usize,
+}
 
 impl<'de> DeserializeSeed<'de> for TextsSeed {
     type Value = RowTexts;
@@ -371,11 +389,34 @@ impl<'de> Visitor<'de> for TextsSeed {
     }
 
     fn visit_seq<A: SeqAccess<'de>>(self, mut seq: A) -> Result<RowTexts, A::Error> {
-        let mut texts = RowTexts::default();
-        while let Some(text) = seq.next_element::<Str<'de>>()? {
-            texts.push(text.as_str());
-        }
+        let mut texts = RowTexts::with_capacity(self.bytes, self.count);
+        while seq.next_element_seed(TextSeed(&mut texts))?.is_some() {}
         Ok(texts)
+    }
+}
+
+/// One text of a row, pushed as it is read (an escaped one from the parser's scratch, never copied
+/// twice).
+struct TextSeed<'t>(&'t mut RowTexts);
+
+impl<'de> DeserializeSeed<'de> for TextSeed<'_> {
+    type Value = ();
+
+    fn deserialize<D: Deserializer<'de>>(self, deserializer: D) -> Result<(), D::Error> {
+        deserializer.deserialize_str(self)
+    }
+}
+
+impl Visitor<'_> for TextSeed<'_> {
+    type Value = ();
+
+    fn expecting(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        f.write_str("a string")
+    }
+
+    fn visit_str<E: de::Error>(self, text: &str) -> Result<(), E> {
+        self.0.push(text);
+        Ok(())
     }
 }
 
@@ -399,7 +440,7 @@ impl<'de> Visitor<'de> for GapsSeed {
     }
 
     fn visit_seq<A: SeqAccess<'de>>(self, mut seq: A) -> Result<Vec<i64>, A::Error> {
-        let mut gaps = Vec::new();
+        let mut gaps = Vec::with_capacity(32);
         while let Some(gap) = seq.next_element::<i64>()? {
             if !is_safe_i64(gap) {
                 return Err(not_typed());
@@ -485,6 +526,29 @@ mod tests {
         };
         let event = parts.into_event().unwrap();
         assert_eq!(event.to_json_line(), line);
+    }
+
+    #[test]
+    fn data_nothing_on_the_read_path_reads_is_kept_as_text_and_builds_the_same() {
+        let data = r#"{"turn":1,"step":2,"x":[1.5,"é"]}"#;
+        for (kind, kept) in [
+            ("assistant/chunk", true),
+            ("step/end", true),
+            ("session/title", true),
+            ("compaction/summary", true),
+            // The closer tracker reads these, and extraction the last two.
+            ("step/start", false),
+            ("tool/call", false),
+            ("todo/write", false),
+        ] {
+            let line = format!(r#"{{"type":"{kind}","seq":0,"time":0,"data":{data}}}"#);
+            let Parsed::Plain(parts) = parse_line(line.as_bytes()).unwrap() else {
+                panic!("{kind}: not plain")
+            };
+            let event = parts.into_event().unwrap();
+            assert_eq!(!event.data.is_built(), kept, "{kind}");
+            assert_eq!(event.to_json_line(), line, "{kind}");
+        }
     }
 
     #[test]

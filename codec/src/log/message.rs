@@ -21,6 +21,7 @@
 //! parse accepts, and its payload builds later without fail.
 
 use std::fmt;
+use std::sync::Arc;
 
 use serde::de::{self, DeserializeSeed, Deserializer, MapAccess, SeqAccess, Visitor};
 use serde_json::{Map, Value};
@@ -83,7 +84,7 @@ pub(crate) enum Closing {
     /// `crate::surface::fold`).
     ToolResult {
         call_id: String,
-        key: Value,
+        key: Arc<Value>,
     },
 }
 
@@ -210,7 +211,7 @@ impl<'de> Visitor<'de> for DataSeed {
                 kept.insert("message".into(), Value::Object(reduced));
                 let closing = Closing::ToolResult {
                     call_id: message.call_id,
-                    key: Value::Object(kept),
+                    key: Arc::new(Value::Object(kept)),
                 };
                 (message.read, closing)
             }

@@ -3,12 +3,14 @@
 //! Chunk deltas are most events of a real log, and no step of the read path, the fold or text extraction
 //! reads them; building a `serde_json::Value` (an insertion-ordered map and a key string per field, two
 //! levels deep) for each one was most of what a read cost. A [`Payload`] read from a packed chunk row holds
-//! the member's few typed fields instead, and one read from a chunk line of its own holds the line's
-//! `data` text (checked as JSON by the line's parse); either becomes the very `Value` the old read built
+//! the row and the member's index instead, and one read from a line of a type nothing on the read path
+//! looks into (a chunk line of its own, a step end, …, see [`is_lazy_kind`]) holds the line's `data`
+//! text (checked as JSON by the line's parse); either becomes the very `Value` the old read built
 //! the first time it is dereferenced (at most once; later looks share it). A message event read typed
 //! ([`super::message`]) holds its whole line and the facts its parse found, which the read path, the
-//! fold and extraction use instead of the `Value`. Everything else is held as a `Value` from the start. To its users a payload is a `Value`: it dereferences to one, compares with one,
-//! serialises as one, and [`Payload::into_value`] hands it over.
+//! fold and extraction use instead of the `Value`. Everything else is held as a `Value` from the start.
+//! To its users a payload is a `Value`: it dereferences to one, compares with one, serialises as one,
+//! and [`Payload::into_value`] hands it over.
 
 use std::fmt;
 use std::ops::{Deref, DerefMut};
@@ -20,6 +22,7 @@ use serde_json::Value;
 
 use super::message::MessageFacts;
 use super::row::Row;
+use super::validate::is_plain_known;
 use crate::json::parse_lossy;
 
 /// An event's `data`: a [`Value`], possibly not built yet (see the module doc). As large as a `Value`, so
@@ -73,10 +76,14 @@ fn data_of_line(line: &str) -> Value {
     }
 }
 
-/// The event types whose `data` a read keeps as text until it is looked at: the chunk deltas, which no
-/// step of the read path, the fold or extraction reads, and which are most lines of a real log.
+/// The event types whose `data` a read keeps as text until it is looked at: the known types no check
+/// reads (see [`is_plain_known`]) and whose `data` neither the closer tracker nor extraction reads
+/// (`step/start`, `tool/call`, `todo/write` are). Chunk deltas are most lines of a real log; the
+/// others (step ends, compaction records, titles, …) are small or rare, but a text costs less to keep
+/// than a map to build and drop.
 pub(crate) fn is_lazy_kind(kind: &str) -> bool {
     kind == "assistant/chunk"
+        || is_plain_known(kind) && !matches!(kind, "step/start" | "tool/call" | "todo/write")
 }
 
 /// Whether `raw` (syntactically valid JSON) is sure to build into a `Value` later: nesting well within

@@ -26,6 +26,15 @@ pub(crate) struct RowTexts {
 }
 
 impl RowTexts {
+    /// Texts of at most `bytes` bytes in all (a bound, such as the length of the line they are read
+    /// from), about `count` of them.
+    pub(crate) fn with_capacity(bytes: usize, count: usize) -> Self {
+        Self {
+            buf: String::with_capacity(bytes),
+            ends: Vec::with_capacity(count),
+        }
+    }
+
     pub(crate) fn push(&mut self, text: &str) {
         self.buf.push_str(text);
         self.ends.push(self.buf.len());

@@ -20,6 +20,7 @@
 
 use std::collections::HashMap;
 use std::fmt;
+use std::sync::Arc;
 
 use serde::{Deserialize, Serialize, Serializer};
 use serde_json::{Map, Value};
@@ -79,8 +80,9 @@ impl From<FoldError> for LogError {
 
 /// The comparison key of a current `tool/result` node: its data with `message.content` reduced to the
 /// first block with that block's `content` nulled. `None` when the data has no `message.content` array
-/// to reduce, which the reference implementation cannot compare either (it throws).
-type ToolResultKey = Option<Value>;
+/// to reduce, which the reference implementation cannot compare either (it throws). Shared, so that a
+/// message read typed (which carries its key) costs no copy of it.
+type ToolResultKey = Option<Arc<Value>>;
 
 /// The incremental surface fold. Cheap to clone (no event payloads), so a consumer can snapshot it, and
 /// serialisable (see the module doc), so it can store it.
@@ -442,8 +444,8 @@ fn check_provenance(event: EventRef<'_>, seq: u64, shadowed: &[u64]) -> Result<(
 fn tool_result_key_of(event: EventRef<'_>) -> ToolResultKey {
     let data = event.data();
     match data.message_facts(event.kind()).map(|f| &f.closing) {
-        Some(Closing::ToolResult { key, .. }) => Some(key.clone()),
-        _ => tool_result_key(data),
+        Some(Closing::ToolResult { key, .. }) => Some(Arc::clone(key)),
+        _ => tool_result_key(data).map(Arc::new),
     }
 }
 
@@ -455,7 +457,7 @@ fn tool_result_key_of(event: EventRef<'_>) -> ToolResultKey {
 /// fails the rule. A first block that is not an object spreads to nothing in JavaScript (`{content:
 /// null}`), except strings and arrays, which spread into indexed keys; those also give `None` here.
 /// Message validation (spec §1.7 step 4) rejects all of these before a log reaches the fold.
-pub(crate) fn tool_result_key(data: &Value) -> ToolResultKey {
+pub(crate) fn tool_result_key(data: &Value) -> Option<Value> {
     let data = data.as_object()?;
     let message = data.get("message")?.as_object()?;
     let blocks = message.get("content")?.as_array()?;
@@ -497,7 +499,7 @@ struct FoldState {
     nodes: Vec<u64>,
     replacements: Vec<Replacement>,
     /// Sorted by seq, so equal folds serialise to equal bytes.
-    tool_results: Vec<(u64, ToolResultKey)>,
+    tool_results: Vec<(u64, Option<Value>)>,
 }
 
 /// A stored fold state whose parts disagree (see the module doc); the message names the first problem.
@@ -520,10 +522,13 @@ impl Serialize for SurfaceFold {
             labels: String,
             nodes: &'a [u64],
             replacements: &'a [Replacement],
-            tool_results: Vec<(u64, &'a ToolResultKey)>,
+            tool_results: Vec<(u64, Option<&'a Value>)>,
         }
-        let mut tool_results: Vec<(u64, &ToolResultKey)> =
-            self.tool_results.iter().map(|(&k, v)| (k, v)).collect();
+        let mut tool_results: Vec<(u64, Option<&Value>)> = self
+            .tool_results
+            .iter()
+            .map(|(&k, v)| (k, v.as_deref()))
+            .collect();
         tool_results.sort_unstable_by_key(|&(seq, _)| seq);
         StateRef {
             labels: self.labels.iter().copied().map(label_code).collect(),
@@ -605,7 +610,7 @@ impl TryFrom<FoldState> for SurfaceFold {
         }
         let mut tool_results = HashMap::with_capacity(state.tool_results.len());
         for (seq, key) in state.tool_results {
-            if !on_surface.contains(&seq) || tool_results.insert(seq, key).is_some() {
+            if !on_surface.contains(&seq) || tool_results.insert(seq, key.map(Arc::new)).is_some() {
                 return bad(format!(
                     "tool result key of seq {seq} is not for a current surface node, or is listed twice"
                 ));

@@ -364,7 +364,7 @@ fn check_line(line: &str) -> bool {
     assert_eq!(fold_of(&fresh), fold_of(&general), "{line}");
     if let Closing::ToolResult { key, .. } = &facts.closing {
         assert_eq!(
-            Some(key),
+            Some(&**key),
             crate::surface::fold::tool_result_key(&general.data).as_ref(),
             "{line}"
         );
