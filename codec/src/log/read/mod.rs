@@ -493,6 +493,25 @@ impl LogReader {
                         reader.consume(skipped);
                     }
                 }
+                // A line whole in the read buffer (nearly every line) is parsed where it lies.
+                match reader.fill_buf() {
+                    Ok(buf) => {
+                        let window = buf.get(..cap.saturating_add(1)).unwrap_or(buf);
+                        if let Some(lf) = memchr::memchr(b'\n', window) {
+                            let whole = window.get(..=lf).unwrap_or_default();
+                            let committed = self.scanner.committed();
+                            let fed = self.scanner.feed(whole, &mut self.pending);
+                            if fed.is_ok() && self.scanner.committed() != committed {
+                                self.track.window.push(whole);
+                            }
+                            reader.consume(lf + 1);
+                            fed?;
+                            return Ok(true);
+                        }
+                    }
+                    Err(e) if e.kind() == io::ErrorKind::Interrupted => {}
+                    Err(e) => return Err(io(e)),
+                }
                 match read_line_capped(reader, line, *cap).map_err(io)? {
                     RawLine::Eof => Ok(false),
                     RawLine::Fragment => {
@@ -1050,6 +1069,47 @@ mod tests {
             seqs.push(event.unwrap().seq());
         }
         assert_eq!(seqs, (0..2_000).collect::<Vec<u64>>());
+    }
+
+    /// A source that hands out a few bytes per read, so lines reach the reader in pieces.
+    struct Trickle(Cursor<Vec<u8>>, usize);
+
+    impl Read for Trickle {
+        fn read(&mut self, buf: &mut [u8]) -> io::Result<usize> {
+            self.1 = self.1 % 7 + 1;
+            let n = buf.len().min(self.1);
+            self.0.read(&mut buf[..n])
+        }
+    }
+
+    /// Lines are parsed where they lie in the read buffer when whole there, and copied out first when a
+    /// read ends inside them: either way the same events, torn tail and checkpoint.
+    #[test]
+    fn lines_whole_in_the_read_buffer_or_split_across_reads_read_the_same() {
+        let mut text = format!("{HEADER}\n{}", ev(0, "turn/start"));
+        for seq in 1..40 {
+            text.push_str(&ev(seq, "session/title"));
+        }
+        text.push_str("{\"type\":\"tur");
+        let whole = LogReader::from_bytes(
+            text.clone().into_bytes(),
+            Path::new("t"),
+            &Default::default(),
+        )
+        .unwrap();
+        let split = LogReader::from_reader(
+            Trickle(Cursor::new(text.into_bytes()), 0),
+            Path::new("t"),
+            &Default::default(),
+        )
+        .unwrap();
+        let (mut whole, mut split) = (whole, split);
+        let a: Vec<Event> = whole.by_ref().map(Result::unwrap).collect();
+        let b: Vec<Event> = split.by_ref().map(Result::unwrap).collect();
+        assert_eq!(a, b);
+        assert_eq!(a.len(), 41, "40 stored events and the closing turn end");
+        assert_eq!(whole.torn_tail(), split.torn_tail());
+        assert_eq!(whole.checkpoint(), split.checkpoint());
     }
 
     fn read(
