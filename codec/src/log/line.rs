@@ -16,7 +16,7 @@
 
 use std::fmt;
 
-use serde::de::{self, DeserializeSeed, Deserializer, MapAccess, SeqAccess, Visitor};
+use serde::de::{self, DeserializeSeed, Deserializer, MapAccess, Visitor};
 use serde_json::value::RawValue;
 use serde_json::{Map, Number, Value};
 
@@ -135,7 +135,7 @@ impl<'de> Visitor<'de> for LineVisitor<'_> {
         let kind: Value = map.next_value()?;
         let tag = kind.as_str().unwrap_or_default();
         if let Some(row) = RowKind::from_tag(tag) {
-            return read_row(row, map, self.line.len());
+            return read_row(row, map);
         }
         let mode = if let Some(message) = MessageKind::of(tag) {
             Mode::Message(message)
@@ -200,18 +200,14 @@ fn read_value<'de, A: MapAccess<'de>>(kind: Value, mut map: A) -> Result<Parsed,
 }
 
 /// The rest of a packed row: exactly `seq0`, `time0` and `data` besides its `type`, once each.
-fn read_row<'de, A: MapAccess<'de>>(
-    kind: RowKind,
-    mut map: A,
-    line_len: usize,
-) -> Result<Parsed, A::Error> {
+fn read_row<'de, A: MapAccess<'de>>(kind: RowKind, mut map: A) -> Result<Parsed, A::Error> {
     let (mut seq0, mut time0, mut data) = (None, None, None);
     while let Some(key) = map.next_key_seed(LineKeySeed)? {
         match key {
             LineKey::Seq0 if seq0.is_none() => seq0 = Some(map.next_value::<Value>()?),
             LineKey::Time0 if time0.is_none() => time0 = Some(map.next_value::<Value>()?),
             LineKey::Known(EnvelopeKey::Data) if data.is_none() => {
-                data = Some(map.next_value_seed(RowDataSeed { kind, line_len })?)
+                data = Some(map.next_value_seed(RowDataSeed { kind })?)
             }
             _ => return Err(not_typed()),
         }
@@ -289,13 +285,11 @@ struct RowData {
     texts: RowTexts,
 }
 
-/// Parses a packed row's `data` straight into its fields: no map, no key strings, no `Value` per text,
-/// and the texts in one buffer. Any other shape (a missing, repeated or unknown key, a value of another
+/// Parses a packed row's `data` straight into its fields: no map, no key strings, no `Value` per text
+/// or gap (both arrays kept as their JSON text and scanned). Any other shape (a missing, repeated or unknown key, a value of another
 /// type, a gap that is not an integer) is [`not_typed`].
 struct RowDataSeed {
     kind: RowKind,
-    /// The line's length: a bound on its texts' length.
-    line_len: usize,
 }
 
 impl<'de> DeserializeSeed<'de> for RowDataSeed {
@@ -330,16 +324,15 @@ impl<'de> Visitor<'de> for RowDataSeed {
                 (RowKey::Turn, _) => once(&mut turn, map.next_value()?)?,
                 (RowKey::Step, _) => once(&mut step, map.next_value()?)?,
                 (RowKey::Index, _) => once(&mut index, map.next_value()?)?,
-                (RowKey::Dt, _) => once(&mut dt, map.next_value_seed(GapsSeed)?)?,
+                // Both arrays are read as their JSON text (no value per element) and scanned.
+                (RowKey::Dt, _) => {
+                    let raw: &'de RawValue = map.next_value()?;
+                    once(&mut dt, scan_gaps(raw.get()).ok_or_else(not_typed)?)?
+                }
                 (RowKey::Texts, RowKind::Text | RowKind::Reasoning)
                 | (RowKey::Args, RowKind::ToolCall) => {
-                    // DSH writes `dt` first, which tells how many texts follow.
-                    let count = dt.as_ref().map_or(16, |dt: &Vec<i64>| dt.len() + 1);
-                    let texts_seed = TextsSeed {
-                        bytes: self.line_len,
-                        count,
-                    };
-                    once(&mut texts, map.next_value_seed(texts_seed)?)?
+                    let raw: &'de RawValue = map.next_value()?;
+                    once(&mut texts, RowTexts::scan(raw.get()).ok_or_else(not_typed)?)?
                 }
                 (RowKey::Id, RowKind::ToolCall) => once(&mut id, map.next_value()?)?,
                 (RowKey::Name, RowKind::ToolCall) => once(&mut name, map.next_value()?)?,
@@ -366,89 +359,64 @@ impl<'de> Visitor<'de> for RowDataSeed {
     }
 }
 
-/// A row's `texts` or `args`: strings only, into one buffer sized by `bytes` (a bound: the line's
-/// length) for about `count` texts.
-struct TextsSeed {
-    bytes: usize,
-    count: usize,
-}
-
-impl<'de> DeserializeSeed<'de> for TextsSeed {
-    type Value = RowTexts;
-
-    fn deserialize<D: Deserializer<'de>>(self, deserializer: D) -> Result<RowTexts, D::Error> {
-        deserializer.deserialize_seq(self)
+/// A row's `dt`, as its line holds it (JSON the line's parse accepted): the gaps if every one is a safe
+/// integer written as an integer. `None` for anything else (`1.0` or `-0`, which JavaScript reads as
+/// integers too, a gap out of range, another element), which the general parse reads and words.
+fn scan_gaps(array: &str) -> Option<Vec<i64>> {
+    let bytes = array.as_bytes();
+    let mut gaps = Vec::with_capacity(bytes.len() / 2);
+    let mut at = skip_ws(bytes, 0);
+    if bytes.get(at) != Some(&b'[') {
+        return None;
     }
-}
-
-impl<'de> Visitor<'de> for TextsSeed {
-    type Value = RowTexts;
-
-    fn expecting(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
-        f.write_str("an array of strings")
+    at = skip_ws(bytes, at + 1);
+    if bytes.get(at) == Some(&b']') {
+        return Some(gaps);
     }
-
-    fn visit_seq<A: SeqAccess<'de>>(self, mut seq: A) -> Result<RowTexts, A::Error> {
-        let mut texts = RowTexts::with_capacity(self.bytes, self.count);
-        while seq.next_element_seed(TextSeed(&mut texts))?.is_some() {}
-        Ok(texts)
-    }
-}
-
-/// One text of a row, pushed as it is read (an escaped one from the parser's scratch, never copied
-/// twice).
-struct TextSeed<'t>(&'t mut RowTexts);
-
-impl<'de> DeserializeSeed<'de> for TextSeed<'_> {
-    type Value = ();
-
-    fn deserialize<D: Deserializer<'de>>(self, deserializer: D) -> Result<(), D::Error> {
-        deserializer.deserialize_str(self)
-    }
-}
-
-impl Visitor<'_> for TextSeed<'_> {
-    type Value = ();
-
-    fn expecting(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
-        f.write_str("a string")
-    }
-
-    fn visit_str<E: de::Error>(self, text: &str) -> Result<(), E> {
-        self.0.push(text);
-        Ok(())
-    }
-}
-
-/// A row's `dt`: safe integers written as integers; anything else (`1.0`, which JavaScript reads as an
-/// integer too, a gap out of range) is left to the general parse, whose checks word the refusal.
-struct GapsSeed;
-
-impl<'de> DeserializeSeed<'de> for GapsSeed {
-    type Value = Vec<i64>;
-
-    fn deserialize<D: Deserializer<'de>>(self, deserializer: D) -> Result<Vec<i64>, D::Error> {
-        deserializer.deserialize_seq(self)
-    }
-}
-
-impl<'de> Visitor<'de> for GapsSeed {
-    type Value = Vec<i64>;
-
-    fn expecting(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
-        f.write_str("an array of integers")
-    }
-
-    fn visit_seq<A: SeqAccess<'de>>(self, mut seq: A) -> Result<Vec<i64>, A::Error> {
-        let mut gaps = Vec::with_capacity(32);
-        while let Some(gap) = seq.next_element::<i64>()? {
-            if !is_safe_i64(gap) {
-                return Err(not_typed());
-            }
-            gaps.push(gap);
+    loop {
+        let negative = bytes.get(at) == Some(&b'-');
+        if negative {
+            at += 1;
         }
-        Ok(gaps)
+        let digits = bytes
+            .get(at..)?
+            .iter()
+            .take_while(|b| b.is_ascii_digit())
+            .count();
+        // At most 16 digits: within i64, and past that no safe integer anyway.
+        if digits == 0 || digits > 16 {
+            return None;
+        }
+        let mut gap: i64 = 0;
+        for &digit in bytes.get(at..at + digits)? {
+            gap = gap * 10 + i64::from(digit - b'0');
+        }
+        at += digits;
+        if negative {
+            if gap == 0 {
+                return None;
+            }
+            gap = -gap;
+        }
+        if !is_safe_i64(gap) || matches!(bytes.get(at), Some(b'.' | b'e' | b'E')) {
+            return None;
+        }
+        gaps.push(gap);
+        at = skip_ws(bytes, at);
+        match bytes.get(at) {
+            Some(b',') => at = skip_ws(bytes, at + 1),
+            Some(b']') => return Some(gaps),
+            _ => return None,
+        }
     }
+}
+
+/// Past JSON whitespace from `at`.
+fn skip_ws(bytes: &[u8], mut at: usize) -> usize {
+    while matches!(bytes.get(at), Some(b' ' | b'\t' | b'\n' | b'\r')) {
+        at += 1;
+    }
+    at
 }
 
 #[cfg(test)]
@@ -494,6 +462,45 @@ mod tests {
                 "{line}"
             );
         }
+    }
+
+    /// The gaps the scan takes are the safe integers a `Value` parse reads, each as that integer.
+    #[test]
+    fn gaps_written_as_safe_integers_are_scanned_and_any_other_left_to_the_general_parse() {
+        for json in [
+            "[]",
+            " [ 1 , -2,0,\t9007199254740991 ] ",
+            "[-9007199254740991]",
+        ] {
+            let want: Vec<i64> = serde_json::from_str::<Vec<Value>>(json)
+                .unwrap()
+                .iter()
+                .map(|v| crate::json::safe_int(v).unwrap())
+                .collect();
+            assert_eq!(scan_gaps(json), Some(want), "{json}");
+        }
+        for json in [
+            "[1.0]",
+            "[-0]",
+            "[1e2]",
+            "[9007199254740992]",
+            "[12345678901234567890]",
+            "[\"1\"]",
+            "[null]",
+            "{}",
+        ] {
+            assert_eq!(scan_gaps(json), None, "{json}");
+        }
+    }
+
+    /// A lone surrogate escape in a row's texts is for the general parse, which reads it as U+FFFD.
+    #[test]
+    fn a_row_text_with_a_lone_surrogate_is_read_the_general_way() {
+        let line = r#"{"type":"text-chunks","seq0":0,"time0":0,"data":{"turn":1,"step":1,"index":0,"dt":[0],"texts":["a\ud800","b"]}}"#;
+        let Parsed::Value(value) = parse_line(line.as_bytes()).unwrap() else {
+            panic!("the general parse")
+        };
+        assert_eq!(value["data"]["texts"][0], "a\u{FFFD}");
     }
 
     #[test]

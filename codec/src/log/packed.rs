@@ -173,10 +173,10 @@ pub(crate) fn expand_row_parts(row: Map<String, Value>) -> Result<Arc<Row>, Stri
     else {
         return Err("packed row turn, step and index must be numbers".into());
     };
-    let mut texts = RowTexts::default();
+    let mut strings = Vec::with_capacity(payload.len());
     for text in &payload {
         match text {
-            Value::String(text) => texts.push(text),
+            Value::String(text) => strings.push(text.as_str()),
             _ => {
                 return Err(format!(
                     "packed row {} holds a non-string",
@@ -185,6 +185,7 @@ pub(crate) fn expand_row_parts(row: Map<String, Value>) -> Result<Arc<Row>, Stri
             }
         }
     }
+    let texts = RowTexts::of_strings(strings);
     members(RowFields {
         kind,
         seq0,

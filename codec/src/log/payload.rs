@@ -316,10 +316,7 @@ mod tests {
     use serde_json::json;
 
     fn delta(kind: RowKind, name: Option<&str>, texts: &[&str], k: usize) -> ChunkDelta {
-        let mut all = RowTexts::default();
-        for text in texts {
-            all.push(text);
-        }
+        let all = RowTexts::of_strings(texts.iter().copied());
         let row = Row {
             kind,
             turn: 1.into(),

@@ -9,6 +9,7 @@
 //! `data` is built from the row only if something asks for it ([`Member::data`], then
 //! [`super::payload::Payload`]'s own laziness).
 
+use std::borrow::Cow;
 use std::sync::{Arc, OnceLock};
 
 use serde_json::{Map, Number, Value};
@@ -17,46 +18,163 @@ use super::event::Event;
 use super::packed::RowKind;
 use super::payload::{ChunkDelta, Payload};
 
-/// A row's member texts (`texts` or `args`), one after another in one string.
+/// A row's member texts (`texts` or `args`) as JSON: the array's text and where each string lies in
+/// it. A text is decoded only when a member's data is built, which no consumer of a read does for
+/// most members; the strings were checked when the row was read (see [`RowTexts::scan`]), so decoding
+/// cannot fail.
 #[derive(Debug, Clone, Default, PartialEq, Eq)]
 pub(crate) struct RowTexts {
-    buf: String,
-    /// Where each text ends in `buf`.
-    ends: Vec<usize>,
+    json: String,
+    spans: Vec<Span>,
+}
+
+/// One string of [`RowTexts`]: its bytes between the quotes, and whether they hold an escape.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+struct Span {
+    start: u32,
+    end: u32,
+    escaped: bool,
 }
 
 impl RowTexts {
-    /// Texts of at most `bytes` bytes in all (a bound, such as the length of the line they are read
-    /// from), about `count` of them.
-    pub(crate) fn with_capacity(bytes: usize, count: usize) -> Self {
-        Self {
-            buf: String::with_capacity(bytes),
-            ends: Vec::with_capacity(count),
+    /// The texts of a row's `texts` or `args` array as its line holds it (JSON the line's parse
+    /// accepted), if it is an array of strings a `Value` parse reads: `None` for any other element,
+    /// or a lone surrogate escape (which the general parse reads its own way).
+    pub(crate) fn scan(array: &str) -> Option<Self> {
+        let bytes = array.as_bytes();
+        u32::try_from(bytes.len()).ok()?;
+        let mut spans = Vec::new();
+        let mut at = skip_ws(bytes, 0);
+        if bytes.get(at) != Some(&b'[') {
+            return None;
         }
+        at = skip_ws(bytes, at + 1);
+        if bytes.get(at) != Some(&b']') {
+            loop {
+                if bytes.get(at) != Some(&b'"') {
+                    return None;
+                }
+                let start = at + 1;
+                let (end, escaped) = string_end(bytes, start)?;
+                spans.push(Span {
+                    start: start as u32,
+                    end: end as u32,
+                    escaped,
+                });
+                at = skip_ws(bytes, end + 1);
+                match bytes.get(at) {
+                    Some(b',') => at = skip_ws(bytes, at + 1),
+                    Some(b']') => break,
+                    _ => return None,
+                }
+            }
+        }
+        Some(Self {
+            json: array.to_owned(),
+            spans,
+        })
     }
 
-    pub(crate) fn push(&mut self, text: &str) {
-        self.buf.push_str(text);
-        self.ends.push(self.buf.len());
+    /// The texts of decoded strings (a row the general parse read).
+    pub(crate) fn of_strings<'a>(texts: impl IntoIterator<Item = &'a str>) -> Self {
+        let mut json = String::from("[");
+        let mut spans = Vec::new();
+        for text in texts {
+            if spans.is_empty() {
+                json.push('"');
+            } else {
+                json.push_str(",\"");
+            }
+            let start = json.len();
+            // serde_json writes the string and reads it back the same; `to_string` of a `&str`
+            // cannot fail.
+            let quoted = serde_json::to_string(text).unwrap_or_default();
+            json.push_str(
+                quoted
+                    .get(1..quoted.len().saturating_sub(1))
+                    .unwrap_or_default(),
+            );
+            spans.push(Span {
+                start: start as u32,
+                end: json.len() as u32,
+                escaped: quoted.len() != text.len() + 2,
+            });
+            json.push('"');
+        }
+        json.push(']');
+        Self { json, spans }
     }
 
     pub(crate) fn len(&self) -> usize {
-        self.ends.len()
+        self.spans.len()
     }
 
     pub(crate) fn is_empty(&self) -> bool {
-        self.ends.is_empty()
+        self.spans.is_empty()
     }
 
     /// The text of member `k` (empty past the end).
-    pub(crate) fn get(&self, k: usize) -> &str {
-        let start = match k.checked_sub(1) {
-            Some(before) => self.ends.get(before).copied().unwrap_or(0),
-            None => 0,
+    pub(crate) fn get(&self, k: usize) -> Cow<'_, str> {
+        let Some(span) = self.spans.get(k) else {
+            return Cow::Borrowed("");
         };
-        let end = self.ends.get(k).copied().unwrap_or(start);
-        self.buf.get(start..end).unwrap_or_default()
+        let (start, end) = (span.start as usize, span.end as usize);
+        if !span.escaped {
+            return Cow::Borrowed(self.json.get(start..end).unwrap_or_default());
+        }
+        // With its quotes: the string as JSON.
+        let quoted = self
+            .json
+            .get(start.saturating_sub(1)..end + 1)
+            .unwrap_or_default();
+        Cow::Owned(serde_json::from_str::<String>(quoted).unwrap_or_default())
     }
+}
+
+/// Past JSON whitespace from `at`.
+fn skip_ws(bytes: &[u8], mut at: usize) -> usize {
+    while matches!(bytes.get(at), Some(b' ' | b'\t' | b'\n' | b'\r')) {
+        at += 1;
+    }
+    at
+}
+
+/// The closing quote of the string whose text starts at `at`, and whether the string holds an
+/// escape. `None` for a surrogate escape serde_json's string parse refuses: a low one alone, or a high
+/// one not followed by a low one. The rest of the syntax the line's parse checked.
+fn string_end(bytes: &[u8], mut at: usize) -> Option<(usize, bool)> {
+    let mut escaped = false;
+    loop {
+        at += memchr::memchr2(b'"', b'\\', bytes.get(at..)?)?;
+        if bytes.get(at) == Some(&b'"') {
+            return Some((at, escaped));
+        }
+        escaped = true;
+        if bytes.get(at + 1) != Some(&b'u') {
+            at += 2;
+            continue;
+        }
+        let unit = hex4(bytes, at + 2)?;
+        at += 6;
+        if (0xDC00..0xE000).contains(&unit) {
+            return None;
+        }
+        if (0xD800..0xDC00).contains(&unit) {
+            if bytes.get(at..at + 2) != Some(b"\\u") {
+                return None;
+            }
+            let low = hex4(bytes, at + 2)?;
+            if !(0xDC00..0xE000).contains(&low) {
+                return None;
+            }
+            at += 6;
+        }
+    }
+}
+
+fn hex4(bytes: &[u8], at: usize) -> Option<u16> {
+    let digits = std::str::from_utf8(bytes.get(at..at + 4)?).ok()?;
+    u16::from_str_radix(digits, 16).ok()
 }
 
 /// A packed row whose every rule held (see [`super::packed`]): what its members share and each one's
@@ -88,7 +206,7 @@ impl Row {
     /// Member `k`'s `data` as the row expands it, keys in DSH's order: `{turn, step, chunk: {type,
     /// index, …}}`.
     pub(crate) fn member_data(&self, k: usize) -> Value {
-        let text = Value::String(self.texts.get(k).to_owned());
+        let text = Value::String(self.texts.get(k).into_owned());
         let mut chunk = Map::with_capacity(5);
         chunk.insert("type".into(), self.kind.delta_type().into());
         chunk.insert("index".into(), Value::Number(self.index.clone()));
@@ -217,10 +335,6 @@ mod tests {
     use super::*;
 
     fn row(texts: &[&str], dt: Vec<i64>) -> Arc<Row> {
-        let mut all = RowTexts::default();
-        for text in texts {
-            all.push(text);
-        }
         Arc::new(Row {
             kind: RowKind::Text,
             turn: 1.into(),
@@ -231,19 +345,55 @@ mod tests {
             seq0: 7,
             time0: 100,
             dt,
-            texts: all,
+            texts: RowTexts::of_strings(texts.iter().copied()),
         })
     }
 
     #[test]
-    fn texts_in_one_buffer_give_each_member_its_own() {
-        let mut texts = RowTexts::default();
-        for text in ["he", "", "llo", "é"] {
-            texts.push(text);
-        }
-        let got: Vec<&str> = (0..5).map(|k| texts.get(k)).collect();
-        assert_eq!(got, ["he", "", "llo", "é", ""]);
+    fn texts_kept_as_json_give_each_member_its_own_decoded() {
+        let json = r#" [ "he", "" ,"l\"l\u00e9\n","😀\ud83d\ude00\\u"]"#;
+        let texts = RowTexts::scan(json).unwrap();
+        let got: Vec<String> = (0..5).map(|k| texts.get(k).into_owned()).collect();
+        let want: Vec<String> = serde_json::from_str(json).unwrap();
+        assert_eq!(&got[..4], &want[..]);
+        assert_eq!(got[4], "");
         assert_eq!(texts.len(), 4);
+        assert_eq!(
+            RowTexts::of_strings(want.iter().map(String::as_str)).len(),
+            4
+        );
+        for (k, text) in want.iter().enumerate() {
+            assert_eq!(
+                RowTexts::of_strings(want.iter().map(String::as_str)).get(k),
+                *text
+            );
+        }
+        assert!(RowTexts::scan("[]").unwrap().is_empty());
+    }
+
+    /// What serde_json's string parse refuses, or any element but a string, the scan refuses too.
+    #[test]
+    fn the_scan_refuses_what_a_value_parse_refuses_and_non_strings() {
+        for json in [
+            r#"["\ud800"]"#,
+            r#"["\udc00"]"#,
+            r#"["\ud800\u0041"]"#,
+            r#"["\ud800x"]"#,
+            r#"["a",1]"#,
+            r#"[null]"#,
+            r#"["a",["b"]]"#,
+            r#"{"a":"b"}"#,
+        ] {
+            assert!(RowTexts::scan(json).is_none(), "{json}");
+        }
+        for json in [r#"["\\ud800"]"#, r#"["\ud83d\ude00"]"#, r#"[ "a" , "b" ]"#] {
+            let want: Vec<String> = serde_json::from_str(json).unwrap();
+            let texts = RowTexts::scan(json).unwrap();
+            let got: Vec<String> = (0..texts.len())
+                .map(|k| texts.get(k).into_owned())
+                .collect();
+            assert_eq!(got, want, "{json}");
+        }
     }
 
     #[test]

@@ -28,11 +28,9 @@ use crate::json::parse_lossy;
 #[allow(clippy::large_enum_variant)]
 #[derive(Debug)]
 pub enum Scanned {
-    /// An envelope of a type the checks of spec §1.7 steps 2–5 never look at (chunks, steps, …), or a
-    /// member of a packed row; only the envelope rules remain to check.
+    /// An envelope of a type the checks of spec §1.7 steps 2–5 never look at (chunks, steps, …); only
+    /// the envelope rules remain to check.
     Plain(EnvelopeParts),
-    /// A member of a packed row, checked whole by its row: nothing remains to check.
-    Chunk(Member),
     /// A message event whose `data` its line's parse read typed and checked (spec §1.7 steps 2–5, see
     /// [`super::message`]); the envelope rules remain to check.
     Message(EnvelopeParts),
@@ -54,7 +52,7 @@ impl Accepted {
     fn kind(&self) -> Option<&str> {
         match self {
             Self::One(Scanned::Plain(parts) | Scanned::Message(parts)) => parts.kind(),
-            Self::One(Scanned::Chunk(_)) | Self::Row(_) => Some(Member::KIND),
+            Self::Row(_) => Some(Member::KIND),
             Self::One(Scanned::Value(v)) => v.get("type").and_then(Value::as_str),
         }
     }
@@ -72,7 +70,7 @@ impl Accepted {
         match self {
             Self::One(Scanned::Plain(parts) | Scanned::Message(parts)) => parts.seq(),
             Self::One(Scanned::Value(v)) => v.get("seq"),
-            Self::One(Scanned::Chunk(_)) | Self::Row(_) => None,
+            Self::Row(_) => None,
         }
     }
 
@@ -80,7 +78,6 @@ impl Accepted {
     /// members are consecutive from its first).
     fn seq_is(&self, expected: u64) -> bool {
         match self {
-            Self::One(Scanned::Chunk(member)) => member.seq == expected,
             Self::Row(row) => row.seq0() == expected,
             _ => self
                 .first_seq()
@@ -91,7 +88,6 @@ impl Accepted {
     /// The first event's `seq` as the gap message shows it.
     fn seq_text(&self) -> String {
         match self {
-            Self::One(Scanned::Chunk(member)) => member.seq.to_string(),
             Self::Row(row) => row.seq0().to_string(),
             Self::One(Scanned::Value(Value::Null)) => "null".to_owned(),
             Self::One(Scanned::Value(v)) if !v.is_object() => {
@@ -108,7 +104,6 @@ impl Accepted {
     pub fn into_values(self) -> Vec<Value> {
         match self {
             Self::One(Scanned::Plain(parts) | Scanned::Message(parts)) => vec![parts.into_value()],
-            Self::One(Scanned::Chunk(member)) => vec![member.into_event().to_value()],
             Self::One(Scanned::Value(v)) => vec![v],
             Self::Row(mut row) => std::iter::from_fn(|| row.next_member())
                 .map(|member| member.into_event().to_value())

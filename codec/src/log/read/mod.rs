@@ -424,10 +424,6 @@ impl LogReader {
                 self.closers.observe(&event);
                 return Ok(Item::Event(event));
             }
-            Scanned::Chunk(member) => {
-                self.closers.observe_ref(EventRef::Chunk(ChunkRef(&member)));
-                return Ok(Item::Chunk(member));
-            }
 
             // Steps 2–5 passed in the line's parse, with no upgrade to apply: the upgrader only
             // records the message id, as it does for every message event, and the envelope remains.
@@ -620,7 +616,10 @@ impl Iterator for LogReader {
     type Item = Result<Event, LogError>;
 
     fn next(&mut self) -> Option<Self::Item> {
-        Some(self.next_item()?.map(Item::into_event))
+        match self.next_item()? {
+            Ok(()) => self.current.take().map(|item| Ok(item.into_event())),
+            Err(e) => Some(Err(e)),
+        }
     }
 }
 
@@ -657,73 +656,86 @@ impl LogReader {
     /// never pays for an owned event per chunk delta.
     pub fn next_ref(&mut self) -> Option<Result<EventRef<'_>, LogError>> {
         match self.next_item()? {
-            Ok(item) => Some(Ok(self.current.insert(item).as_ref())),
+            Ok(()) => self.current.as_ref().map(|item| Ok(item.as_ref())),
             Err(e) => Some(Err(e)),
         }
     }
 
-    /// The next event the scanner accepted: a packed row's members are taken from it one at a time.
-    fn next_pending(&mut self) -> Option<Scanned> {
-        loop {
-            match self.pending.front_mut()? {
-                Accepted::Row(row) => {
-                    let member = row.next_member();
-                    if row.is_done() {
-                        self.pending.pop_front();
-                    }
-                    // A checked row has at least one member; an empty one is passed over.
-                    if let Some(member) = member {
-                        return Some(Scanned::Chunk(member));
-                    }
-                }
-                Accepted::One(_) => match self.pending.pop_front() {
-                    Some(Accepted::One(scanned)) => return Some(scanned),
-                    _ => return None,
-                },
-            }
-        }
-    }
-
-    fn next_item(&mut self) -> Option<Result<Item, LogError>> {
+    /// Puts the next event in `current` (an error leaves it as it was).
+    fn next_item(&mut self) -> Option<Result<(), LogError>> {
         loop {
             match &mut self.phase {
                 Phase::Done => return None,
                 Phase::Closers(closers) => match closers.next() {
-                    Some(event) => return Some(Ok(Item::Event(event))),
+                    Some(event) => {
+                        self.current = Some(Item::Event(event));
+                        return Some(Ok(()));
+                    }
                     None => self.phase = Phase::Done,
                 },
-                Phase::Events => {
-                    if let Some(value) = self.next_pending() {
+                Phase::Events => match self.pending.front_mut() {
+                    // Most events: a packed row's member, which the row's checks covered. It goes
+                    // straight from the row to `current`, with only its seq and time observed.
+                    Some(Accepted::Row(row)) => {
+                        let Some(member) = row.next_member() else {
+                            self.pending.pop_front();
+                            continue;
+                        };
+                        if row.is_done() {
+                            self.pending.pop_front();
+                        }
+                        let seq = self.next_seq;
+                        self.next_seq = seq.saturating_add(1);
+                        if seq < self.track.skip_below {
+                            // Yielded before a resume: read again only because it shares a packed
+                            // row with what follows.
+                            continue;
+                        }
+                        self.closers.observe_ref(EventRef::Chunk(ChunkRef(&member)));
+                        self.current = Some(Item::Chunk(member));
+                        return Some(Ok(()));
+                    }
+                    Some(Accepted::One(_)) => {
+                        let Some(Accepted::One(scanned)) = self.pending.pop_front() else {
+                            continue;
+                        };
                         if self.next_seq < self.track.skip_below {
-                            // Yielded before a resume: decoded again only because it shares a packed
-                            // row or a zstd frame with what follows.
+                            // Yielded before a resume: decoded again only because it shares a zstd
+                            // frame with what follows.
                             self.next_seq = self.next_seq.saturating_add(1);
                             continue;
                         }
-                        let result = self.process(value);
-                        if result.is_err() {
-                            // Not yielded: a checkpoint taken now still ends before it.
-                            self.next_seq = self.next_seq.saturating_sub(1);
-                            self.phase = Phase::Done;
-                        }
-                        return Some(result);
+                        return Some(match self.process(scanned) {
+                            Ok(item) => {
+                                self.current = Some(item);
+                                Ok(())
+                            }
+                            Err(e) => {
+                                // Not yielded: a checkpoint taken now still ends before it.
+                                self.next_seq = self.next_seq.saturating_sub(1);
+                                self.phase = Phase::Done;
+                                Err(e)
+                            }
+                        });
                     }
-                    let step = self.advance().and_then(|more| {
-                        if more {
-                            Ok(None)
-                        } else {
-                            self.finish().map(Some)
-                        }
-                    });
-                    match step {
-                        Ok(None) => {}
-                        Ok(Some(closers)) => self.phase = Phase::Closers(closers.into_iter()),
-                        Err(e) => {
-                            self.phase = Phase::Done;
-                            return Some(Err(e.at_path(&self.path)));
+                    None => {
+                        let step = self.advance().and_then(|more| {
+                            if more {
+                                Ok(None)
+                            } else {
+                                self.finish().map(Some)
+                            }
+                        });
+                        match step {
+                            Ok(None) => {}
+                            Ok(Some(closers)) => self.phase = Phase::Closers(closers.into_iter()),
+                            Err(e) => {
+                                self.phase = Phase::Done;
+                                return Some(Err(e.at_path(&self.path)));
+                            }
                         }
                     }
-                }
+                },
             }
         }
     }
