@@ -23,24 +23,25 @@ use serde_json::{Map, Number, Value};
 use super::event::{EnvelopeKey, EnvelopeParts};
 use super::message::{DataSeed, MessageKind};
 use super::packed::{RowKind, TypedRow};
-use super::payload::{builds_as_value, is_lazy_kind, Payload};
+use super::payload::{is_lazy_kind, Payload};
 use super::row::RowTexts;
 use super::validate::is_plain_known;
-use crate::json::{is_safe_i64, parse_lossy};
+use crate::json::{is_safe_i64, parse_lossy, Skip};
 
 /// One parsed storage line.
-// `Plain` is the large variant and also the common one (most lines of a log), so boxing it would add an
-// allocation per event to save copying in the rare case.
-#[allow(clippy::large_enum_variant)]
+///
+/// The parts are boxed: a line's parse result is moved half a dozen times on its way to an event
+/// (out of the parser, into the reader's queue and out again), and one small allocation costs less
+/// than copying an envelope's worth of bytes each time.
 #[derive(Debug)]
 pub(crate) enum Parsed {
     /// An envelope of a type steps 2–5 of spec §1.7 never look at, not yet validated (§1.4).
-    Plain(EnvelopeParts),
+    Plain(Box<EnvelopeParts>),
     /// A packed chunk row whose shape the parse checked (see [`RowDataSeed`]).
-    Row(TypedRow),
+    Row(Box<TypedRow>),
     /// A message event whose `data` passed every check of spec §1.7 steps 2–5 as read (see
     /// [`super::message`]); its envelope is not yet validated (§1.4).
-    Message(EnvelopeParts),
+    Message(Box<EnvelopeParts>),
     /// Anything else, as `JSON.parse` would return it.
     Value(Value),
 }
@@ -146,7 +147,7 @@ impl<'de> Visitor<'de> for LineVisitor<'_> {
         } else {
             return read_value(kind, map);
         };
-        let mut parts = EnvelopeParts::default();
+        let mut parts = Box::<EnvelopeParts>::default();
         parts.set(EnvelopeKey::Type, kind);
         let mut seen = 1u8 << (EnvelopeKey::Type as u8);
         while let Some(key) = map.next_key_seed(LineKeySeed)? {
@@ -165,15 +166,11 @@ impl<'de> Visitor<'de> for LineVisitor<'_> {
                     let facts = map.next_value_seed(DataSeed(kind))?;
                     parts.set_data(Payload::message(self.line, facts));
                 }
+                // Checked as a `Value` parse checks it, in its place in the line, so the line can
+                // build it later without fail (and fails now where that parse fails).
                 (EnvelopeKey::Data, Mode::Lazy) => {
-                    let raw: Box<RawValue> = map.next_value()?;
-                    if builds_as_value(raw.get()) {
-                        parts.set_data(Payload::raw(raw));
-                    } else {
-                        // Built now, so that a value serde_json refuses fails the line as it always did.
-                        let value = serde_json::from_str(raw.get()).map_err(de::Error::custom)?;
-                        parts.set(EnvelopeKey::Data, value);
-                    }
+                    map.next_value::<Skip>()?;
+                    parts.set_data(Payload::line(self.line));
                 }
                 (key, _) => parts.set(key, map.next_value()?),
             }
@@ -215,7 +212,7 @@ fn read_row<'de, A: MapAccess<'de>>(kind: RowKind, mut map: A) -> Result<Parsed,
     let (Some(seq0), Some(time0), Some(data)) = (seq0, time0, data) else {
         return Err(not_typed());
     };
-    Ok(Parsed::Row(TypedRow {
+    Ok(Parsed::Row(Box::new(TypedRow {
         kind,
         seq0,
         time0,
@@ -226,7 +223,7 @@ fn read_row<'de, A: MapAccess<'de>>(kind: RowKind, mut map: A) -> Result<Parsed,
         name: data.name,
         dt: data.dt,
         texts: data.texts,
-    }))
+    })))
 }
 
 /// The keys a packed row's `data` may have, read without allocating.

@@ -4,9 +4,9 @@
 //! reads them; building a `serde_json::Value` (an insertion-ordered map and a key string per field, two
 //! levels deep) for each one was most of what a read cost. A [`Payload`] read from a packed chunk row holds
 //! the row and the member's index instead, and one read from a line of a type nothing on the read path
-//! looks into (a chunk line of its own, a step end, …, see [`is_lazy_kind`]) holds the line's `data`
-//! text (checked as JSON by the line's parse); either becomes the very `Value` the old read built
-//! the first time it is dereferenced (at most once; later looks share it). A message event read typed
+//! looks into (a chunk line of its own, a step end, …, see [`is_lazy_kind`]) holds the line, whose
+//! `data` its parse checked as a `Value` parse would ([`crate::json::Skip`]); either becomes the very
+//! `Value` the old read built the first time it is dereferenced (at most once; later looks share it). A message event read typed
 //! ([`super::message`]) holds its whole line and the facts its parse found, which the read path, the
 //! fold and extraction use instead of the `Value`. Everything else is held as a `Value` from the start.
 //! To its users a payload is a `Value`: it dereferences to one, compares with one, serialises as one,
@@ -17,13 +17,11 @@ use std::ops::{Deref, DerefMut};
 use std::sync::{Arc, OnceLock};
 
 use serde::{Serialize, Serializer};
-use serde_json::value::RawValue;
 use serde_json::Value;
 
 use super::message::MessageFacts;
 use super::row::Row;
 use super::validate::is_plain_known;
-use crate::json::parse_lossy;
 
 /// An event's `data`: a [`Value`], possibly not built yet (see the module doc). As large as a `Value`, so
 /// that events, which the read path moves several times, grow by nothing.
@@ -43,10 +41,10 @@ struct Lazy {
 #[derive(Clone)]
 enum Source {
     Chunk(ChunkDelta),
-    /// JSON text that [`builds_as_value`] accepted.
-    Raw(Box<RawValue>),
     /// A message event's line, read typed (boxed: the other sources are small, and most events).
     Message(Box<MessageLine>),
+    /// A line whose `data` its parse checked as a `Value` parse would ([`crate::json::Skip`]).
+    Line(Box<str>),
 }
 
 /// A message event's whole line, and what its typed parse found.
@@ -60,15 +58,15 @@ impl Source {
     fn to_value(&self) -> Value {
         match self {
             Self::Chunk(delta) => delta.to_value(),
-            // `builds_as_value` ruled out every way this could fail (the line's parse checked the syntax).
-            Self::Raw(raw) => parse_lossy(raw.get().as_bytes()).unwrap_or(Value::Null),
             Self::Message(message) => data_of_line(&message.line),
+            Self::Line(line) => data_of_line(line),
         }
     }
 }
 
-/// The `data` of a line the typed message parse accepted, as the general parse reads it. That parse
-/// checked the whole line as a `Value` parse would (see [`super::message`]), so this cannot fail.
+/// The `data` of a line the typed parse accepted, as the general parse reads it. That parse checked the
+/// whole line as a `Value` parse would (see [`super::message`], [`crate::json::Skip`]), so this cannot
+/// fail.
 fn data_of_line(line: &str) -> Value {
     match serde_json::from_str::<Value>(line) {
         Ok(Value::Object(mut envelope)) => envelope.remove("data").unwrap_or(Value::Null),
@@ -84,58 +82,6 @@ fn data_of_line(line: &str) -> Value {
 pub(crate) fn is_lazy_kind(kind: &str) -> bool {
     kind == "assistant/chunk"
         || is_plain_known(kind) && !matches!(kind, "step/start" | "tool/call" | "todo/write")
-}
-
-/// Whether `raw` (syntactically valid JSON) is sure to build into a `Value` later: nesting well within
-/// serde_json's depth limit and no number that could leave `f64`'s range (an exponent, or a very long
-/// run of digits). Conservative: anything else is built at once, failing where the old read failed.
-pub(crate) fn builds_as_value(raw: &str) -> bool {
-    const MAX_DEPTH: usize = 100;
-    const MAX_DIGITS: usize = 100;
-    let bytes = raw.as_bytes();
-    let mut depth = 0usize;
-    let mut digits = 0usize;
-    let mut at = 0;
-    while let Some(&b) = bytes.get(at) {
-        at += 1;
-        match b {
-            // Strings are most of the text and hold nothing either limit counts: jump to their end.
-            b'"' => {
-                digits = 0;
-                loop {
-                    let Some(k) = memchr::memchr2(b'"', b'\\', bytes.get(at..).unwrap_or_default())
-                    else {
-                        return true;
-                    };
-                    at += k + 1;
-                    if bytes.get(at - 1) == Some(&b'"') {
-                        break;
-                    }
-                    // An escape: skip the escaped byte (a `\u` escape's hex digits are not special).
-                    at += 1;
-                }
-                continue;
-            }
-            b'{' | b'[' => {
-                depth += 1;
-                if depth > MAX_DEPTH {
-                    return false;
-                }
-            }
-            b'}' | b']' => depth = depth.saturating_sub(1),
-            b'e' | b'E' if digits > 0 => return false,
-            _ => {}
-        }
-        if b.is_ascii_digit() || b == b'.' {
-            digits += 1;
-            if digits > MAX_DIGITS {
-                return false;
-            }
-        } else {
-            digits = 0;
-        }
-    }
-    true
 }
 
 /// One member of a packed chunk row (spec §1.6): the checked row it shares with the other members, and
@@ -165,9 +111,10 @@ impl Payload {
         Self::lazy(Source::Chunk(delta))
     }
 
-    /// A payload kept as its JSON text, which [`builds_as_value`] must have accepted.
-    pub(crate) fn raw(raw: Box<RawValue>) -> Self {
-        Self::lazy(Source::Raw(raw))
+    /// The `data` of `line`, kept as the line: its parse must have checked `data` as a `Value` parse
+    /// would ([`crate::json::Skip`]).
+    pub(crate) fn line(line: &str) -> Self {
+        Self::lazy(Source::Line(line.into()))
     }
 
     /// A message event's payload: its `line` (which the typed parse read, `data` included) and the
@@ -373,71 +320,15 @@ mod tests {
     }
 
     #[test]
-    fn raw_text_builds_as_the_value_a_parse_gives() {
-        let text = r#"{"b":[1,2.5,"x\"}"],"a":{"c":null}}"#;
-        assert!(builds_as_value(text));
-        let payload = Payload::raw(RawValue::from_string(text.to_owned()).unwrap());
+    fn a_line_builds_its_data_as_the_general_parse_reads_it() {
+        let line = r#"{"type":"step/end","seq":0,"time":0,"data":{"b":[1,2.5,"x\"}"],"a":{"c":null}},"x":1}"#;
+        let payload = Payload::line(line);
         assert!(!payload.is_built());
-        assert_eq!(payload, serde_json::from_str::<Value>(text).unwrap());
-        assert_eq!(payload.to_string(), text);
-    }
-
-    /// The byte-at-a-time scan the string skipping of [`builds_as_value`] must agree with.
-    fn builds_as_value_bytewise(raw: &str) -> bool {
-        let (mut depth, mut digits, mut in_string, mut escaped) = (0usize, 0usize, false, false);
-        for &b in raw.as_bytes() {
-            if in_string {
-                match (escaped, b) {
-                    (true, _) => escaped = false,
-                    (false, b'\\') => escaped = true,
-                    (false, b'"') => in_string = false,
-                    _ => {}
-                }
-                continue;
-            }
-            match b {
-                b'"' => in_string = true,
-                b'{' | b'[' => {
-                    depth += 1;
-                    if depth > 100 {
-                        return false;
-                    }
-                }
-                b'}' | b']' => depth = depth.saturating_sub(1),
-                b'e' | b'E' if digits > 0 => return false,
-                _ => {}
-            }
-            if b.is_ascii_digit() || b == b'.' {
-                digits += 1;
-                if digits > 100 {
-                    return false;
-                }
-            } else {
-                digits = 0;
-            }
-        }
-        true
-    }
-
-    proptest::proptest! {
-        #[test]
-        fn skipping_strings_decides_as_the_bytewise_scan(raw in r#"([\[\]{}"\\1e.,: a]{0,40}|[\[{"\\1.]{0,400})*"#) {
-            proptest::prop_assert_eq!(builds_as_value(&raw), builds_as_value_bytewise(&raw));
-        }
-    }
-
-    #[test]
-    fn text_a_value_might_refuse_is_not_kept_raw() {
-        for text in [
-            "1e400",
-            r#"{"a":[2E5]}"#,
-            &"9".repeat(400),
-            &format!("{}{}", "[".repeat(200), "]".repeat(200)),
-        ] {
-            assert!(!builds_as_value(text), "{text}");
-        }
-        for text in [r#""1e400""#, "[true,false,-0.5]", r#"{"e":"E"}"#] {
-            assert!(builds_as_value(text), "{text}");
-        }
+        let want: Value = serde_json::from_str(line).unwrap();
+        assert_eq!(payload, want["data"]);
+        assert_eq!(
+            payload.to_string(),
+            r#"{"b":[1,2.5,"x\"}"],"a":{"c":null}}"#
+        );
     }
 }

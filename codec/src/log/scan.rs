@@ -23,25 +23,22 @@ use super::packed;
 use super::row::{Member, RowCursor};
 use crate::json::parse_lossy;
 
-/// One event the scanner accepted, in the form the reader's pipeline takes next.
-// `Plain` is the large variant and the common one; see `line::Parsed`.
-#[allow(clippy::large_enum_variant)]
+/// One event the scanner accepted, in the form the reader's pipeline takes next (boxed parts: see
+/// `line::Parsed`).
 #[derive(Debug)]
 pub enum Scanned {
     /// An envelope of a type the checks of spec §1.7 steps 2–5 never look at (chunks, steps, …); only
     /// the envelope rules remain to check.
-    Plain(EnvelopeParts),
+    Plain(Box<EnvelopeParts>),
     /// A message event whose `data` its line's parse read typed and checked (spec §1.7 steps 2–5, see
     /// [`super::message`]); the envelope rules remain to check.
-    Message(EnvelopeParts),
+    Message(Box<EnvelopeParts>),
     /// Any other value, for the checked path.
     Value(Value),
 }
 
 /// What one line the scanner accepted holds: one event, or the members of a packed row, which the
 /// reader takes out one at a time.
-// `One` is the large variant and the common one; see `line::Parsed`.
-#[allow(clippy::large_enum_variant)]
 #[derive(Debug)]
 pub enum Accepted {
     One(Scanned),
@@ -173,7 +170,7 @@ impl LineScanner {
             Ok(Parsed::Row(row)) => {
                 // A refused row is read again the general way, so that the reason given is the one
                 // the row's checks give over the line as `JSON.parse` reads it.
-                let row = packed::expand_typed_row(row).or_else(|_| match parse_lossy(line) {
+                let row = packed::expand_typed_row(*row).or_else(|_| match parse_lossy(line) {
                     Ok(Value::Object(map)) => packed::expand_row_parts(map),
                     _ => Err("not a packed row".into()),
                 });
