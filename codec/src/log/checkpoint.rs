@@ -129,6 +129,10 @@ impl PrefixHasher {
     }
 
     pub(crate) fn extend(&mut self, bytes: &[u8]) {
+        if self.partial.capacity() == 0 {
+            // It fills up to a chunk; growing it there a line at a time would copy it over and over.
+            self.partial.reserve_exact(PREFIX_CHUNK);
+        }
         let mut rest = bytes;
         while self.partial.len() + rest.len() >= PREFIX_CHUNK {
             if self.before_partial.is_none() {

@@ -172,6 +172,12 @@ impl<'de> Visitor<'de> for LineVisitor<'_> {
                     map.next_value::<Skip>()?;
                     parts.set_data(Payload::line(self.line));
                 }
+                // A message lists every chunk it was streamed from: often dozens of seqs.
+                (EnvelopeKey::SourceEventSeqs, _) => {
+                    let raw: &'de RawValue = map.next_value()?;
+                    let seqs = scan_seqs(raw.get()).ok_or_else(not_typed)?;
+                    parts.set(key, seqs);
+                }
                 (key, _) => parts.set(key, map.next_value()?),
             }
         }
@@ -329,7 +335,10 @@ impl<'de> Visitor<'de> for RowDataSeed {
                 (RowKey::Texts, RowKind::Text | RowKind::Reasoning)
                 | (RowKey::Args, RowKind::ToolCall) => {
                     let raw: &'de RawValue = map.next_value()?;
-                    once(&mut texts, RowTexts::scan(raw.get()).ok_or_else(not_typed)?)?
+                    // DSH writes `dt` first, which tells how many texts follow.
+                    let count = dt.as_ref().map_or(16, |dt: &Vec<i64>| dt.len() + 1);
+                    let scanned = RowTexts::scan(raw.get(), count).ok_or_else(not_typed)?;
+                    once(&mut texts, scanned)?
                 }
                 (RowKey::Id, RowKind::ToolCall) => once(&mut id, map.next_value()?)?,
                 (RowKey::Name, RowKind::ToolCall) => once(&mut name, map.next_value()?)?,
@@ -403,6 +412,49 @@ fn scan_gaps(array: &str) -> Option<Vec<i64>> {
         match bytes.get(at) {
             Some(b',') => at = skip_ws(bytes, at + 1),
             Some(b']') => return Some(gaps),
+            _ => return None,
+        }
+    }
+}
+
+/// A `sourceEventSeqs` array as its line holds it (JSON the line's parse accepted), as the `Value` a
+/// parse gives, if it holds only integers of up to 15 digits written as such (each one a `u64` in the
+/// `Value`, as serde_json reads it). `None` for anything else (a negative or fractional number, another
+/// element, not an array), which the general parse reads and the fold words.
+fn scan_seqs(array: &str) -> Option<Value> {
+    let bytes = array.as_bytes();
+    let mut at = skip_ws(bytes, 0);
+    if bytes.get(at) != Some(&b'[') {
+        return None;
+    }
+    // Every element takes two bytes at least (a digit and a comma).
+    let mut seqs = Vec::with_capacity(bytes.len() / 2);
+    at = skip_ws(bytes, at + 1);
+    if bytes.get(at) == Some(&b']') {
+        return Some(Value::Array(seqs));
+    }
+    loop {
+        let digits = bytes
+            .get(at..)?
+            .iter()
+            .take_while(|b| b.is_ascii_digit())
+            .count();
+        if digits == 0 || digits > 15 {
+            return None;
+        }
+        let mut seq: u64 = 0;
+        for &digit in bytes.get(at..at + digits)? {
+            seq = seq * 10 + u64::from(digit - b'0');
+        }
+        at += digits;
+        if matches!(bytes.get(at), Some(b'.' | b'e' | b'E')) {
+            return None;
+        }
+        seqs.push(Value::from(seq));
+        at = skip_ws(bytes, at);
+        match bytes.get(at) {
+            Some(b',') => at = skip_ws(bytes, at + 1),
+            Some(b']') => return Some(Value::Array(seqs)),
             _ => return None,
         }
     }
@@ -487,6 +539,29 @@ mod tests {
             "{}",
         ] {
             assert_eq!(scan_gaps(json), None, "{json}");
+        }
+    }
+
+    /// The seq lists the scan takes are the `Value`s a parse gives; any other is the general parse's.
+    #[test]
+    fn seq_lists_of_plain_integers_are_scanned_to_the_value_a_parse_gives() {
+        for json in ["[]", " [ 0 ,7,\t123456789012345 ] ", "[5]"] {
+            let want: Value = serde_json::from_str(json).unwrap();
+            assert_eq!(scan_seqs(json), Some(want), "{json}");
+        }
+        for json in [
+            "[-1]",
+            "[-0]",
+            "[1.0]",
+            "[1e2]",
+            "[1234567890123456]",
+            "[\"1\"]",
+            "[null]",
+            "[[1]]",
+            "{}",
+            "\"append\"",
+        ] {
+            assert_eq!(scan_seqs(json), None, "{json}");
         }
     }
 

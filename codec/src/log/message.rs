@@ -187,7 +187,8 @@ impl<'de> Visitor<'de> for DataSeed {
             }
             MessageKind::ToolResult => {
                 // Every key but `message` is kept as a value: the fold's key holds them all.
-                let (mut message, mut kept) = (None, Map::new());
+                // Sized for what DSH writes (`turn, step, error`), so the map is not grown key by key.
+                let (mut message, mut kept) = (None, Map::with_capacity(4));
                 while let Some(key) = map.next_key::<Str<'de>>()? {
                     if key.as_str() == "message" {
                         if message.is_some() {
@@ -329,7 +330,7 @@ impl MessageVisitor<'_> {
         self,
         mut map: A,
     ) -> Result<ToolMessageRead, A::Error> {
-        let mut kept = Map::new();
+        let mut kept = Map::with_capacity(4);
         let mut block = None;
         while let Some(key) = map.next_key::<Str<'de>>()? {
             if key.as_str() == "content" {
@@ -473,7 +474,7 @@ impl<'de> Visitor<'de> for ToolContentSeed<'_> {
     }
 
     fn visit_seq<A: SeqAccess<'de>>(self, mut seq: A) -> Result<Self::Value, A::Error> {
-        let mut kept = Map::new();
+        let mut kept = Map::with_capacity(4);
         let block = Block {
             text: self.0,
             calls: None,

@@ -39,11 +39,12 @@ struct Span {
 impl RowTexts {
     /// The texts of a row's `texts` or `args` array as its line holds it (JSON the line's parse
     /// accepted), if it is an array of strings a `Value` parse reads: `None` for any other element,
-    /// or a lone surrogate escape (which the general parse reads its own way).
-    pub(crate) fn scan(array: &str) -> Option<Self> {
+    /// or a lone surrogate escape (which the general parse reads its own way). About `count` texts are
+    /// expected.
+    pub(crate) fn scan(array: &str, count: usize) -> Option<Self> {
         let bytes = array.as_bytes();
         u32::try_from(bytes.len()).ok()?;
-        let mut spans = Vec::new();
+        let mut spans = Vec::with_capacity(count);
         let mut at = skip_ws(bytes, 0);
         if bytes.get(at) != Some(&b'[') {
             return None;
@@ -352,7 +353,7 @@ mod tests {
     #[test]
     fn texts_kept_as_json_give_each_member_its_own_decoded() {
         let json = r#" [ "he", "" ,"l\"l\u00e9\n","😀\ud83d\ude00\\u"]"#;
-        let texts = RowTexts::scan(json).unwrap();
+        let texts = RowTexts::scan(json, 0).unwrap();
         let got: Vec<String> = (0..5).map(|k| texts.get(k).into_owned()).collect();
         let want: Vec<String> = serde_json::from_str(json).unwrap();
         assert_eq!(&got[..4], &want[..]);
@@ -368,7 +369,7 @@ mod tests {
                 *text
             );
         }
-        assert!(RowTexts::scan("[]").unwrap().is_empty());
+        assert!(RowTexts::scan("[]", 0).unwrap().is_empty());
     }
 
     /// What serde_json's string parse refuses, or any element but a string, the scan refuses too.
@@ -384,11 +385,11 @@ mod tests {
             r#"["a",["b"]]"#,
             r#"{"a":"b"}"#,
         ] {
-            assert!(RowTexts::scan(json).is_none(), "{json}");
+            assert!(RowTexts::scan(json, 0).is_none(), "{json}");
         }
         for json in [r#"["\\ud800"]"#, r#"["\ud83d\ude00"]"#, r#"[ "a" , "b" ]"#] {
             let want: Vec<String> = serde_json::from_str(json).unwrap();
-            let texts = RowTexts::scan(json).unwrap();
+            let texts = RowTexts::scan(json, 0).unwrap();
             let got: Vec<String> = (0..texts.len())
                 .map(|k| texts.get(k).into_owned())
                 .collect();
