@@ -7,6 +7,8 @@
 use std::borrow::Cow;
 use std::fmt;
 
+pub(crate) mod check;
+
 use serde::de::{self, Deserialize, Deserializer, MapAccess, SeqAccess, Visitor};
 use serde_json::Value;
 

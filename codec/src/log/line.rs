@@ -12,7 +12,8 @@
 //!
 //! A line the typed reading does not answer for (`type` not first, a key read twice, an envelope key
 //! the envelope check refuses, a row or message of another shape) is parsed again the general way, as
-//! `JSON.parse` reads it, so its events or its refusal read as before.
+//! `JSON.parse` reads it, so its events or its refusal read as before. Before all of this, the
+//! commonest shape of the first kind is read without serde ([`quick`]).
 
 use std::fmt;
 
@@ -26,6 +27,9 @@ use super::packed::{RowKind, TypedRow};
 use super::payload::{is_lazy_kind, Payload};
 use super::row::RowTexts;
 use super::validate::is_plain_known;
+use crate::json::check::skip_ws;
+
+mod quick;
 use crate::json::{is_safe_i64, parse_lossy, Skip};
 
 /// One parsed storage line.
@@ -52,6 +56,23 @@ pub(crate) fn parse_line(line: &[u8]) -> Result<Parsed, serde_json::Error> {
     let Ok(text) = std::str::from_utf8(line) else {
         return parse_lossy(line).map(Parsed::Value);
     };
+    if let Some(parts) = quick::plain_line(text) {
+        return Ok(Parsed::Plain(parts));
+    }
+    parse_text(text)
+}
+
+/// [`parse_line`] through serde alone.
+#[cfg(test)]
+fn parse_line_serde(line: &[u8]) -> Result<Parsed, serde_json::Error> {
+    match std::str::from_utf8(line) {
+        Ok(text) => parse_text(text),
+        Err(_) => parse_lossy(line).map(Parsed::Value),
+    }
+}
+
+/// [`parse_line`] of a line that is valid UTF-8, through serde.
+fn parse_text(text: &str) -> Result<Parsed, serde_json::Error> {
     if text.trim_start().starts_with('{') {
         let mut de = serde_json::Deserializer::from_str(text);
         if let Ok(parsed) = (&mut de)
@@ -63,7 +84,7 @@ pub(crate) fn parse_line(line: &[u8]) -> Result<Parsed, serde_json::Error> {
     }
     // Not an object, not valid JSON as written (a lone surrogate, say), or a line the typed reading
     // does not answer for: the general path gives JavaScript's answer or the parse error to report.
-    parse_lossy(line).map(Parsed::Value)
+    parse_lossy(text.as_bytes()).map(Parsed::Value)
 }
 
 /// The error that sends a line to the general parse.
@@ -458,14 +479,6 @@ fn scan_seqs(array: &str) -> Option<Value> {
             _ => return None,
         }
     }
-}
-
-/// Past JSON whitespace from `at`.
-fn skip_ws(bytes: &[u8], mut at: usize) -> usize {
-    while matches!(bytes.get(at), Some(b' ' | b'\t' | b'\n' | b'\r')) {
-        at += 1;
-    }
-    at
 }
 
 #[cfg(test)]

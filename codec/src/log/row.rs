@@ -17,6 +17,7 @@ use serde_json::{Map, Number, Value};
 use super::event::Event;
 use super::packed::RowKind;
 use super::payload::{ChunkDelta, Payload};
+use crate::json::check::{skip_ws, string_end};
 
 /// A row's member texts (`texts` or `args`) as JSON: the array's text and where each string lies in
 /// it. A text is decoded only when a member's data is built, which no consumer of a read does for
@@ -38,8 +39,8 @@ struct Span {
 
 impl RowTexts {
     /// The texts of a row's `texts` or `args` array as its line holds it (JSON the line's parse
-    /// accepted), if it is an array of strings a `Value` parse reads: `None` for any other element,
-    /// or a lone surrogate escape (which the general parse reads its own way). About `count` texts are
+    /// accepted), if it is an array of strings a `Value` parse reads (see [`string_end`]): `None` for
+    /// any other element, or a lone surrogate escape (which the general parse reads its own way). About `count` texts are
     /// expected.
     pub(crate) fn scan(array: &str, count: usize) -> Option<Self> {
         let bytes = array.as_bytes();
@@ -130,52 +131,6 @@ impl RowTexts {
             .unwrap_or_default();
         Cow::Owned(serde_json::from_str::<String>(quoted).unwrap_or_default())
     }
-}
-
-/// Past JSON whitespace from `at`.
-fn skip_ws(bytes: &[u8], mut at: usize) -> usize {
-    while matches!(bytes.get(at), Some(b' ' | b'\t' | b'\n' | b'\r')) {
-        at += 1;
-    }
-    at
-}
-
-/// The closing quote of the string whose text starts at `at`, and whether the string holds an
-/// escape. `None` for a surrogate escape serde_json's string parse refuses: a low one alone, or a high
-/// one not followed by a low one. The rest of the syntax the line's parse checked.
-fn string_end(bytes: &[u8], mut at: usize) -> Option<(usize, bool)> {
-    let mut escaped = false;
-    loop {
-        at += memchr::memchr2(b'"', b'\\', bytes.get(at..)?)?;
-        if bytes.get(at) == Some(&b'"') {
-            return Some((at, escaped));
-        }
-        escaped = true;
-        if bytes.get(at + 1) != Some(&b'u') {
-            at += 2;
-            continue;
-        }
-        let unit = hex4(bytes, at + 2)?;
-        at += 6;
-        if (0xDC00..0xE000).contains(&unit) {
-            return None;
-        }
-        if (0xD800..0xDC00).contains(&unit) {
-            if bytes.get(at..at + 2) != Some(b"\\u") {
-                return None;
-            }
-            let low = hex4(bytes, at + 2)?;
-            if !(0xDC00..0xE000).contains(&low) {
-                return None;
-            }
-            at += 6;
-        }
-    }
-}
-
-fn hex4(bytes: &[u8], at: usize) -> Option<u16> {
-    let digits = std::str::from_utf8(bytes.get(at..at + 4)?).ok()?;
-    u16::from_str_radix(digits, 16).ok()
 }
 
 /// A packed row whose every rule held (see [`super::packed`]): what its members share and each one's

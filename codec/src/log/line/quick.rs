@@ -1,0 +1,207 @@
+//! The commonest lines read without serde: `{"type":…,"seq":…,"time":…,"data":…}` of a type whose
+//! `data` nothing on the read path reads (chunk lines, step ends, titles, compaction records).
+//!
+//! For such a line the read needs the type, the seq, the time, and to know that `data` parses; serde
+//! costs a token at a time through its visitors for that, more than all the rest of the line's way.
+//! [`plain_line`] reads it in one walk of the bytes, checking `data` with [`crate::json::check`]. It
+//! answers only for exactly that shape: `type` first, a string without escape naming a type of
+//! [`is_lazy_kind`]; `seq` and `time` integers of at most 15 digits (`-0` excepted, which serde reads
+//! as a float); `data` a value the check accepts; each key once and no other. Anything else is `None`
+//! and goes to the serde parse, which answers for every line, so what a line yields is what that parse
+//! gives: the same envelope parts, and `data` kept as the line.
+
+use serde_json::Value;
+
+use crate::json::check::{number_end, skip_ws, string_end, value_end};
+use crate::log::event::{EnvelopeKey, EnvelopeParts};
+use crate::log::payload::{is_lazy_kind, Payload};
+
+/// The envelope parts of `line` if it has exactly the shape this module answers for (see the module
+/// doc), else `None`.
+pub(super) fn plain_line(line: &str) -> Option<Box<EnvelopeParts>> {
+    let bytes = line.as_bytes();
+    let mut at = skip_ws(bytes, 0);
+    if bytes.get(at) != Some(&b'{') {
+        return None;
+    }
+    let (name, after) = key(bytes, skip_ws(bytes, at + 1))?;
+    if name != b"type" || bytes.get(after) != Some(&b'"') {
+        return None;
+    }
+    let (end, escaped) = string_end(bytes, after + 1)?;
+    let kind = line.get(after + 1..end)?;
+    if escaped || !is_lazy_kind(kind) {
+        return None;
+    }
+    at = skip_ws(bytes, end + 1);
+    let (mut seq, mut time, mut data) = (None, None, false);
+    while bytes.get(at) == Some(&b',') {
+        let (name, after) = key(bytes, skip_ws(bytes, at + 1))?;
+        at = match name {
+            b"seq" if seq.is_none() => {
+                let (value, end) = integer(bytes, after)?;
+                seq = Some(value);
+                end
+            }
+            b"time" if time.is_none() => {
+                let (value, end) = integer(bytes, after)?;
+                time = Some(value);
+                end
+            }
+            // One container deep: inside the line's object.
+            b"data" if !data => {
+                data = true;
+                value_end(bytes, after, 1)?
+            }
+            _ => return None,
+        };
+        at = skip_ws(bytes, at);
+    }
+    if bytes.get(at) != Some(&b'}') || skip_ws(bytes, at + 1) != bytes.len() || !data {
+        return None;
+    }
+    let mut parts = Box::<EnvelopeParts>::default();
+    parts.set(EnvelopeKey::Type, Value::String(kind.to_owned()));
+    parts.set(EnvelopeKey::Seq, seq?);
+    parts.set(EnvelopeKey::Time, time?);
+    parts.set_data(Payload::line(line));
+    Some(parts)
+}
+
+/// An object key without escape at `at`, and where its value starts (past the colon).
+fn key(bytes: &[u8], at: usize) -> Option<(&[u8], usize)> {
+    if bytes.get(at) != Some(&b'"') {
+        return None;
+    }
+    let (end, escaped) = string_end(bytes, at + 1)?;
+    if escaped {
+        return None;
+    }
+    let colon = skip_ws(bytes, end + 1);
+    if bytes.get(colon) != Some(&b':') {
+        return None;
+    }
+    Some((bytes.get(at + 1..end)?, skip_ws(bytes, colon + 1)))
+}
+
+/// An integer of at most 15 digits at `at`, as the `Value` serde_json reads it (`u64` when not
+/// negative, `i64` when negative), and where it ends.
+fn integer(bytes: &[u8], at: usize) -> Option<(Value, usize)> {
+    let (end, integer) = number_end(bytes, at)?;
+    let negative = bytes.get(at) == Some(&b'-');
+    let digits = bytes.get(at + usize::from(negative)..end)?;
+    if !integer || digits.len() > 15 {
+        return None;
+    }
+    let magnitude = digits
+        .iter()
+        .fold(0u64, |n, &d| n * 10 + u64::from(d - b'0'));
+    let value = match (negative, magnitude) {
+        (false, n) => Value::from(n),
+        // serde_json reads `-0` as a float.
+        (true, 0) => return None,
+        // At most 15 digits: well within `i64`.
+        (true, n) => Value::from(-(n as i64)),
+    };
+    Some((value, end))
+}
+
+#[cfg(test)]
+mod tests {
+    use super::super::{parse_line_serde, Parsed};
+    use super::*;
+
+    /// The line as the serde parse reads it, as an event (its data built).
+    fn by_serde(line: &str) -> Option<crate::log::event::Event> {
+        match parse_line_serde(line.as_bytes()) {
+            Ok(Parsed::Plain(parts)) => parts.into_event().ok(),
+            _ => None,
+        }
+    }
+
+    fn quick(line: &str) -> Option<crate::log::event::Event> {
+        plain_line(line).and_then(|parts| parts.into_event().ok())
+    }
+
+    #[test]
+    fn the_common_shapes_read_as_the_serde_parse_reads_them() {
+        for line in [
+            "{\"type\":\"assistant/chunk\",\"seq\":5,\"time\":1783848400046,\"data\":{\"turn\":1,\"step\":1,\"chunk\":{\"type\":\"block-start\",\"index\":0,\"blockType\":\"reasoning\"}}}\n",
+            r#"{"type":"step/end","seq":0,"time":-3,"data":{"turn":1,"step":2}}"#,
+            r#" { "type" : "session/title" , "data" : {"title":"a \"b\" \u00e9"} , "time" : 7 , "seq" : 1 } "#,
+            "{\"type\":\"compaction/prune\",\"seq\":2,\"time\":0,\"data\":[1,2.5,null,true]}\r\n",
+        ] {
+            let quick = quick(line);
+            assert!(quick.is_some(), "{line}");
+            assert_eq!(quick, by_serde(line), "{line}");
+            assert_eq!(quick.unwrap().to_json_line(), by_serde(line).unwrap().to_json_line());
+        }
+    }
+
+    #[test]
+    fn any_other_shape_is_left_to_the_serde_parse() {
+        for line in [
+            // Types something reads, or another shape of envelope.
+            r#"{"type":"step/start","seq":0,"time":0,"data":{}}"#,
+            r#"{"type":"user/message","seq":0,"time":0,"data":{}}"#,
+            r#"{"type":"text-chunks","seq0":0,"time0":0,"data":{}}"#,
+            r#"{"seq":0,"type":"step/end","time":0,"data":{}}"#,
+            r#"{"type":"step/end","seq":0,"time":0,"data":{},"surfaceOp":"append"}"#,
+            r#"{"type":"step/end","seq":0,"seq":0,"time":0,"data":{}}"#,
+            r#"{"type":"step/end","seq":0,"time":0}"#,
+            r#"{"type":"step\/end","seq":0,"time":0,"data":{}}"#,
+            // Numbers serde reads otherwise, or that may need its range checks.
+            r#"{"type":"step/end","seq":-0,"time":0,"data":{}}"#,
+            r#"{"type":"step/end","seq":1.0,"time":0,"data":{}}"#,
+            r#"{"type":"step/end","seq":1234567890123456,"time":0,"data":{}}"#,
+            r#"{"type":"step/end","seq":0,"time":0,"data":{"n":1e400}}"#,
+            // Data a `Value` parse refuses or reads specially; trailing bytes.
+            r#"{"type":"step/end","seq":0,"time":0,"data":"\ud800"}"#,
+            r#"{"type":"step/end","seq":0,"time":0,"data":{"$serde_json::private::RawValue":"1"}}"#,
+            r#"{"type":"step/end","seq":0,"time":0,"data":{}} x"#,
+            r#"{"type":"step/end","seq":0,"time":0,"data":{},}"#,
+        ] {
+            assert!(plain_line(line).is_none(), "{line}");
+        }
+    }
+
+    fn next(state: &mut u64) -> u64 {
+        *state ^= *state << 13;
+        *state ^= *state >> 7;
+        *state ^= *state << 17;
+        *state
+    }
+
+    /// Whatever this reads, the serde parse reads the same (and a `Value` parse of the line succeeds).
+    #[test]
+    fn mutated_lines_are_read_only_as_the_serde_parse_reads_them() {
+        let seeds = [
+            r#"{"type":"assistant/chunk","seq":12,"time":1783848400196,"data":{"turn":1,"step":1,"chunk":{"type":"block-end","index":0,"block":{"type":"text","text":"a\nb \"c\""}}}}"#,
+            r#"{"type":"step/end","seq":3,"time":-40,"data":{"turn":1,"step":2,"x":[0.5,-1,null]}}"#,
+        ];
+        let pieces = [
+            "\"", "\\", "{", "}", "[", "]", ",", ":", "-", ".", "e", " ", "0", "7", "\\u00",
+            "\\ud800", "seq", "time", "data", "type", "\"x\":1,", "\u{1}", "é",
+        ];
+        let (mut read, mut state) = (0, 0x9E37_79B9_7F4A_7C15u64);
+        for round in 0..30_000 {
+            let mut chars: Vec<char> = seeds[round % seeds.len()].chars().collect();
+            for _ in 0..1 + next(&mut state) % 2 {
+                let at = (next(&mut state) as usize) % (chars.len() + 1);
+                let piece = pieces[(next(&mut state) as usize) % pieces.len()];
+                if next(&mut state).is_multiple_of(2) && at < chars.len() {
+                    chars.remove(at);
+                } else {
+                    chars.splice(at..at, piece.chars());
+                }
+            }
+            let line: String = chars.into_iter().collect();
+            if let Some(event) = quick(&line) {
+                read += 1;
+                assert!(serde_json::from_str::<Value>(&line).is_ok(), "{line}");
+                assert_eq!(Some(event), by_serde(&line), "{line}");
+            }
+        }
+        assert!(read > 3_000, "only {read} mutated lines read");
+    }
+}
