@@ -27,10 +27,10 @@ use super::packed::{RowKind, TypedRow};
 use super::payload::{is_lazy_kind, Payload};
 use super::row::RowTexts;
 use super::validate::is_plain_known;
-use crate::json::check::skip_ws;
+use crate::json::check::{number_end, skip_ws};
 
 mod quick;
-use crate::json::{is_safe_i64, parse_lossy, Skip};
+use crate::json::{parse_lossy, Skip};
 
 /// One parsed storage line.
 ///
@@ -56,8 +56,8 @@ pub(crate) fn parse_line(line: &[u8]) -> Result<Parsed, serde_json::Error> {
     let Ok(text) = std::str::from_utf8(line) else {
         return parse_lossy(line).map(Parsed::Value);
     };
-    if let Some(parts) = quick::plain_line(text) {
-        return Ok(Parsed::Plain(parts));
+    if let Some(parsed) = quick::read(text) {
+        return Ok(parsed);
     }
     parse_text(text)
 }
@@ -351,14 +351,21 @@ impl<'de> Visitor<'de> for RowDataSeed {
                 // Both arrays are read as their JSON text (no value per element) and scanned.
                 (RowKey::Dt, _) => {
                     let raw: &'de RawValue = map.next_value()?;
-                    once(&mut dt, scan_gaps(raw.get()).ok_or_else(not_typed)?)?
+                    let gaps = match scan_gaps(raw.get().as_bytes(), 0) {
+                        Some((gaps, end)) if end == raw.get().len() => gaps,
+                        _ => return Err(not_typed()),
+                    };
+                    once(&mut dt, gaps)?
                 }
                 (RowKey::Texts, RowKind::Text | RowKind::Reasoning)
                 | (RowKey::Args, RowKind::ToolCall) => {
                     let raw: &'de RawValue = map.next_value()?;
                     // DSH writes `dt` first, which tells how many texts follow.
                     let count = dt.as_ref().map_or(16, |dt: &Vec<i64>| dt.len() + 1);
-                    let scanned = RowTexts::scan(raw.get(), count).ok_or_else(not_typed)?;
+                    let scanned = match RowTexts::scan(raw.get(), 0, count) {
+                        Some((texts, end)) if end == raw.get().len() => texts,
+                        _ => return Err(not_typed()),
+                    };
                     once(&mut texts, scanned)?
                 }
                 (RowKey::Id, RowKind::ToolCall) => once(&mut id, map.next_value()?)?,
@@ -386,53 +393,41 @@ impl<'de> Visitor<'de> for RowDataSeed {
     }
 }
 
-/// A row's `dt`, as its line holds it (JSON the line's parse accepted): the gaps if every one is a safe
-/// integer written as an integer. `None` for anything else (`1.0` or `-0`, which JavaScript reads as
-/// integers too, a gap out of range, another element), which the general parse reads and words.
-fn scan_gaps(array: &str) -> Option<Vec<i64>> {
-    let bytes = array.as_bytes();
-    let mut gaps = Vec::with_capacity(bytes.len() / 2);
-    let mut at = skip_ws(bytes, 0);
+/// A row's `dt` array starting at `at` (JSON or not: this checks the grammar itself), and where it
+/// ends: the gaps if every one is an integer of at most 15 digits written as such. `None` for anything
+/// else (`1.0` or `-0`, which JavaScript reads as integers too, a longer number, another element),
+/// which the general parse reads and words.
+pub(crate) fn scan_gaps(bytes: &[u8], at: usize) -> Option<(Vec<i64>, usize)> {
+    let mut at = skip_ws(bytes, at);
     if bytes.get(at) != Some(&b'[') {
         return None;
     }
+    // Every gap takes two bytes at least (a digit and a comma): about the row's members.
+    let mut gaps = Vec::with_capacity(32);
     at = skip_ws(bytes, at + 1);
     if bytes.get(at) == Some(&b']') {
-        return Some(gaps);
+        return Some((gaps, at + 1));
     }
     loop {
+        let (end, integer) = number_end(bytes, at)?;
         let negative = bytes.get(at) == Some(&b'-');
-        if negative {
-            at += 1;
+        let digits = bytes.get(at + usize::from(negative)..end)?;
+        if !integer || digits.len() > 15 {
+            return None;
         }
-        let digits = bytes
-            .get(at..)?
+        let magnitude = digits
             .iter()
-            .take_while(|b| b.is_ascii_digit())
-            .count();
-        // At most 16 digits: within i64, and past that no safe integer anyway.
-        if digits == 0 || digits > 16 {
-            return None;
-        }
-        let mut gap: i64 = 0;
-        for &digit in bytes.get(at..at + digits)? {
-            gap = gap * 10 + i64::from(digit - b'0');
-        }
-        at += digits;
-        if negative {
-            if gap == 0 {
-                return None;
-            }
-            gap = -gap;
-        }
-        if !is_safe_i64(gap) || matches!(bytes.get(at), Some(b'.' | b'e' | b'E')) {
-            return None;
-        }
+            .fold(0i64, |n, &d| n * 10 + i64::from(d - b'0'));
+        let gap = match (negative, magnitude) {
+            (true, 0) => return None,
+            (true, n) => -n,
+            (false, n) => n,
+        };
         gaps.push(gap);
-        at = skip_ws(bytes, at);
+        at = skip_ws(bytes, end);
         match bytes.get(at) {
             Some(b',') => at = skip_ws(bytes, at + 1),
-            Some(b']') => return Some(gaps),
+            Some(b']') => return Some((gaps, at + 1)),
             _ => return None,
         }
     }
@@ -531,27 +526,31 @@ mod tests {
     fn gaps_written_as_safe_integers_are_scanned_and_any_other_left_to_the_general_parse() {
         for json in [
             "[]",
-            " [ 1 , -2,0,\t9007199254740991 ] ",
-            "[-9007199254740991]",
+            " [ 1 , -2,0,\t900719925474099 ] ",
+            "[-900719925474099]",
         ] {
             let want: Vec<i64> = serde_json::from_str::<Vec<Value>>(json)
                 .unwrap()
                 .iter()
                 .map(|v| crate::json::safe_int(v).unwrap())
                 .collect();
-            assert_eq!(scan_gaps(json), Some(want), "{json}");
+            let gaps = scan_gaps(json.as_bytes(), 0).map(|(gaps, _)| gaps);
+            assert_eq!(gaps, Some(want), "{json}");
         }
         for json in [
             "[1.0]",
             "[-0]",
             "[1e2]",
-            "[9007199254740992]",
+            "[9007199254740991]",
             "[12345678901234567890]",
             "[\"1\"]",
             "[null]",
             "{}",
+            "[01]",
+            "[1,]",
+            "[-]",
         ] {
-            assert_eq!(scan_gaps(json), None, "{json}");
+            assert_eq!(scan_gaps(json.as_bytes(), 0), None, "{json}");
         }
     }
 

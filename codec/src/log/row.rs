@@ -38,43 +38,41 @@ struct Span {
 }
 
 impl RowTexts {
-    /// The texts of a row's `texts` or `args` array as its line holds it (JSON the line's parse
-    /// accepted), if it is an array of strings a `Value` parse reads (see [`string_end`]): `None` for
-    /// any other element, or a lone surrogate escape (which the general parse reads its own way). About `count` texts are
-    /// expected.
-    pub(crate) fn scan(array: &str, count: usize) -> Option<Self> {
-        let bytes = array.as_bytes();
-        u32::try_from(bytes.len()).ok()?;
-        let mut spans = Vec::with_capacity(count);
-        let mut at = skip_ws(bytes, 0);
-        if bytes.get(at) != Some(&b'[') {
+    /// The texts of a row's `texts` or `args` array starting at `at` in `line` (JSON or not: this
+    /// checks the grammar itself, strings with [`string_end`]), and where it ends, if it is an array
+    /// of strings a `Value` parse reads: `None` for any other element, or a lone surrogate escape
+    /// (which the general parse reads its own way). About `count` texts are expected.
+    pub(crate) fn scan(line: &str, at: usize, count: usize) -> Option<(Self, usize)> {
+        let bytes = line.as_bytes();
+        let first = skip_ws(bytes, at);
+        if bytes.get(first) != Some(&b'[') {
             return None;
         }
-        at = skip_ws(bytes, at + 1);
-        if bytes.get(at) != Some(&b']') {
+        let mut spans = Vec::with_capacity(count);
+        let mut at = skip_ws(bytes, first + 1);
+        let end = if bytes.get(at) == Some(&b']') {
+            at + 1
+        } else {
             loop {
                 if bytes.get(at) != Some(&b'"') {
                     return None;
                 }
-                let start = at + 1;
-                let (end, escaped) = string_end(bytes, start)?;
+                let (end, escaped) = string_end(bytes, at + 1)?;
                 spans.push(Span {
-                    start: start as u32,
-                    end: end as u32,
+                    start: u32::try_from(at + 1 - first).ok()?,
+                    end: u32::try_from(end - first).ok()?,
                     escaped,
                 });
                 at = skip_ws(bytes, end + 1);
                 match bytes.get(at) {
                     Some(b',') => at = skip_ws(bytes, at + 1),
-                    Some(b']') => break,
+                    Some(b']') => break at + 1,
                     _ => return None,
                 }
             }
-        }
-        Some(Self {
-            json: array.to_owned(),
-            spans,
-        })
+        };
+        let json = line.get(first..end)?.to_owned();
+        Some((Self { json, spans }, end))
     }
 
     /// The texts of decoded strings (a row the general parse read).
@@ -308,7 +306,7 @@ mod tests {
     #[test]
     fn texts_kept_as_json_give_each_member_its_own_decoded() {
         let json = r#" [ "he", "" ,"l\"l\u00e9\n","😀\ud83d\ude00\\u"]"#;
-        let texts = RowTexts::scan(json, 0).unwrap();
+        let texts = RowTexts::scan(json, 0, 0).unwrap().0;
         let got: Vec<String> = (0..5).map(|k| texts.get(k).into_owned()).collect();
         let want: Vec<String> = serde_json::from_str(json).unwrap();
         assert_eq!(&got[..4], &want[..]);
@@ -324,7 +322,7 @@ mod tests {
                 *text
             );
         }
-        assert!(RowTexts::scan("[]", 0).unwrap().is_empty());
+        assert!(RowTexts::scan("[]", 0, 0).unwrap().0.is_empty());
     }
 
     /// What serde_json's string parse refuses, or any element but a string, the scan refuses too.
@@ -340,11 +338,11 @@ mod tests {
             r#"["a",["b"]]"#,
             r#"{"a":"b"}"#,
         ] {
-            assert!(RowTexts::scan(json, 0).is_none(), "{json}");
+            assert!(RowTexts::scan(json, 0, 0).is_none(), "{json}");
         }
         for json in [r#"["\\ud800"]"#, r#"["\ud83d\ude00"]"#, r#"[ "a" , "b" ]"#] {
             let want: Vec<String> = serde_json::from_str(json).unwrap();
-            let texts = RowTexts::scan(json, 0).unwrap();
+            let texts = RowTexts::scan(json, 0, 0).unwrap().0;
             let got: Vec<String> = (0..texts.len())
                 .map(|k| texts.get(k).into_owned())
                 .collect();

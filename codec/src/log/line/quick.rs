@@ -1,26 +1,32 @@
 //! The commonest lines read without serde: `{"type":…,"seq":…,"time":…,"data":…}` of a type whose
-//! `data` nothing on the read path reads (chunk lines, step ends, titles, compaction records).
+//! `data` nothing on the read path reads (chunk lines, step ends, titles, compaction records), and
+//! packed rows of the shape DSH writes.
 //!
-//! For such a line the read needs the type, the seq, the time, and to know that `data` parses; serde
-//! costs a token at a time through its visitors for that, more than all the rest of the line's way.
-//! [`plain_line`] reads it in one walk of the bytes, checking `data` with [`crate::json::check`]. It
-//! answers only for exactly that shape: `type` first, a string without escape naming a type of
-//! [`is_lazy_kind`]; `seq` and `time` integers of at most 15 digits (`-0` excepted, which serde reads
-//! as a float); `data` a value the check accepts; each key once and no other. Anything else is `None`
-//! and goes to the serde parse, which answers for every line, so what a line yields is what that parse
-//! gives: the same envelope parts, and `data` kept as the line.
+//! For the first, the read needs the type, the seq, the time, and to know that `data` parses; for a
+//! row, its few fields and its texts' places. serde costs a token at a time through its visitors for
+//! that, more than all the rest of the line's way. [`read`] walks the bytes once, checking with
+//! [`crate::json::check`]. It answers only for exactly those shapes: `type` first, a string without
+//! escape; for the first kind a type of [`is_lazy_kind`], `seq` and `time` integers of at most 15
+//! digits (`-0` excepted, which serde reads as a float), `data` a value the check accepts; for a row,
+//! `seq0` and `time0` such integers, `data` with exactly the keys its kind has (see
+//! `super::RowDataSeed`), `turn`, `step` and `index` such integers, `dt` such integers, the texts
+//! strings; each key once and no other. Anything else is `None` and goes to the serde parse, which
+//! answers for every line, so what a line yields is what that parse gives.
 
-use serde_json::Value;
+use serde_json::{Number, Value};
 
+use super::{scan_gaps, Parsed};
 use crate::json::check::{number_end, skip_ws, string_end, value_end};
 use crate::log::event::{EnvelopeKey, EnvelopeParts};
+use crate::log::packed::{RowKind, TypedRow};
 use crate::log::payload::{is_lazy_kind, Payload};
+use crate::log::row::RowTexts;
 
-/// The envelope parts of `line` if it has exactly the shape this module answers for (see the module
+/// `line` read without serde, if it has one of the shapes this module answers for (see the module
 /// doc), else `None`.
-pub(super) fn plain_line(line: &str) -> Option<Box<EnvelopeParts>> {
+pub(super) fn read(line: &str) -> Option<Parsed> {
     let bytes = line.as_bytes();
-    let mut at = skip_ws(bytes, 0);
+    let at = skip_ws(bytes, 0);
     if bytes.get(at) != Some(&b'{') {
         return None;
     }
@@ -30,10 +36,21 @@ pub(super) fn plain_line(line: &str) -> Option<Box<EnvelopeParts>> {
     }
     let (end, escaped) = string_end(bytes, after + 1)?;
     let kind = line.get(after + 1..end)?;
-    if escaped || !is_lazy_kind(kind) {
+    if escaped {
         return None;
     }
-    at = skip_ws(bytes, end + 1);
+    let rest = skip_ws(bytes, end + 1);
+    if is_lazy_kind(kind) {
+        plain_line(line, kind, rest).map(Parsed::Plain)
+    } else {
+        let kind = RowKind::from_tag(kind)?;
+        row_line(line, kind, rest).map(|row| Parsed::Row(Box::new(row)))
+    }
+}
+
+/// The rest of a line of a type whose `data` nothing reads, from `at` (past its `type`).
+fn plain_line(line: &str, kind: &str, mut at: usize) -> Option<Box<EnvelopeParts>> {
+    let bytes = line.as_bytes();
     let (mut seq, mut time, mut data) = (None, None, false);
     while bytes.get(at) == Some(&b',') {
         let (name, after) = key(bytes, skip_ws(bytes, at + 1))?;
@@ -57,7 +74,7 @@ pub(super) fn plain_line(line: &str) -> Option<Box<EnvelopeParts>> {
         };
         at = skip_ws(bytes, at);
     }
-    if bytes.get(at) != Some(&b'}') || skip_ws(bytes, at + 1) != bytes.len() || !data {
+    if !closes(bytes, at) || !data {
         return None;
     }
     let mut parts = Box::<EnvelopeParts>::default();
@@ -66,6 +83,139 @@ pub(super) fn plain_line(line: &str) -> Option<Box<EnvelopeParts>> {
     parts.set(EnvelopeKey::Time, time?);
     parts.set_data(Payload::line(line));
     Some(parts)
+}
+
+/// The rest of a packed row, from `at` (past its `type`).
+fn row_line(line: &str, kind: RowKind, mut at: usize) -> Option<TypedRow> {
+    let bytes = line.as_bytes();
+    let (mut seq0, mut time0, mut data) = (None, None, None);
+    while bytes.get(at) == Some(&b',') {
+        let (name, after) = key(bytes, skip_ws(bytes, at + 1))?;
+        at = match name {
+            b"seq0" if seq0.is_none() => {
+                let (value, end) = integer(bytes, after)?;
+                seq0 = Some(value);
+                end
+            }
+            b"time0" if time0.is_none() => {
+                let (value, end) = integer(bytes, after)?;
+                time0 = Some(value);
+                end
+            }
+            b"data" if data.is_none() => {
+                let (fields, end) = row_data(line, kind, after)?;
+                data = Some(fields);
+                end
+            }
+            _ => return None,
+        };
+        at = skip_ws(bytes, at);
+    }
+    if !closes(bytes, at) {
+        return None;
+    }
+    let data = data?;
+    Some(TypedRow {
+        kind,
+        seq0: seq0?,
+        time0: time0?,
+        turn: data.turn?,
+        step: data.step?,
+        index: data.index?,
+        id: data.id,
+        name: data.name,
+        dt: data.dt?,
+        texts: data.texts?,
+    })
+}
+
+/// A row's `data` as read, each field once.
+#[derive(Default)]
+struct RowFields {
+    turn: Option<Number>,
+    step: Option<Number>,
+    index: Option<Number>,
+    id: Option<String>,
+    name: Option<String>,
+    dt: Option<Vec<i64>>,
+    texts: Option<RowTexts>,
+}
+
+/// A row's `data` object at `at`, and where it ends.
+fn row_data(line: &str, kind: RowKind, at: usize) -> Option<(RowFields, usize)> {
+    let bytes = line.as_bytes();
+    if bytes.get(at) != Some(&b'{') {
+        return None;
+    }
+    let mut fields = RowFields::default();
+    let mut at = skip_ws(bytes, at + 1);
+    if bytes.get(at) == Some(&b'}') {
+        return None;
+    }
+    loop {
+        let (name, after) = key(bytes, at)?;
+        let tool = kind == RowKind::ToolCall;
+        at = match name {
+            b"turn" => number(bytes, after, &mut fields.turn)?,
+            b"step" => number(bytes, after, &mut fields.step)?,
+            b"index" => number(bytes, after, &mut fields.index)?,
+            b"dt" if fields.dt.is_none() => {
+                let (gaps, end) = scan_gaps(bytes, after)?;
+                fields.dt = Some(gaps);
+                end
+            }
+            b"texts" | b"args" if fields.texts.is_none() && (name == b"args") == tool => {
+                // DSH writes `dt` first, which tells how many texts follow.
+                let count = fields.dt.as_ref().map_or(16, |dt| dt.len() + 1);
+                let (texts, end) = RowTexts::scan(line, after, count)?;
+                fields.texts = Some(texts);
+                end
+            }
+            b"id" if tool => string(line, after, &mut fields.id)?,
+            b"name" if tool => string(line, after, &mut fields.name)?,
+            _ => return None,
+        };
+        at = skip_ws(bytes, at);
+        match bytes.get(at)? {
+            b',' => at = skip_ws(bytes, at + 1),
+            b'}' => break,
+            _ => return None,
+        }
+    }
+    if kind == RowKind::ToolCall && fields.id.is_none() {
+        return None;
+    }
+    Some((fields, at + 1))
+}
+
+/// An integer field of a row at `at`, read once into `slot`; where it ends.
+fn number(bytes: &[u8], at: usize, slot: &mut Option<Number>) -> Option<usize> {
+    let (Value::Number(n), end) = integer(bytes, at)? else {
+        return None;
+    };
+    slot.replace(n).is_none().then_some(end)
+}
+
+/// A string field of a row at `at`, read once into `slot` (decoded by serde_json when it has an
+/// escape); where it ends.
+fn string(line: &str, at: usize, slot: &mut Option<String>) -> Option<usize> {
+    let bytes = line.as_bytes();
+    if bytes.get(at) != Some(&b'"') || slot.is_some() {
+        return None;
+    }
+    let (end, escaped) = string_end(bytes, at + 1)?;
+    let text = if escaped {
+        serde_json::from_str::<String>(line.get(at..end + 1)?).ok()?
+    } else {
+        line.get(at + 1..end)?.to_owned()
+    };
+    *slot = Some(text);
+    Some(end + 1)
+}
+
+/// Whether the line's object closes at `at` with nothing but whitespace after it.
+fn closes(bytes: &[u8], at: usize) -> bool {
+    bytes.get(at) == Some(&b'}') && skip_ws(bytes, at + 1) == bytes.len()
 }
 
 /// An object key without escape at `at`, and where its value starts (past the colon).
@@ -120,7 +270,10 @@ mod tests {
     }
 
     fn quick(line: &str) -> Option<crate::log::event::Event> {
-        plain_line(line).and_then(|parts| parts.into_event().ok())
+        match read(line) {
+            Some(Parsed::Plain(parts)) => parts.into_event().ok(),
+            _ => None,
+        }
     }
 
     #[test]
@@ -161,7 +314,7 @@ mod tests {
             r#"{"type":"step/end","seq":0,"time":0,"data":{}} x"#,
             r#"{"type":"step/end","seq":0,"time":0,"data":{},}"#,
         ] {
-            assert!(plain_line(line).is_none(), "{line}");
+            assert!(quick(line).is_none(), "{line}");
         }
     }
 
@@ -170,6 +323,75 @@ mod tests {
         *state ^= *state >> 7;
         *state ^= *state << 17;
         *state
+    }
+
+    /// A row line's members as the row checks give them (or their refusal), from a parse's result.
+    fn members(parsed: Option<Parsed>) -> Option<Result<Vec<crate::log::event::Event>, String>> {
+        let Some(Parsed::Row(row)) = parsed else {
+            return None;
+        };
+        Some(
+            crate::log::packed::expand_typed_row(*row)
+                .map(|row| row.members().map(|m| m.into_event()).collect()),
+        )
+    }
+
+    #[test]
+    fn rows_of_the_shape_dsh_writes_read_as_the_serde_parse_reads_them() {
+        let mut state = 0x1234_5678_9ABC_DEF1u64;
+        let seeds = [
+            r#"{"type":"text-chunks","seq0":4,"time0":100,"data":{"turn":1,"step":2,"index":0,"dt":[1,0,-3],"texts":["he","l\n","l\u00e9","o"]}}"#,
+            r#"{"type":"tool-call-chunks","seq0":9,"time0":7,"data":{"turn":1,"step":1,"index":1,"id":"c\u0031","name":"read","dt":[2],"args":["{\"a\"",":1}"]}}"#,
+            r#"{"type":"reasoning-chunks","seq0":0,"time0":0,"data":{"turn":3,"step":1,"index":2,"dt":[],"texts":["hm"]}}"#,
+        ];
+        let pieces = [
+            "\"",
+            ",",
+            "]",
+            "[",
+            "}",
+            "{",
+            "-",
+            "0",
+            "1.5",
+            "e2",
+            " ",
+            "\\u",
+            "\\ud800",
+            "null",
+            "\"x\":1,",
+            "\"dt\":[],",
+            "\"name\":\"n\",",
+            "9007199254740993",
+            "é",
+        ];
+        let mut read_rows = 0;
+        for round in 0..20_000 {
+            let mut chars: Vec<char> = seeds[round % seeds.len()].chars().collect();
+            if round >= seeds.len() {
+                for _ in 0..1 + next(&mut state) % 2 {
+                    let at = (next(&mut state) as usize) % (chars.len() + 1);
+                    let piece = pieces[(next(&mut state) as usize) % pieces.len()];
+                    if next(&mut state).is_multiple_of(2) && at < chars.len() {
+                        chars.remove(at);
+                    } else {
+                        chars.splice(at..at, piece.chars());
+                    }
+                }
+            }
+            let line: String = chars.into_iter().collect();
+            let ours = members(read(&line));
+            if round < seeds.len() {
+                assert!(matches!(ours, Some(Ok(_))), "{line}");
+            }
+            if let Some(ours) = ours {
+                read_rows += 1;
+                assert!(serde_json::from_str::<Value>(&line).is_ok(), "{line}");
+                let theirs = members(parse_line_serde(line.as_bytes()).ok());
+                assert_eq!(Some(ours), theirs, "{line}");
+            }
+        }
+        assert!(read_rows > 500, "only {read_rows} mutated rows read");
     }
 
     /// Whatever this reads, the serde parse reads the same (and a `Value` parse of the line succeeds).
