@@ -59,7 +59,12 @@ pub fn event_ref_text(event: EventRef<'_>) -> String {
         // Another harness's record kept as log text (DESIGN.md deviation 8): what its importer extracted.
         crate::source::IMPORTED_RECORD => text.part(data.get("text")),
         "turn/end" => {
-            let reason = data.get("reason");
+            // Read from the line when the data is kept as one (see `Payload::line_fields`).
+            let kept = data.line_fields(["reason"]);
+            let reason = match &kept {
+                Some([reason]) => reason.as_ref(),
+                None => data.get("reason"),
+            };
             match reason.and_then(|r| r.get("kind")).and_then(Value::as_str) {
                 Some("error") => {
                     text.push("error");

@@ -47,6 +47,23 @@ pub(crate) fn value_end(bytes: &[u8], at: usize, depth: usize) -> Option<usize> 
     }
 }
 
+/// An object key without escape at `at`, and where its value starts (past the colon and any
+/// whitespace); `None` for anything else (an escaped key included, which a caller leaves to serde).
+pub(crate) fn key(bytes: &[u8], at: usize) -> Option<(&[u8], usize)> {
+    if bytes.get(at) != Some(&b'"') {
+        return None;
+    }
+    let (end, escaped) = string_end(bytes, at + 1)?;
+    if escaped {
+        return None;
+    }
+    let colon = skip_ws(bytes, end + 1);
+    if bytes.get(colon) != Some(&b':') {
+        return None;
+    }
+    Some((bytes.get(at + 1..end)?, skip_ws(bytes, colon + 1)))
+}
+
 /// The rest of an object whose `{` ends before `at`.
 fn object_end(bytes: &[u8], mut at: usize, depth: usize) -> Option<usize> {
     if depth > MAX_DEPTH {

@@ -23,6 +23,8 @@ use super::message::MessageFacts;
 use super::row::Row;
 use super::validate::is_plain_known;
 
+mod fields;
+
 /// An event's `data`: a [`Value`], possibly not built yet (see the module doc). As large as a `Value`, so
 /// that events, which the read path moves several times, grow by nothing.
 pub struct Payload(Repr);
@@ -75,13 +77,13 @@ fn data_of_line(line: &str) -> Value {
 }
 
 /// The event types whose `data` a read keeps as text until it is looked at: the known types no check
-/// reads (see [`is_plain_known`]) and whose `data` neither the closer tracker nor extraction reads
-/// (`step/start`, `tool/call`, `todo/write` are). Chunk deltas are most lines of a real log; the
-/// others (step ends, compaction records, titles, …) are small or rare, but a text costs less to keep
-/// than a map to build and drop.
+/// reads (see [`is_plain_known`]) but those whose `data` extraction reads at length (`tool/call`,
+/// `todo/write`: reading a field twice from text costs more than building it once). Chunk deltas are
+/// most lines of a real log; the others (step starts and ends, compaction records, titles, …) are
+/// small or rare, but a text costs less to keep than a map to build and drop. The closer tracker reads
+/// a step start's `step` from the text ([`Payload::line_fields`]).
 pub(crate) fn is_lazy_kind(kind: &str) -> bool {
-    kind == "assistant/chunk"
-        || is_plain_known(kind) && !matches!(kind, "step/start" | "tool/call" | "todo/write")
+    kind == "assistant/chunk" || is_plain_known(kind) && !matches!(kind, "tool/call" | "todo/write")
 }
 
 /// One member of a packed chunk row (spec §1.6): the checked row it shares with the other members, and
@@ -136,6 +138,27 @@ impl Payload {
             },
             Repr::Built(_) => None,
         }
+    }
+
+    /// The fields `names` of `data` (each `None` when absent; the last when repeated, as `JSON.parse`
+    /// keeps it), read from the line this payload keeps without building `data`. A `data` that is not
+    /// an object has no fields. `None` when this payload is no such line, or its value is built
+    /// already, or `data` is an object a `Value` parse reads otherwise than as a map (led by
+    /// serde_json's raw-value key): the caller then reads the `Value`.
+    pub(crate) fn line_fields<const N: usize>(
+        &self,
+        names: [&'static str; N],
+    ) -> Option<[Option<Value>; N]> {
+        let Repr::Lazy(lazy) = &self.0 else {
+            return None;
+        };
+        let Source::Line(line) = &lazy.source else {
+            return None;
+        };
+        if lazy.value.get().is_some() {
+            return None;
+        }
+        fields::of_line_data(line, names)
     }
 
     /// Whether the `Value` has been built (always, except for a chunk delta's payload that nothing has

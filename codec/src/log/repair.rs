@@ -62,7 +62,12 @@ impl CloserTracker {
         let data = &event.data;
         match event.kind.as_str() {
             "turn/start" => {
-                self.open_turn = Some(data.get("turn").cloned().unwrap_or(Value::Null));
+                // Read from the line when the data is kept as one (see `Payload::line_fields`).
+                let turn = match data.line_fields(["turn"]) {
+                    Some([turn]) => turn,
+                    None => data.get("turn").cloned(),
+                };
+                self.open_turn = Some(turn.unwrap_or(Value::Null));
                 self.open_step = None;
                 self.calls.clear();
             }
@@ -71,7 +76,14 @@ impl CloserTracker {
                 self.open_step = None;
                 self.calls.clear();
             }
-            "step/start" => self.open_step = Some(data.get("step").cloned().unwrap_or(Value::Null)),
+            "step/start" => {
+                // Read from the line when the data is kept as one (see `Payload::line_fields`).
+                let step = match data.line_fields(["step"]) {
+                    Some([step]) => step,
+                    None => data.get("step").cloned(),
+                };
+                self.open_step = Some(step.unwrap_or(Value::Null));
+            }
             "step/end" => {
                 self.open_step = None;
                 self.calls.clear();

@@ -1,13 +1,16 @@
 //! The commonest lines read without serde: `{"type":…,"seq":…,"time":…,"data":…}` of a type whose
-//! `data` nothing on the read path reads (chunk lines, step ends, titles, compaction records), and
-//! packed rows of the shape DSH writes.
+//! `data` no check reads (chunk lines, steps, titles, compaction records), turn starts and ends of the
+//! shapes no check refuses or changes, and packed rows of the shape DSH writes.
 //!
 //! For the first, the read needs the type, the seq, the time, and to know that `data` parses; for a
 //! row, its few fields and its texts' places. serde costs a token at a time through its visitors for
 //! that, more than all the rest of the line's way. [`read`] walks the bytes once, checking with
 //! [`crate::json::check`]. It answers only for exactly those shapes: `type` first, a string without
 //! escape; for the first kind a type of [`is_lazy_kind`], `seq` and `time` integers of at most 15
-//! digits (`-0` excepted, which serde reads as a float), `data` a value the check accepts; for a row,
+//! digits (`-0` excepted, which serde reads as a float), `data` a value the check accepts; for a turn
+//! start `data` exactly `{"turn": <integer>}`, for a turn end exactly a turn of at least 1 and a
+//! reason of only a plain kind (see [`Data`]): the legacy upgrader's checks pass them unchanged, and
+//! no other check of spec §1.7 steps 2–5 reads them, so they take the plain events' way; for a row,
 //! `seq0` and `time0` such integers, `data` with exactly the keys its kind has (see
 //! `super::RowDataSeed`), `turn`, `step` and `index` such integers, `dt` such integers, the texts
 //! strings; each key once and no other. Anything else is `None` and goes to the serde parse, which
@@ -16,7 +19,7 @@
 use serde_json::{Number, Value};
 
 use super::{scan_gaps, Parsed};
-use crate::json::check::{number_end, skip_ws, string_end, value_end};
+use crate::json::check::{key, number_end, skip_ws, string_end, value_end};
 use crate::log::event::{EnvelopeKey, EnvelopeParts};
 use crate::log::packed::{RowKind, TypedRow};
 use crate::log::payload::{is_lazy_kind, Payload};
@@ -40,16 +43,32 @@ pub(super) fn read(line: &str) -> Option<Parsed> {
         return None;
     }
     let rest = skip_ws(bytes, end + 1);
-    if is_lazy_kind(kind) {
-        plain_line(line, kind, rest).map(Parsed::Plain)
-    } else {
-        let kind = RowKind::from_tag(kind)?;
-        row_line(line, kind, rest).map(|row| Parsed::Row(Box::new(row)))
-    }
+    let shape = match kind {
+        "turn/start" => Data::TurnStart,
+        "turn/end" => Data::TurnEnd,
+        _ if is_lazy_kind(kind) => Data::Any,
+        _ => {
+            let kind = RowKind::from_tag(kind)?;
+            return row_line(line, kind, rest).map(|row| Parsed::Row(Box::new(row)));
+        }
+    };
+    plain_line(line, kind, rest, shape).map(Parsed::Plain)
 }
 
-/// The rest of a line of a type whose `data` nothing reads, from `at` (past its `type`).
-fn plain_line(line: &str, kind: &str, mut at: usize) -> Option<Box<EnvelopeParts>> {
+/// What `data` a line of the first kind may hold.
+#[derive(Clone, Copy)]
+enum Data {
+    /// Anything a `Value` parse reads (a type nothing checks).
+    Any,
+    /// `{"turn": <integer>}`: no legacy `trigger` to upgrade.
+    TurnStart,
+    /// `{"turn": <integer ≥ 1>, "reason": {"kind": <a plain ending>}}`: what the legacy upgrader
+    /// checks of every turn end and leaves as it is (spec §1.8).
+    TurnEnd,
+}
+
+/// The rest of a line of a type whose `data` no check reads or changes, from `at` (past its `type`).
+fn plain_line(line: &str, kind: &str, mut at: usize, shape: Data) -> Option<Box<EnvelopeParts>> {
     let bytes = line.as_bytes();
     let (mut seq, mut time, mut data) = (None, None, false);
     while bytes.get(at) == Some(&b',') {
@@ -68,7 +87,11 @@ fn plain_line(line: &str, kind: &str, mut at: usize) -> Option<Box<EnvelopeParts
             // One container deep: inside the line's object.
             b"data" if !data => {
                 data = true;
-                value_end(bytes, after, 1)?
+                match shape {
+                    Data::Any => value_end(bytes, after, 1)?,
+                    Data::TurnStart => turn_start_end(bytes, after)?,
+                    Data::TurnEnd => turn_end_end(bytes, after)?,
+                }
             }
             _ => return None,
         };
@@ -83,6 +106,75 @@ fn plain_line(line: &str, kind: &str, mut at: usize) -> Option<Box<EnvelopeParts
     parts.set(EnvelopeKey::Time, time?);
     parts.set_data(Payload::line(line));
     Some(parts)
+}
+
+/// A turn start's `data` at `at` that is exactly `{"turn": <integer>}`, and where it ends.
+fn turn_start_end(bytes: &[u8], at: usize) -> Option<usize> {
+    if bytes.get(at) != Some(&b'{') {
+        return None;
+    }
+    let (name, value) = key(bytes, skip_ws(bytes, at + 1))?;
+    if name != b"turn" {
+        return None;
+    }
+    let (_, end) = integer(bytes, value)?;
+    let end = skip_ws(bytes, end);
+    (bytes.get(end) == Some(&b'}')).then_some(end + 1)
+}
+
+/// A turn end's `data` at `at` that is exactly a turn of at least 1 and a reason of only a kind that
+/// needs no upgrade (`completed`, `blocked`, `max-tokens`, `interrupted`), keys in either order; and
+/// where it ends.
+fn turn_end_end(bytes: &[u8], mut at: usize) -> Option<usize> {
+    if bytes.get(at) != Some(&b'{') {
+        return None;
+    }
+    at = skip_ws(bytes, at + 1);
+    let (mut turn, mut reason) = (false, false);
+    loop {
+        let (name, value) = key(bytes, at)?;
+        at = match name {
+            b"turn" if !turn => {
+                turn = true;
+                match integer(bytes, value)? {
+                    (Value::Number(n), end) if n.as_u64().is_some_and(|t| t >= 1) => end,
+                    _ => return None,
+                }
+            }
+            b"reason" if !reason => {
+                reason = true;
+                plain_reason_end(bytes, value)?
+            }
+            _ => return None,
+        };
+        at = skip_ws(bytes, at);
+        match bytes.get(at)? {
+            b',' => at = skip_ws(bytes, at + 1),
+            b'}' if turn && reason => return Some(at + 1),
+            _ => return None,
+        }
+    }
+}
+
+/// `{"kind": "completed" | "blocked" | "max-tokens" | "interrupted"}` at `at`, and where it ends.
+fn plain_reason_end(bytes: &[u8], at: usize) -> Option<usize> {
+    if bytes.get(at) != Some(&b'{') {
+        return None;
+    }
+    let (name, value) = key(bytes, skip_ws(bytes, at + 1))?;
+    if name != b"kind" || bytes.get(value) != Some(&b'"') {
+        return None;
+    }
+    let (end, escaped) = string_end(bytes, value + 1)?;
+    let plain = matches!(
+        bytes.get(value + 1..end)?,
+        b"completed" | b"blocked" | b"max-tokens" | b"interrupted"
+    );
+    if escaped || !plain {
+        return None;
+    }
+    let end = skip_ws(bytes, end + 1);
+    (bytes.get(end) == Some(&b'}')).then_some(end + 1)
 }
 
 /// The rest of a packed row, from `at` (past its `type`).
@@ -218,22 +310,6 @@ fn closes(bytes: &[u8], at: usize) -> bool {
     bytes.get(at) == Some(&b'}') && skip_ws(bytes, at + 1) == bytes.len()
 }
 
-/// An object key without escape at `at`, and where its value starts (past the colon).
-fn key(bytes: &[u8], at: usize) -> Option<(&[u8], usize)> {
-    if bytes.get(at) != Some(&b'"') {
-        return None;
-    }
-    let (end, escaped) = string_end(bytes, at + 1)?;
-    if escaped {
-        return None;
-    }
-    let colon = skip_ws(bytes, end + 1);
-    if bytes.get(colon) != Some(&b':') {
-        return None;
-    }
-    Some((bytes.get(at + 1..end)?, skip_ws(bytes, colon + 1)))
-}
-
 /// An integer of at most 15 digits at `at`, as the `Value` serde_json reads it (`u64` when not
 /// negative, `i64` when negative), and where it ends.
 fn integer(bytes: &[u8], at: usize) -> Option<(Value, usize)> {
@@ -295,7 +371,7 @@ mod tests {
     fn any_other_shape_is_left_to_the_serde_parse() {
         for line in [
             // Types something reads, or another shape of envelope.
-            r#"{"type":"step/start","seq":0,"time":0,"data":{}}"#,
+            r#"{"type":"turn/start","seq":0,"time":0,"data":{}}"#,
             r#"{"type":"user/message","seq":0,"time":0,"data":{}}"#,
             r#"{"type":"text-chunks","seq0":0,"time0":0,"data":{}}"#,
             r#"{"seq":0,"type":"step/end","time":0,"data":{}}"#,
@@ -323,6 +399,60 @@ mod tests {
         *state ^= *state >> 7;
         *state ^= *state << 17;
         *state
+    }
+
+    /// A turn line through the general path: its `Value`, unchanged by the legacy upgrader (whose
+    /// checks it passes), made an event.
+    fn by_general_path(line: &str) -> crate::log::event::Event {
+        let Ok(Parsed::Value(mut value)) = parse_line_serde(line.as_bytes()) else {
+            panic!("a turn line is a value to the serde parse: {line}")
+        };
+        let mut upgrader = crate::log::legacy::LegacyUpgrader::new("s");
+        assert!(!upgrader.upgrade(0, &mut value).unwrap(), "{line}");
+        crate::log::validate::check_known_type(&value).unwrap();
+        crate::log::event::Event::from_value(value).unwrap()
+    }
+
+    #[test]
+    fn turn_lines_no_check_refuses_or_changes_read_as_the_general_path_reads_them() {
+        use crate::log::repair::CloserTracker;
+        use crate::text::event_text;
+        for line in [
+            r#"{"type":"turn/start","seq":0,"time":5,"data":{"turn":1}}"#,
+            r#"{"type":"turn/start","seq":0,"time":5,"data":{ "turn" : 0 }}"#,
+            r#"{"type":"turn/end","seq":0,"time":5,"data":{"turn":2,"reason":{"kind":"completed"}}}"#,
+            r#"{"type":"turn/end","seq":0,"time":5,"data":{"reason":{"kind":"max-tokens"},"turn":1}}"#,
+            r#"{"type":"turn/end","seq":0,"time":5,"data":{"turn":1,"reason":{"kind":"interrupted"}}}"#,
+            r#"{"type":"turn/end","seq":0,"time":5,"data":{"turn":1,"reason":{"kind":"blocked"}}}"#,
+        ] {
+            let Some(Parsed::Plain(parts)) = read(line) else {
+                panic!("read quickly: {line}")
+            };
+            let quick = parts.into_event().unwrap();
+            let general = by_general_path(line);
+            assert_eq!(event_text(&quick), event_text(&general), "{line}");
+            let (mut a, mut b) = (CloserTracker::new(), CloserTracker::new());
+            a.observe(&quick);
+            b.observe(&general);
+            assert_eq!(a, b, "{line}");
+            assert!(!quick.data.is_built(), "{line}");
+            assert_eq!(quick, general, "{line}");
+        }
+        for line in [
+            // A legacy trigger, other keys, a turn below 1, endings the upgrader changes or that
+            // carry more than their kind: the serde parse and the checks answer for these.
+            r#"{"type":"turn/start","seq":0,"time":5,"data":{"turn":1,"trigger":{"kind":"user"}}}"#,
+            r#"{"type":"turn/start","seq":0,"time":5,"data":{"turn":1,"x":0}}"#,
+            r#"{"type":"turn/start","seq":0,"time":5,"data":{"turn":1.0}}"#,
+            r#"{"type":"turn/end","seq":0,"time":5,"data":{"turn":0,"reason":{"kind":"completed"}}}"#,
+            r#"{"type":"turn/end","seq":0,"time":5,"data":{"turn":1,"reason":{"kind":"aborted"}}}"#,
+            r#"{"type":"turn/end","seq":0,"time":5,"data":{"turn":1,"reason":{"kind":"error","error":{"message":"m"}}}}"#,
+            r#"{"type":"turn/end","seq":0,"time":5,"data":{"turn":1,"reason":{"kind":"completed","x":1}}}"#,
+            r#"{"type":"turn/end","seq":0,"time":5,"data":{"turn":1,"turn":1,"reason":{"kind":"completed"}}}"#,
+            r#"{"type":"turn/end","seq":0,"time":5,"data":{"turn":1}}"#,
+        ] {
+            assert!(read(line).is_none(), "{line}");
+        }
     }
 
     /// A row line's members as the row checks give them (or their refusal), from a parse's result.
