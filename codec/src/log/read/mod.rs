@@ -47,7 +47,7 @@ use serde_json::Value;
 
 use super::bounds::{line_too_long, open_regular, read_line_capped, RawLine};
 use super::checkpoint::{
-    self, Counted, Guard, GuardWindow, ReReadReason, ReadCheckpoint, Tracking, CHECKPOINT_VERSION,
+    self, Counted, GuardWindow, ReReadReason, ReadCheckpoint, Tracking, CHECKPOINT_VERSION,
 };
 use super::error::{clip_for_message, LogError, LogErrorCode};
 use super::event_ref::{ChunkRef, EventRef};
@@ -321,7 +321,7 @@ impl LogReader {
             Input::Raw { header_len, .. } => *header_len,
             Input::Zstd(z) => z.committed,
         };
-        track.header_guard = Guard::of(track.window.at_end(), header_end);
+        track.header_guard = track.window.at_end(header_end);
         track.header_line = String::from_utf8_lossy(&header_bytes).into_owned();
         Ok(Self {
             path: path.to_path_buf(),
@@ -952,10 +952,10 @@ impl LogReader {
                 }
             }
         };
-        let (guard, prefix) = if unit_end {
-            (window.at_end(), window.prefix.at_end())
+        let (tail_guard, prefix) = if unit_end {
+            (window.at_end(offset), window.prefix.at_end())
         } else {
-            (window.before_unit(), window.prefix.before_unit())
+            (window.before_unit(offset), window.prefix.before_unit())
         };
         ReadCheckpoint {
             version: CHECKPOINT_VERSION,
@@ -967,7 +967,7 @@ impl LogReader {
             file_len: self.track.seen().max(offset),
             header_line: self.track.header_line.clone(),
             header_guard: self.track.header_guard,
-            tail_guard: Guard::of(guard, offset),
+            tail_guard,
             prefix,
             legacy: self.legacy.state_before(next_seq),
             closers: self.closers.clone(),
