@@ -171,32 +171,36 @@ pub(crate) fn string_end(bytes: &[u8], mut at: usize) -> Option<(usize, bool)> {
         at = plain_run_end(bytes, at);
         match *bytes.get(at)? {
             b'"' => return Some((at, escaped)),
-            b'\\' => {}
+            b'\\' => at = escape_end(bytes, at)?,
             // A control character, which JSON strings may not hold unescaped.
             _ => return None,
         }
         escaped = true;
-        match *bytes.get(at + 1)? {
-            b'"' | b'\\' | b'/' | b'b' | b'f' | b'n' | b'r' | b't' => at += 2,
-            b'u' => {
-                let unit = hex4(bytes, at + 2)?;
-                at += 6;
-                if (0xDC00..0xE000).contains(&unit) {
-                    return None;
-                }
-                if (0xD800..0xDC00).contains(&unit) {
-                    if bytes.get(at..at + 2) != Some(b"\\u") {
-                        return None;
-                    }
-                    let low = hex4(bytes, at + 2)?;
-                    if !(0xDC00..0xE000).contains(&low) {
-                        return None;
-                    }
-                    at += 6;
-                }
+    }
+}
+
+/// Past the escape whose backslash is at `at`, if serde_json's string parse reads it (see
+/// [`string_end`]). Out of the scanning loop: most strings hold none.
+#[cold]
+fn escape_end(bytes: &[u8], at: usize) -> Option<usize> {
+    match *bytes.get(at + 1)? {
+        b'"' | b'\\' | b'/' | b'b' | b'f' | b'n' | b'r' | b't' => Some(at + 2),
+        b'u' => {
+            let unit = hex4(bytes, at + 2)?;
+            let at = at + 6;
+            if (0xDC00..0xE000).contains(&unit) {
+                return None;
             }
-            _ => return None,
+            if !(0xD800..0xDC00).contains(&unit) {
+                return Some(at);
+            }
+            if bytes.get(at..at + 2) != Some(b"\\u") {
+                return None;
+            }
+            let low = hex4(bytes, at + 2)?;
+            (0xDC00..0xE000).contains(&low).then_some(at + 6)
         }
+        _ => None,
     }
 }
 

@@ -27,7 +27,7 @@ use super::packed::{RowKind, TypedRow};
 use super::payload::{is_lazy_kind, Payload};
 use super::row::RowTexts;
 use super::validate::is_plain_known;
-use crate::json::check::{number_end, skip_ws};
+use crate::json::check::skip_ws;
 
 mod quick;
 use crate::json::{parse_lossy, Skip};
@@ -402,29 +402,37 @@ pub(crate) fn scan_gaps(bytes: &[u8], at: usize) -> Option<(Vec<i64>, usize)> {
     if bytes.get(at) != Some(&b'[') {
         return None;
     }
-    // Every gap takes two bytes at least (a digit and a comma): about the row's members.
+    // About the row's members (DSH packs runs of a few dozen).
     let mut gaps = Vec::with_capacity(32);
     at = skip_ws(bytes, at + 1);
     if bytes.get(at) == Some(&b']') {
         return Some((gaps, at + 1));
     }
     loop {
-        let (end, integer) = number_end(bytes, at)?;
         let negative = bytes.get(at) == Some(&b'-');
-        let digits = bytes.get(at + usize::from(negative)..end)?;
-        if !integer || digits.len() > 15 {
+        at += usize::from(negative);
+        // One pass over the digits: JSON's integer grammar (no leading zero) and the value.
+        let first = at;
+        let mut magnitude: i64 = 0;
+        while let Some(&digit @ b'0'..=b'9') = bytes.get(at) {
+            if at - first == 15 {
+                return None;
+            }
+            magnitude = magnitude * 10 + i64::from(digit - b'0');
+            at += 1;
+        }
+        let digits = at - first;
+        let leading_zero = digits > 1 && bytes.get(first) == Some(&b'0');
+        if digits == 0 || leading_zero || matches!(bytes.get(at), Some(b'.' | b'e' | b'E')) {
             return None;
         }
-        let magnitude = digits
-            .iter()
-            .fold(0i64, |n, &d| n * 10 + i64::from(d - b'0'));
-        let gap = match (negative, magnitude) {
+        gaps.push(match (negative, magnitude) {
+            // `-0`: a float to serde_json.
             (true, 0) => return None,
             (true, n) => -n,
             (false, n) => n,
-        };
-        gaps.push(gap);
-        at = skip_ws(bytes, end);
+        });
+        at = skip_ws(bytes, at);
         match bytes.get(at) {
             Some(b',') => at = skip_ws(bytes, at + 1),
             Some(b']') => return Some((gaps, at + 1)),

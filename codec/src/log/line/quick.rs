@@ -21,6 +21,7 @@ use serde_json::{Number, Value};
 use super::{scan_gaps, Parsed};
 use crate::json::check::{key, number_end, skip_ws, string_end, value_end};
 use crate::log::event::{EnvelopeKey, EnvelopeParts};
+use crate::log::message::MessageKind;
 use crate::log::packed::{RowKind, TypedRow};
 use crate::log::payload::{is_lazy_kind, Payload};
 use crate::log::row::RowTexts;
@@ -43,14 +44,17 @@ pub(super) fn read(line: &str) -> Option<Parsed> {
         return None;
     }
     let rest = skip_ws(bytes, end + 1);
+    if let Some(row) = RowKind::from_tag(kind) {
+        return row_line(line, row, rest).map(|row| Parsed::Row(Box::new(row)));
+    }
     let shape = match kind {
+        // The commonest first: the known-type lookup below costs more than the line's type.
+        "assistant/chunk" => Data::Any,
         "turn/start" => Data::TurnStart,
         "turn/end" => Data::TurnEnd,
+        _ if MessageKind::of(kind).is_some() => return None,
         _ if is_lazy_kind(kind) => Data::Any,
-        _ => {
-            let kind = RowKind::from_tag(kind)?;
-            return row_line(line, kind, rest).map(|row| Parsed::Row(Box::new(row)));
-        }
+        _ => return None,
     };
     plain_line(line, kind, rest, shape).map(Parsed::Plain)
 }
