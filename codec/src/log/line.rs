@@ -3,17 +3,19 @@
 //! DSH writes `type` first, and the type decides how the rest of the line is read, in one parse:
 //! - events of types no validation step looks at (chunks, steps, titles; most lines of a log): the
 //!   envelope's fields go straight into [`EnvelopeParts`], no `serde_json::Map`, no key strings, no
-//!   hashing; a chunk line's `data` is kept as its text ([`Payload`]);
+//!   hashing; their `data` is kept as the line ([`Payload`]);
 //! - message events: the same, with `data` read typed into the facts the read needs
 //!   ([`super::message`]);
-//! - packed rows: their `data` read typed into its fields ([`RowDataSeed`]), the texts into one buffer;
-//! - any other type (turn ends, request headers, legacy and unknown types): the `Value` the checked
+//! - packed rows: their `data` read typed into its fields ([`RowDataSeed`]), the texts and gaps kept
+//!   as their JSON text and scanned;
+//! - any other type (turn lines, request headers, legacy and unknown types): the `Value` the checked
 //!   path expects.
 //!
 //! A line the typed reading does not answer for (`type` not first, a key read twice, an envelope key
 //! the envelope check refuses, a row or message of another shape) is parsed again the general way, as
 //! `JSON.parse` reads it, so its events or its refusal read as before. Before all of this, the
-//! commonest shape of the first kind is read without serde ([`quick`]).
+//! commonest shapes (plain events, turn lines the checks pass unchanged, packed rows) are read
+//! without serde ([`quick`]).
 
 use std::fmt;
 

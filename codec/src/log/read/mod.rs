@@ -11,6 +11,11 @@
 //! after the last stored event: crash closers (repair), when asked for
 //! ```
 //!
+//! The line's parse ([`super::line`]) already answers for most events: those of types no check reads
+//! (and turn lines of the shapes the checks pass unchanged) skip to the envelope, a message read typed
+//! has passed its checks and only records its id for the upgrader, and a packed row's members, checked
+//! whole with their row, go straight from the row to the caller.
+//!
 //! Memory stays bounded by the line cap ([`ReadOptions::max_line_bytes`], [`MAX_LINE_BYTES`] by default:
 //! at most cap + 1 bytes of one line are ever held) plus, for zstd, a bounded read-ahead of compressed bytes, one block and one decoding step
 //! ([`zstd_frames::DECODE_STEP`]) of its plaintext, whatever the frame's size (see [`zstd_input`]), plus one
