@@ -4,6 +4,12 @@
 //! what JavaScript accepts (lossy UTF-8, lone surrogate escapes, `1.0` as an integer) and compare values the
 //! way JavaScript code compares them. Everything here is pure; nothing does I/O.
 
+use std::borrow::Cow;
+use std::fmt;
+
+pub(crate) mod check;
+
+use serde::de::{self, Deserialize, Deserializer, MapAccess, SeqAccess, Visitor};
 use serde_json::Value;
 
 /// Largest integer JavaScript represents exactly (`Number.MAX_SAFE_INTEGER`).
@@ -161,6 +167,118 @@ pub fn js_equal(a: &Value, b: &Value) -> bool {
     }
 }
 
+/// One JSON value read and dropped, accepted or refused exactly as parsing it into a [`Value`] would:
+/// numbers in `f64`'s range, strings with valid escapes (no lone surrogate), serde_json's nesting limit.
+/// Nothing is built or allocated. (`serde::de::IgnoredAny` is not this: serde_json skips it by syntax
+/// alone, so a value it passes could still fail to build later.)
+pub(crate) struct Skip;
+
+impl<'de> Deserialize<'de> for Skip {
+    fn deserialize<D: Deserializer<'de>>(deserializer: D) -> Result<Self, D::Error> {
+        // `deserialize_any` is how a `Value` is parsed, so its checks are the `Value`'s.
+        deserializer.deserialize_any(SkipVisitor)
+    }
+}
+
+struct SkipVisitor;
+
+impl<'de> Visitor<'de> for SkipVisitor {
+    type Value = Skip;
+
+    fn expecting(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        f.write_str("any JSON value")
+    }
+
+    fn visit_bool<E: de::Error>(self, _: bool) -> Result<Skip, E> {
+        Ok(Skip)
+    }
+
+    fn visit_i64<E: de::Error>(self, _: i64) -> Result<Skip, E> {
+        Ok(Skip)
+    }
+
+    fn visit_u64<E: de::Error>(self, _: u64) -> Result<Skip, E> {
+        Ok(Skip)
+    }
+
+    fn visit_f64<E: de::Error>(self, _: f64) -> Result<Skip, E> {
+        Ok(Skip)
+    }
+
+    fn visit_str<E: de::Error>(self, _: &str) -> Result<Skip, E> {
+        Ok(Skip)
+    }
+
+    fn visit_unit<E: de::Error>(self) -> Result<Skip, E> {
+        Ok(Skip)
+    }
+
+    fn visit_seq<A: SeqAccess<'de>>(self, mut seq: A) -> Result<Skip, A::Error> {
+        while seq.next_element::<Skip>()?.is_some() {}
+        Ok(Skip)
+    }
+
+    fn visit_map<A: MapAccess<'de>>(self, mut map: A) -> Result<Skip, A::Error> {
+        match map.next_key::<Str<'de>>()? {
+            None => return Ok(Skip),
+            Some(first) if first.as_str() == RAW_VALUE_KEY => {
+                return Err(de::Error::custom(
+                    "an object a Value parse reads as raw JSON text",
+                ))
+            }
+            Some(_) => map.next_value::<Skip>()?,
+        };
+        while map.next_key::<Skip>()?.is_some() {
+            map.next_value::<Skip>()?;
+        }
+        Ok(Skip)
+    }
+}
+
+/// The key serde_json's `Value` parse reads specially when it is an object's first (its `raw_value`
+/// feature): the object then stands for the JSON text its value holds, or fails. Whatever reads an
+/// object otherwise than through a `Value` refuses one that has it, so that the general parse answers.
+pub(crate) const RAW_VALUE_KEY: &str = "$serde_json::private::RawValue";
+
+/// A JSON string, borrowed from the input when it holds no escape (serde's own `Cow<str>` always
+/// copies). Anything but a string is an error.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub(crate) struct Str<'de>(pub(crate) Cow<'de, str>);
+
+impl Str<'_> {
+    pub(crate) fn as_str(&self) -> &str {
+        &self.0
+    }
+}
+
+impl<'de> Deserialize<'de> for Str<'de> {
+    fn deserialize<D: Deserializer<'de>>(deserializer: D) -> Result<Self, D::Error> {
+        deserializer.deserialize_str(StrVisitor)
+    }
+}
+
+struct StrVisitor;
+
+impl<'de> Visitor<'de> for StrVisitor {
+    type Value = Str<'de>;
+
+    fn expecting(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        f.write_str("a string")
+    }
+
+    fn visit_borrowed_str<E: de::Error>(self, s: &'de str) -> Result<Str<'de>, E> {
+        Ok(Str(Cow::Borrowed(s)))
+    }
+
+    fn visit_str<E: de::Error>(self, s: &str) -> Result<Str<'de>, E> {
+        Ok(Str(Cow::Owned(s.to_owned())))
+    }
+
+    fn visit_string<E: de::Error>(self, s: String) -> Result<Str<'de>, E> {
+        Ok(Str(Cow::Owned(s)))
+    }
+}
+
 #[cfg(test)]
 mod tests {
     use super::*;
@@ -228,5 +346,48 @@ mod tests {
         let b = serde_json::from_str::<Value>(r#"{"b":[1.0,{"c":2}],"a":1}"#).unwrap();
         assert!(js_equal(&a, &b));
         assert!(!js_equal(&json!([1, 2]), &json!([2, 1])));
+    }
+
+    /// What a `Value` parse refuses, skipping refuses too; what it accepts, skipping accepts.
+    #[test]
+    fn skip_refuses_what_a_value_parse_refuses() {
+        let deep = format!("{}{}", "[".repeat(200), "]".repeat(200));
+        for text in [
+            r#"{"a":[1,2.5,-0,"x\u00e9",null,true,{"b":{}}]}"#,
+            "1e400",
+            r#""\uD800""#,
+            r#""\uD83D\uDE00""#,
+            "[1e308, 1.7976931348623157e308]",
+            deep.as_str(),
+            "[\"a\u{0001}\"]",
+        ] {
+            assert_eq!(
+                serde_json::from_str::<Skip>(text).is_ok(),
+                serde_json::from_str::<Value>(text).is_ok(),
+                "{text}"
+            );
+        }
+    }
+
+    #[test]
+    fn an_object_led_by_the_raw_value_key_is_not_skipped() {
+        // What a `Value` parse makes of it, which is why skipping must not pass it as a plain map.
+        let raw = format!(r#"{{"{RAW_VALUE_KEY}":"[1]"}}"#);
+        assert_eq!(serde_json::from_str::<Value>(&raw).unwrap(), json!([1]));
+        assert!(serde_json::from_str::<Skip>(&raw).is_err());
+        let escaped = raw.replacen('$', "\\u0024", 1);
+        assert!(serde_json::from_str::<Skip>(&escaped).is_err());
+        let later = format!(r#"{{"a":1,"{RAW_VALUE_KEY}":"[1]"}}"#);
+        assert!(serde_json::from_str::<Value>(&later).is_ok());
+        assert!(serde_json::from_str::<Skip>(&later).is_ok());
+    }
+
+    #[test]
+    fn str_borrows_unless_the_string_has_an_escape() {
+        let plain: Str<'_> = serde_json::from_str(r#""abc""#).unwrap();
+        assert!(matches!(plain.0, Cow::Borrowed("abc")));
+        let escaped: Str<'_> = serde_json::from_str(r#""a\nb""#).unwrap();
+        assert!(matches!(&escaped.0, Cow::Owned(s) if s == "a\nb"));
+        assert!(serde_json::from_str::<Str<'_>>("1").is_err());
     }
 }

@@ -28,6 +28,10 @@ pub fn event_ref_text(event: EventRef<'_>) -> String {
     let EventRef::Event(event) = event else {
         return String::new();
     };
+    // A message read typed carries its text, extracted by these rules as it was parsed.
+    if let Some(facts) = event.data.message_facts(&event.kind) {
+        return facts.text.clone();
+    }
     let data = &event.data;
     let mut text = Joiner::default();
     match event.kind.as_str() {
@@ -55,7 +59,12 @@ pub fn event_ref_text(event: EventRef<'_>) -> String {
         // Another harness's record kept as log text (DESIGN.md deviation 8): what its importer extracted.
         crate::source::IMPORTED_RECORD => text.part(data.get("text")),
         "turn/end" => {
-            let reason = data.get("reason");
+            // Read from the line when the data is kept as one (see `Payload::line_fields`).
+            let kept = data.line_fields(["reason"]);
+            let reason = match &kept {
+                Some([reason]) => reason.as_ref(),
+                None => data.get("reason"),
+            };
             match reason.and_then(|r| r.get("kind")).and_then(Value::as_str) {
                 Some("error") => {
                     text.push("error");
@@ -103,14 +112,16 @@ pub fn codepoint_len(s: &str) -> usize {
 
 /// `join(parts)` built in place: each part trimmed, empty ones dropped, the rest separated by `\n`.
 /// Joining nested joins flattens (a joined text starts and ends with non-whitespace), so nested
-/// `contentText` calls can feed the same buffer.
+/// `contentText` calls can feed the same buffer. The typed message parse
+/// ([`crate::log::message`]) feeds one as it reads a message's content blocks, in the order of
+/// [`Joiner::blocks`].
 #[derive(Default)]
-struct Joiner {
+pub(crate) struct Joiner {
     out: String,
 }
 
 impl Joiner {
-    fn push(&mut self, part: &str) {
+    pub(crate) fn push(&mut self, part: &str) {
         let part = trim_js(part);
         if part.is_empty() {
             return;
@@ -122,7 +133,7 @@ impl Joiner {
     }
 
     /// A part that should be a string; anything else contributes nothing.
-    fn part(&mut self, value: Option<&Value>) {
+    pub(crate) fn part(&mut self, value: Option<&Value>) {
         if let Some(Value::String(s)) = value {
             self.push(s);
         }
@@ -157,7 +168,7 @@ impl Joiner {
         }
     }
 
-    fn finish(self) -> String {
+    pub(crate) fn finish(self) -> String {
         self.out
     }
 }

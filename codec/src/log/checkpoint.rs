@@ -129,6 +129,10 @@ impl PrefixHasher {
     }
 
     pub(crate) fn extend(&mut self, bytes: &[u8]) {
+        if self.partial.capacity() == 0 {
+            // It fills up to a chunk; growing it there a line at a time would copy it over and over.
+            self.partial.reserve_exact(PREFIX_CHUNK);
+        }
         let mut rest = bytes;
         while self.partial.len() + rest.len() >= PREFIX_CHUNK {
             if self.before_partial.is_none() {
@@ -186,6 +190,17 @@ impl Guard {
         }
     }
 
+    /// [`Guard::of`] the bytes of `before` followed by those of `bytes`, without joining them.
+    fn of_parts(before: &[u8], bytes: &[u8], end: u64) -> Self {
+        let (before, bytes) = tail_of_parts(before, bytes);
+        let hash = bytes.iter().fold(fnv1a(before), fnv1a_step);
+        Self {
+            end,
+            len: (before.len() + bytes.len()) as u32,
+            hash,
+        }
+    }
+
     fn start(&self) -> u64 {
         self.end.saturating_sub(u64::from(self.len))
     }
@@ -194,10 +209,12 @@ impl Guard {
 /// 64-bit FNV-1a.
 fn fnv1a(bytes: &[u8]) -> u64 {
     const OFFSET_BASIS: u64 = 0xcbf2_9ce4_8422_2325;
+    bytes.iter().fold(OFFSET_BASIS, fnv1a_step)
+}
+
+fn fnv1a_step(hash: u64, &byte: &u8) -> u64 {
     const PRIME: u64 = 0x0000_0100_0000_01b3;
-    bytes.iter().fold(OFFSET_BASIS, |hash, &b| {
-        (hash ^ u64::from(b)).wrapping_mul(PRIME)
-    })
+    (hash ^ u64::from(byte)).wrapping_mul(PRIME)
 }
 
 /// Where a read stopped and what it needs to continue (see the module doc). Serialisable (JSON or any
@@ -541,28 +558,34 @@ fn merge_spans<const N: usize>(spans: [(u64, u64); N]) -> Vec<(u64, u64)> {
 ///
 /// The reader pushes each unit it commits, in file order: the header record, then each accepted line
 /// (raw) or each complete frame (zstd). A checkpoint is taken either at the end of the last unit or at
-/// its start (a packed row or frame only partly yielded), so the window keeps the [`GUARD_BYTES`] before
-/// the last unit's start and the last [`GUARD_BYTES`] of the unit: bounded however long a unit is, and
-/// amortised to about two copies of every byte (trimmed only once it holds twice what it needs).
+/// its start (a packed row or frame only partly yielded), so its guard hashes the [`GUARD_BYTES`] that
+/// end at one or the other. The prefix hasher holds every byte since the last whole chunk already, so
+/// the window keeps only what it does not: the last [`GUARD_BYTES`] of that chunk (copied once per
+/// chunk), and the guard bytes before the last unit's start once a chunk ends inside the unit. No byte
+/// is copied for the guards otherwise.
 #[derive(Debug, Clone, Default)]
 pub(crate) struct GuardWindow {
     /// Every unit pushed, hashed: the checkpoint's prefix digest.
     pub(crate) prefix: PrefixHasher,
-    buf: Vec<u8>,
-    /// Where the last unit (or its kept tail) starts in `buf`.
-    unit_start: usize,
-    /// Whether `buf[unit_start..]` is the whole last unit, rather than its last [`GUARD_BYTES`].
-    unit_whole: bool,
+    /// The last (up to) [`GUARD_BYTES`] before the prefix hasher's partial chunk.
+    behind: Vec<u8>,
+    /// The guard bytes before the last unit's start, when they are no longer `behind` and the partial
+    /// chunk up to the unit (a chunk ended inside the unit; or a seeded window, which has none).
+    unit_guard: Option<Vec<u8>>,
 }
 
 impl GuardWindow {
     /// A window whose last unit is `bytes`, as a resumed reader starts: the guard bytes before its offset,
     /// and the hash state of everything before it.
     pub(crate) fn seeded(bytes: &[u8], prefix: PrefixHasher) -> Self {
-        let mut window = Self::default();
-        window.push_guard(bytes);
-        window.prefix = prefix;
-        window
+        let bytes = tail_of(bytes);
+        // `bytes` ends with the partial chunk, as both were read from the file before the offset.
+        let behind = bytes.len().saturating_sub(prefix.partial.len());
+        Self {
+            behind: bytes.get(..behind).unwrap_or_default().to_vec(),
+            prefix,
+            unit_guard: Some(Vec::new()),
+        }
     }
 
     pub(crate) fn push(&mut self, unit: &[u8]) {
@@ -573,57 +596,49 @@ impl GuardWindow {
     /// Starts a unit whose bytes arrive in pieces: a zstd frame is never held whole.
     pub(crate) fn begin_unit(&mut self) {
         self.prefix.begin_unit();
-        self.begin_guard();
+        self.unit_guard = None;
     }
 
-    /// Adds bytes to the unit begun last.
+    /// Adds bytes to the unit begun last. They reach the prefix hasher cut at its chunk boundaries,
+    /// which hashes them exactly as whole (see [`PrefixHasher::extend`]); before a chunk leaves it, what
+    /// the guards still need of it is kept.
     pub(crate) fn extend(&mut self, bytes: &[u8]) {
-        self.prefix.extend(bytes);
-        self.extend_guard(bytes);
-    }
-
-    fn push_guard(&mut self, unit: &[u8]) {
-        self.begin_guard();
-        self.extend_guard(unit);
-    }
-
-    fn begin_guard(&mut self) {
-        if !self.unit_whole {
-            // The kept tail of a long unit is exactly the guard of what follows it.
-            self.buf.drain(..self.unit_start);
-        }
-        if self.buf.len() > 2 * GUARD_BYTES {
-            self.buf.drain(..self.buf.len() - GUARD_BYTES);
-        }
-        self.unit_start = self.buf.len();
-        self.unit_whole = true;
-    }
-
-    fn extend_guard(&mut self, bytes: &[u8]) {
-        let tail = bytes
-            .get(bytes.len().saturating_sub(2 * GUARD_BYTES)..)
-            .unwrap_or(bytes);
-        if tail.len() < bytes.len() {
-            self.unit_whole = false;
-        }
-        self.buf.extend_from_slice(tail);
-        // Trimmed only once the unit's part holds twice what it needs, so each byte is copied about twice.
-        let unit_len = self.buf.len() - self.unit_start;
-        if unit_len > 2 * GUARD_BYTES {
-            let cut = self.buf.len() - GUARD_BYTES;
-            self.buf.drain(self.unit_start..cut);
-            self.unit_whole = false;
+        let mut rest = bytes;
+        loop {
+            let room = PREFIX_CHUNK.saturating_sub(self.prefix.partial.len());
+            if rest.len() < room {
+                self.prefix.extend(rest);
+                return;
+            }
+            let (piece, after) = rest.split_at(room);
+            let partial = &self.prefix.partial;
+            if self.unit_guard.is_none() {
+                let before = partial.get(..self.prefix.before_len).unwrap_or_default();
+                let (older, newer) = tail_of_parts(&self.behind, before);
+                self.unit_guard = Some([older, newer].concat());
+            }
+            let (older, newer) = tail_of_parts(partial, piece);
+            self.behind = [older, newer].concat();
+            self.prefix.extend(piece);
+            rest = after;
         }
     }
 
-    /// The guard bytes that end where the last unit ends.
-    pub(crate) fn at_end(&self) -> &[u8] {
-        tail_of(&self.buf)
+    /// The guard of the bytes that end where the last unit ends, at file offset `end`.
+    pub(crate) fn at_end(&self, end: u64) -> Guard {
+        Guard::of_parts(&self.behind, &self.prefix.partial, end)
     }
 
-    /// The guard bytes that end where the last unit starts.
-    pub(crate) fn before_unit(&self) -> &[u8] {
-        tail_of(self.buf.get(..self.unit_start).unwrap_or_default())
+    /// The guard of the bytes that end where the last unit starts, at file offset `end`.
+    pub(crate) fn before_unit(&self, end: u64) -> Guard {
+        match &self.unit_guard {
+            Some(guard) => Guard::of(guard, end),
+            None => {
+                let partial = &self.prefix.partial;
+                let before = partial.get(..self.prefix.before_len).unwrap_or_default();
+                Guard::of_parts(&self.behind, before, end)
+            }
+        }
     }
 }
 
@@ -631,6 +646,16 @@ fn tail_of(bytes: &[u8]) -> &[u8] {
     bytes
         .get(bytes.len().saturating_sub(GUARD_BYTES)..)
         .unwrap_or(bytes)
+}
+
+/// The parts of `older` and `newer` that make the last (up to) [`GUARD_BYTES`] of the two together.
+fn tail_of_parts<'a>(older: &'a [u8], newer: &'a [u8]) -> (&'a [u8], &'a [u8]) {
+    let newer = tail_of(newer);
+    let room = GUARD_BYTES - newer.len();
+    let older = older
+        .get(older.len().saturating_sub(room)..)
+        .unwrap_or(older);
+    (older, newer)
 }
 
 #[cfg(test)]
@@ -654,36 +679,102 @@ mod tests {
         assert_eq!(Guard::of(b"abc", 3).len, 3);
     }
 
-    /// The window against a plain copy of everything pushed.
+    /// The window against a plain copy of everything pushed: units whole or in pieces, small and
+    /// larger than a chunk, across chunk boundaries.
     #[test]
-    fn window_keeps_the_guard_bytes_at_both_ends_of_the_last_unit() {
+    fn window_guards_the_bytes_at_both_ends_of_the_last_unit() {
         let mut window = GuardWindow::default();
         let mut all: Vec<u8> = Vec::new();
         let sizes = [
-            0usize, 7, 300, 5000, 1, 4096, 4097, 2, 9000, 3, 3, 100, 8191, 8193, 12,
+            0usize,
+            7,
+            300,
+            5000,
+            1,
+            4096,
+            4097,
+            2,
+            9000,
+            3,
+            3,
+            100,
+            8191,
+            8193,
+            12,
+            PREFIX_CHUNK - 30_000,
+            40_000,
+            3 * PREFIX_CHUNK + 5,
+            4090,
+            PREFIX_CHUNK,
+            1,
         ];
-        for (k, &size) in sizes.iter().enumerate() {
+        let rounds = sizes.iter().chain([400; 300].iter());
+        for (k, &size) in rounds.enumerate() {
             let unit: Vec<u8> = (0..size).map(|i| (i * 31 + k * 7) as u8).collect();
             let start = all.len();
             all.extend_from_slice(&unit);
-            window.push(&unit);
-            assert_eq!(window.at_end(), tail_of(&all), "end after unit {k}");
+            if k % 3 == 1 {
+                // In pieces, as a zstd frame arrives.
+                window.begin_unit();
+                for piece in unit.chunks(1 + k * 997 % 20_000) {
+                    window.extend(piece);
+                }
+            } else {
+                window.push(&unit);
+            }
+            let end = all.len() as u64;
+            assert_eq!(window.at_end(end), Guard::of(&all, end), "end of unit {k}");
             assert_eq!(
-                window.before_unit(),
-                tail_of(&all[..start]),
+                window.before_unit(start as u64),
+                Guard::of(&all[..start], start as u64),
                 "start of unit {k}"
             );
-            // At most twice the guard before the unit and twice the guard of it (trimmed lazily).
-            assert!(
-                window.buf.len() <= 4 * GUARD_BYTES,
-                "bounded after unit {k}"
-            );
+            assert!(window.behind.len() <= GUARD_BYTES);
         }
         let seeded = GuardWindow::seeded(b"xyz", PrefixHasher::default());
         assert_eq!(
-            (seeded.at_end(), seeded.before_unit()),
-            (&b"xyz"[..], &b""[..])
+            (seeded.at_end(3), seeded.before_unit(3)),
+            (Guard::of(b"xyz", 3), Guard::of(b"", 3))
         );
+    }
+
+    /// A resumed window guards what one that read everything guards.
+    #[test]
+    fn a_seeded_window_guards_as_one_that_pushed_everything() {
+        for len in [
+            10usize,
+            3000,
+            5000,
+            PREFIX_CHUNK + 100,
+            2 * PREFIX_CHUNK + 5000,
+        ] {
+            let all: Vec<u8> = (0..len).map(|i| (i * 7) as u8).collect();
+            let chunks = all.len() / PREFIX_CHUNK;
+            let mut hashes = Vec::new();
+            for chunk in all.chunks_exact(PREFIX_CHUNK) {
+                hashes.push(*blake3::hash(chunk).as_bytes());
+            }
+            let partial = all[chunks * PREFIX_CHUNK..].to_vec();
+            let mut seeded =
+                GuardWindow::seeded(tail_of(&all), PrefixHasher::seeded(hashes, partial));
+            let mut whole = GuardWindow::default();
+            whole.push(&all);
+            let end = all.len() as u64;
+            assert_eq!(seeded.at_end(end), whole.at_end(end), "{len}");
+            let more: Vec<u8> = (0..70_000).map(|i| (i * 3) as u8).collect();
+            for window in [&mut seeded, &mut whole] {
+                window.push(&more[..100]);
+                window.push(&more[100..]);
+            }
+            let end = end + more.len() as u64;
+            assert_eq!(seeded.at_end(end), whole.at_end(end), "{len}");
+            assert_eq!(
+                seeded.before_unit(end - 69_900),
+                whole.before_unit(end - 69_900),
+                "{len}"
+            );
+            assert_eq!(seeded.prefix.at_end(), whole.prefix.at_end(), "{len}");
+        }
     }
 
     /// The digest kept while pushing units equals the one computed from the file's bytes, at the end

@@ -204,19 +204,6 @@ pub(crate) enum EnvelopeKey {
 }
 
 impl EnvelopeKey {
-    /// The key as written.
-    pub(crate) fn name(self) -> &'static str {
-        match self {
-            Self::Type => "type",
-            Self::Seq => "seq",
-            Self::Time => "time",
-            Self::Data => "data",
-            Self::SourceEventSeqs => "sourceEventSeqs",
-            Self::SurfaceOp => "surfaceOp",
-            Self::Ignorable => "ignorable",
-        }
-    }
-
     pub(crate) fn of(key: &str) -> Option<Self> {
         Some(match key {
             "type" => Self::Type,
@@ -290,6 +277,11 @@ impl EnvelopeParts {
     /// The `seq` as read.
     pub(crate) fn seq(&self) -> Option<&Value> {
         self.seq.as_ref()
+    }
+
+    /// The `data` as read.
+    pub(crate) fn data(&self) -> Option<&Payload> {
+        self.data.as_ref()
     }
 
     /// The parts as an envelope value (canonical key order), for scanner tests.

@@ -12,8 +12,8 @@
 use serde_json::Value;
 
 use super::event::{Event, TailOrder};
-use super::packed::Member;
 use super::payload::Payload;
+use super::row::Member;
 
 /// One event, borrowed (see the module doc).
 #[derive(Debug, Clone, Copy)]
@@ -55,7 +55,7 @@ impl<'a> EventRef<'a> {
     pub fn data(&self) -> &'a Payload {
         match self {
             Self::Event(e) => &e.data,
-            Self::Chunk(c) => &c.0.data,
+            Self::Chunk(c) => c.0.data(),
         }
     }
 

@@ -159,6 +159,12 @@ impl LegacyUpgrader {
         Ok(changed)
     }
 
+    /// Records the id of the message event `seq` that needed no upgrade (one read typed, see
+    /// [`super::message`]), as [`LegacyUpgrader::upgrade`] records the id of every message event.
+    pub(crate) fn record(&mut self, seq: u64, id: &str) {
+        self.message_ids.insert(seq, id);
+    }
+
     fn upgrade_envelope(
         &self,
         seq: u64,

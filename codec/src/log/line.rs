@@ -1,32 +1,53 @@
 //! Parsing one storage line without building a map for its envelope.
 //!
-//! Most lines of a real log are events of types no validation step looks at (chunks, steps, titles). For
-//! those the envelope's fields go straight into [`EnvelopeParts`]: no `serde_json::Map`, no key strings,
-//! no hashing. Every other line (messages, turn ends, packed rows, anything odd) comes back as the
-//! `Value` the checked path expects, built from the same single parse.
+//! DSH writes `type` first, and the type decides how the rest of the line is read, in one parse:
+//! - events of types no validation step looks at (chunks, steps, titles; most lines of a log): the
+//!   envelope's fields go straight into [`EnvelopeParts`], no `serde_json::Map`, no key strings, no
+//!   hashing; their `data` is kept as the line ([`Payload`]);
+//! - message events: the same, with `data` read typed into the facts the read needs
+//!   ([`super::message`]);
+//! - packed rows: their `data` read typed into its fields ([`RowDataSeed`]), the texts and gaps kept
+//!   as their JSON text and scanned;
+//! - any other type (turn lines, request headers, legacy and unknown types): the `Value` the checked
+//!   path expects.
+//!
+//! A line the typed reading does not answer for (`type` not first, a key read twice, an envelope key
+//! the envelope check refuses, a row or message of another shape) is parsed again the general way, as
+//! `JSON.parse` reads it, so its events or its refusal read as before. Before all of this, the
+//! commonest shapes (plain events, turn lines the checks pass unchanged, packed rows) are read
+//! without serde ([`quick`]).
 
 use std::fmt;
 
 use serde::de::{self, DeserializeSeed, Deserializer, MapAccess, Visitor};
 use serde_json::value::RawValue;
-use serde_json::{Map, Value};
+use serde_json::{Map, Number, Value};
 
 use super::event::{EnvelopeKey, EnvelopeParts};
+use super::message::{DataSeed, MessageKind};
 use super::packed::{RowKind, TypedRow};
-use super::payload::{builds_as_value, is_lazy_kind, Payload};
+use super::payload::{is_lazy_kind, Payload};
+use super::row::RowTexts;
 use super::validate::is_plain_known;
-use crate::json::parse_lossy;
+use crate::json::check::skip_ws;
+
+mod quick;
+use crate::json::{parse_lossy, Skip};
 
 /// One parsed storage line.
-// `Plain` is the large variant and also the common one (most lines of a log), so boxing it would add an
-// allocation per event to save copying in the rare case.
-#[allow(clippy::large_enum_variant)]
+///
+/// The parts are boxed: a line's parse result is moved half a dozen times on its way to an event
+/// (out of the parser, into the reader's queue and out again), and one small allocation costs less
+/// than copying an envelope's worth of bytes each time.
 #[derive(Debug)]
 pub(crate) enum Parsed {
     /// An envelope of a type steps 2–5 of spec §1.7 never look at, not yet validated (§1.4).
-    Plain(EnvelopeParts),
+    Plain(Box<EnvelopeParts>),
     /// A packed chunk row whose shape the parse checked (see [`RowDataSeed`]).
-    Row(TypedRow),
+    Row(Box<TypedRow>),
+    /// A message event whose `data` passed every check of spec §1.7 steps 2–5 as read (see
+    /// [`super::message`]); its envelope is not yet validated (§1.4).
+    Message(Box<EnvelopeParts>),
     /// Anything else, as `JSON.parse` would return it.
     Value(Value),
 }
@@ -37,18 +58,40 @@ pub(crate) fn parse_line(line: &[u8]) -> Result<Parsed, serde_json::Error> {
     let Ok(text) = std::str::from_utf8(line) else {
         return parse_lossy(line).map(Parsed::Value);
     };
+    if let Some(parsed) = quick::read(text) {
+        return Ok(parsed);
+    }
+    parse_text(text)
+}
+
+/// [`parse_line`] through serde alone.
+#[cfg(test)]
+fn parse_line_serde(line: &[u8]) -> Result<Parsed, serde_json::Error> {
+    match std::str::from_utf8(line) {
+        Ok(text) => parse_text(text),
+        Err(_) => parse_lossy(line).map(Parsed::Value),
+    }
+}
+
+/// [`parse_line`] of a line that is valid UTF-8, through serde.
+fn parse_text(text: &str) -> Result<Parsed, serde_json::Error> {
     if text.trim_start().starts_with('{') {
         let mut de = serde_json::Deserializer::from_str(text);
         if let Ok(parsed) = (&mut de)
-            .deserialize_map(LineVisitor)
+            .deserialize_map(LineVisitor { line: text })
             .and_then(|p| de.end().map(|()| p))
         {
             return Ok(parsed);
         }
     }
-    // Not an object, not valid JSON as written (a lone surrogate, say), or invalid: the general path
-    // gives JavaScript's answer or the parse error to report.
-    parse_lossy(line).map(Parsed::Value)
+    // Not an object, not valid JSON as written (a lone surrogate, say), or a line the typed reading
+    // does not answer for: the general path gives JavaScript's answer or the parse error to report.
+    parse_lossy(text.as_bytes()).map(Parsed::Value)
+}
+
+/// The error that sends a line to the general parse.
+fn not_typed<E: de::Error>() -> E {
+    E::custom("not a line of the shape read typed")
 }
 
 enum LineKey {
@@ -56,17 +99,7 @@ enum LineKey {
     /// A packed row's own keys, known so that a row costs no key string.
     Seq0,
     Time0,
-    Other(String),
-}
-
-impl LineKey {
-    fn of(key: &str) -> Option<Self> {
-        match key {
-            "seq0" => Some(Self::Seq0),
-            "time0" => Some(Self::Time0),
-            _ => EnvelopeKey::of(key).map(Self::Known),
-        }
-    }
+    Other,
 }
 
 struct LineKeySeed;
@@ -87,17 +120,31 @@ impl Visitor<'_> for LineKeySeed {
     }
 
     fn visit_str<E: de::Error>(self, key: &str) -> Result<LineKey, E> {
-        Ok(LineKey::of(key).unwrap_or_else(|| LineKey::Other(key.to_owned())))
-    }
-
-    fn visit_string<E: de::Error>(self, key: String) -> Result<LineKey, E> {
-        Ok(LineKey::of(&key).unwrap_or(LineKey::Other(key)))
+        Ok(match key {
+            "seq0" => LineKey::Seq0,
+            "time0" => LineKey::Time0,
+            _ => EnvelopeKey::of(key).map_or(LineKey::Other, LineKey::Known),
+        })
     }
 }
 
-struct LineVisitor;
+/// How a line's fields after its `type` are read.
+#[derive(Clone, Copy)]
+enum Mode {
+    /// A type no check reads: the envelope's fields as they are.
+    Plain,
+    /// A chunk event: as `Plain`, its `data` kept as text.
+    Lazy,
+    /// A message event: as `Plain`, its `data` read typed.
+    Message(MessageKind),
+}
 
-impl<'de> Visitor<'de> for LineVisitor {
+struct LineVisitor<'l> {
+    /// The line, kept by a message event's payload.
+    line: &'l str,
+}
+
+impl<'de> Visitor<'de> for LineVisitor<'_> {
     type Value = Parsed;
 
     fn expecting(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
@@ -105,130 +152,96 @@ impl<'de> Visitor<'de> for LineVisitor {
     }
 
     fn visit_map<A: MapAccess<'de>>(self, mut map: A) -> Result<Parsed, A::Error> {
-        let mut pairs: Vec<(LineKey, Field)> = Vec::with_capacity(7);
-        let mut seen = 0u8;
-        let mut plain_shape = true;
-        // Whether a `type` read so far names a type whose `data` is kept as text (see `Payload`).
-        let mut lazy = false;
-        // The packed row kind a `type` read so far names: its `data` is parsed typed.
-        let mut row = None;
+        match map.next_key_seed(LineKeySeed)? {
+            Some(LineKey::Known(EnvelopeKey::Type)) => {}
+            _ => return Err(not_typed()),
+        }
+        let kind: Value = map.next_value()?;
+        let tag = kind.as_str().unwrap_or_default();
+        if let Some(row) = RowKind::from_tag(tag) {
+            return read_row(row, map);
+        }
+        let mode = if let Some(message) = MessageKind::of(tag) {
+            Mode::Message(message)
+        } else if is_lazy_kind(tag) {
+            Mode::Lazy
+        } else if kind.is_string() && is_plain_known(tag) {
+            Mode::Plain
+        } else {
+            return read_value(kind, map);
+        };
+        let mut parts = Box::<EnvelopeParts>::default();
+        parts.set(EnvelopeKey::Type, kind);
+        let mut seen = 1u8 << (EnvelopeKey::Type as u8);
         while let Some(key) = map.next_key_seed(LineKeySeed)? {
-            let field = match key {
-                LineKey::Known(EnvelopeKey::Data) if row.is_some() => {
-                    Field::Row(map.next_value_seed(RowDataSeed(row.unwrap_or(RowKind::Text)))?)
-                }
-                LineKey::Known(EnvelopeKey::Data) if lazy => {
-                    let raw: Box<RawValue> = map.next_value()?;
-                    if builds_as_value(raw.get()) {
-                        Field::Data(Payload::raw(raw))
-                    } else {
-                        // Built now, so that a value serde_json refuses fails the line as it always did.
-                        Field::Value(serde_json::from_str(raw.get()).map_err(de::Error::custom)?)
-                    }
-                }
-                _ => Field::Value(map.next_value()?),
+            // Another key is the envelope check's to refuse, and a repeated one is JSON's last-wins:
+            // both are the general path's.
+            let LineKey::Known(key) = key else {
+                return Err(not_typed());
             };
-            match &key {
-                LineKey::Known(k) => {
-                    let bit = 1u8 << (*k as u8);
-                    // A repeated key is legal JSON (the last one wins); leave it to the general path.
-                    plain_shape &= seen & bit == 0;
-                    seen |= bit;
-                    if let (EnvelopeKey::Type, Field::Value(v)) = (k, &field) {
-                        lazy = v.as_str().is_some_and(is_lazy_kind);
-                        row = v.as_str().and_then(RowKind::from_tag);
-                    }
+            let bit = 1u8 << (key as u8);
+            if seen & bit != 0 {
+                return Err(not_typed());
+            }
+            seen |= bit;
+            match (key, mode) {
+                (EnvelopeKey::Data, Mode::Message(kind)) => {
+                    let facts = map.next_value_seed(DataSeed(kind))?;
+                    parts.set_data(Payload::message(self.line, facts));
                 }
-                LineKey::Seq0 | LineKey::Time0 | LineKey::Other(_) => plain_shape = false,
-            }
-            pairs.push((key, field));
-        }
-        if pairs
-            .iter()
-            .any(|(_, field)| matches!(field, Field::Row(_)))
-        {
-            return typed_row(pairs);
-        }
-        let plain_kind = pairs.iter().any(|(k, v)| {
-            matches!((k, v), (LineKey::Known(EnvelopeKey::Type), Field::Value(v)) if v.as_str().is_some_and(is_plain_known))
-        });
-        if plain_shape && plain_kind {
-            let mut parts = EnvelopeParts::default();
-            for (key, field) in pairs {
-                match (key, field) {
-                    (LineKey::Known(EnvelopeKey::Data), Field::Data(payload)) => {
-                        parts.set_data(payload)
-                    }
-                    (LineKey::Known(k), field) => parts.set(k, field.into_value()),
-                    (LineKey::Seq0 | LineKey::Time0 | LineKey::Other(_), _) => {}
+                // Checked as a `Value` parse checks it, in its place in the line, so the line can
+                // build it later without fail (and fails now where that parse fails).
+                (EnvelopeKey::Data, Mode::Lazy) => {
+                    map.next_value::<Skip>()?;
+                    parts.set_data(Payload::line(self.line));
                 }
+                // A message lists every chunk it was streamed from: often dozens of seqs.
+                (EnvelopeKey::SourceEventSeqs, _) => {
+                    let raw: &'de RawValue = map.next_value()?;
+                    let seqs = scan_seqs(raw.get()).ok_or_else(not_typed)?;
+                    parts.set(key, seqs);
+                }
+                (key, _) => parts.set(key, map.next_value()?),
             }
-            return Ok(Parsed::Plain(parts));
         }
-        let mut object = Map::with_capacity(pairs.len());
-        for (key, field) in pairs {
-            let key = match key {
-                LineKey::Known(k) => k.name().to_owned(),
-                LineKey::Seq0 => "seq0".to_owned(),
-                LineKey::Time0 => "time0".to_owned(),
-                LineKey::Other(s) => s,
-            };
-            object.insert(key, field.into_value());
-        }
-        Ok(Parsed::Value(Value::Object(object)))
-    }
-}
-
-/// One field of a line's top-level object: a `Value`, a `data` kept as text, or a packed row's `data`
-/// parsed typed.
-enum Field {
-    Value(Value),
-    Data(Payload),
-    Row(RowData),
-}
-
-impl Field {
-    fn into_value(self) -> Value {
-        match self {
-            Self::Value(value) => value,
-            Self::Data(payload) => payload.into_value(),
-            // `typed_row` takes every line with a typed row data; nothing else gets one.
-            Self::Row(_) => Value::Null,
+        match mode {
+            // Without `data`, the message shape check (before the envelope's) refuses the event.
+            Mode::Message(_) if parts.data().is_none() => Err(not_typed()),
+            Mode::Message(_) => Ok(Parsed::Message(parts)),
+            Mode::Plain | Mode::Lazy => Ok(Parsed::Plain(parts)),
         }
     }
 }
 
-/// The error that sends a line to the general parse: the typed parse of a packed row only answers for
-/// rows of exactly the expected shape, and leaves everything else (with its wording) to
-/// `packed::expand_row_parts`.
-fn not_typed<E: de::Error>() -> E {
-    E::custom("not a packed row of the expected shape")
+/// The rest of a line of a type the checks read, as the `Value` a general parse gives (`type` first,
+/// which is where a `Value` parse puts it too).
+fn read_value<'de, A: MapAccess<'de>>(kind: Value, mut map: A) -> Result<Parsed, A::Error> {
+    let mut object = Map::new();
+    object.insert("type".to_owned(), kind);
+    while let Some(key) = map.next_key::<String>()? {
+        let value = map.next_value()?;
+        object.insert(key, value);
+    }
+    Ok(Parsed::Value(Value::Object(object)))
 }
 
-/// A line whose `data` was parsed as a packed row's: exactly `type`, `seq0`, `time0` and `data`, once each.
-fn typed_row<E: de::Error>(pairs: Vec<(LineKey, Field)>) -> Result<Parsed, E> {
-    if pairs.len() != 4 {
-        return Err(not_typed());
-    }
-    let (mut kind, mut seq0, mut time0, mut data) = (None, None, None, None);
-    for (key, field) in pairs {
-        match (key, field) {
-            (LineKey::Known(EnvelopeKey::Type), Field::Value(v)) if kind.is_none() => {
-                kind = v.as_str().and_then(RowKind::from_tag)
+/// The rest of a packed row: exactly `seq0`, `time0` and `data` besides its `type`, once each.
+fn read_row<'de, A: MapAccess<'de>>(kind: RowKind, mut map: A) -> Result<Parsed, A::Error> {
+    let (mut seq0, mut time0, mut data) = (None, None, None);
+    while let Some(key) = map.next_key_seed(LineKeySeed)? {
+        match key {
+            LineKey::Seq0 if seq0.is_none() => seq0 = Some(map.next_value::<Value>()?),
+            LineKey::Time0 if time0.is_none() => time0 = Some(map.next_value::<Value>()?),
+            LineKey::Known(EnvelopeKey::Data) if data.is_none() => {
+                data = Some(map.next_value_seed(RowDataSeed { kind })?)
             }
-            (LineKey::Seq0, Field::Value(v)) if seq0.is_none() => seq0 = Some(v),
-            (LineKey::Time0, Field::Value(v)) if time0.is_none() => time0 = Some(v),
-            (LineKey::Known(EnvelopeKey::Data), Field::Row(d)) if data.is_none() => data = Some(d),
             _ => return Err(not_typed()),
         }
     }
-    let (Some(kind), Some(seq0), Some(time0), Some(data)) = (kind, seq0, time0, data) else {
+    let (Some(seq0), Some(time0), Some(data)) = (seq0, time0, data) else {
         return Err(not_typed());
     };
-    if data.kind != kind {
-        return Err(not_typed());
-    }
-    Ok(Parsed::Row(TypedRow {
+    Ok(Parsed::Row(Box::new(TypedRow {
         kind,
         seq0,
         time0,
@@ -239,7 +252,7 @@ fn typed_row<E: de::Error>(pairs: Vec<(LineKey, Field)>) -> Result<Parsed, E> {
         name: data.name,
         dt: data.dt,
         texts: data.texts,
-    }))
+    })))
 }
 
 /// The keys a packed row's `data` may have, read without allocating.
@@ -289,19 +302,21 @@ impl Visitor<'_> for RowKeySeed {
 
 /// A packed row's `data` of the expected shape (see [`TypedRow`]).
 struct RowData {
-    kind: RowKind,
-    turn: serde_json::Number,
-    step: serde_json::Number,
-    index: serde_json::Number,
+    turn: Number,
+    step: Number,
+    index: Number,
     id: Option<String>,
     name: Option<String>,
-    dt: Vec<Value>,
-    texts: Vec<String>,
+    dt: Vec<i64>,
+    texts: RowTexts,
 }
 
-/// Parses a packed row's `data` straight into its fields: no map, no key strings, no `Value` per text.
-/// Any other shape (a missing, repeated or unknown key, a value of another type) is [`not_typed`].
-struct RowDataSeed(RowKind);
+/// Parses a packed row's `data` straight into its fields: no map, no key strings, no `Value` per text
+/// or gap (both arrays kept as their JSON text and scanned). Any other shape (a missing, repeated or unknown key, a value of another
+/// type, a gap that is not an integer) is [`not_typed`].
+struct RowDataSeed {
+    kind: RowKind,
+}
 
 impl<'de> DeserializeSeed<'de> for RowDataSeed {
     type Value = RowData;
@@ -319,9 +334,11 @@ impl<'de> Visitor<'de> for RowDataSeed {
     }
 
     fn visit_map<A: MapAccess<'de>>(self, mut map: A) -> Result<RowData, A::Error> {
-        let kind = self.0;
-        let (mut turn, mut step, mut index, mut id, mut name, mut dt, mut texts) =
-            (None, None, None, None, None, None, None);
+        let kind = self.kind;
+        let (mut turn, mut step, mut index): (Option<Number>, Option<Number>, Option<Number>) =
+            (None, None, None);
+        let (mut id, mut name): (Option<String>, Option<String>) = (None, None);
+        let (mut dt, mut texts) = (None, None);
         fn once<T, E: de::Error>(slot: &mut Option<T>, value: T) -> Result<(), E> {
             match slot.replace(value) {
                 None => Ok(()),
@@ -333,9 +350,26 @@ impl<'de> Visitor<'de> for RowDataSeed {
                 (RowKey::Turn, _) => once(&mut turn, map.next_value()?)?,
                 (RowKey::Step, _) => once(&mut step, map.next_value()?)?,
                 (RowKey::Index, _) => once(&mut index, map.next_value()?)?,
-                (RowKey::Dt, _) => once(&mut dt, map.next_value()?)?,
+                // Both arrays are read as their JSON text (no value per element) and scanned.
+                (RowKey::Dt, _) => {
+                    let raw: &'de RawValue = map.next_value()?;
+                    let gaps = match scan_gaps(raw.get().as_bytes(), 0) {
+                        Some((gaps, end)) if end == raw.get().len() => gaps,
+                        _ => return Err(not_typed()),
+                    };
+                    once(&mut dt, gaps)?
+                }
                 (RowKey::Texts, RowKind::Text | RowKind::Reasoning)
-                | (RowKey::Args, RowKind::ToolCall) => once(&mut texts, map.next_value()?)?,
+                | (RowKey::Args, RowKind::ToolCall) => {
+                    let raw: &'de RawValue = map.next_value()?;
+                    // DSH writes `dt` first, which tells how many texts follow.
+                    let count = dt.as_ref().map_or(16, |dt: &Vec<i64>| dt.len() + 1);
+                    let scanned = match RowTexts::scan(raw.get(), 0, count) {
+                        Some((texts, end)) if end == raw.get().len() => texts,
+                        _ => return Err(not_typed()),
+                    };
+                    once(&mut texts, scanned)?
+                }
                 (RowKey::Id, RowKind::ToolCall) => once(&mut id, map.next_value()?)?,
                 (RowKey::Name, RowKind::ToolCall) => once(&mut name, map.next_value()?)?,
                 _ => return Err(not_typed()),
@@ -350,7 +384,6 @@ impl<'de> Visitor<'de> for RowDataSeed {
             return Err(not_typed());
         }
         Ok(RowData {
-            kind,
             turn,
             step,
             index,
@@ -362,6 +395,97 @@ impl<'de> Visitor<'de> for RowDataSeed {
     }
 }
 
+/// A row's `dt` array starting at `at` (JSON or not: this checks the grammar itself), and where it
+/// ends: the gaps if every one is an integer of at most 15 digits written as such. `None` for anything
+/// else (`1.0` or `-0`, which JavaScript reads as integers too, a longer number, another element),
+/// which the general parse reads and words.
+pub(crate) fn scan_gaps(bytes: &[u8], at: usize) -> Option<(Vec<i64>, usize)> {
+    let mut at = skip_ws(bytes, at);
+    if bytes.get(at) != Some(&b'[') {
+        return None;
+    }
+    // About the row's members (DSH packs runs of a few dozen).
+    let mut gaps = Vec::with_capacity(32);
+    at = skip_ws(bytes, at + 1);
+    if bytes.get(at) == Some(&b']') {
+        return Some((gaps, at + 1));
+    }
+    loop {
+        let negative = bytes.get(at) == Some(&b'-');
+        at += usize::from(negative);
+        // One pass over the digits: JSON's integer grammar (no leading zero) and the value.
+        let first = at;
+        let mut magnitude: i64 = 0;
+        while let Some(&digit @ b'0'..=b'9') = bytes.get(at) {
+            if at - first == 15 {
+                return None;
+            }
+            magnitude = magnitude * 10 + i64::from(digit - b'0');
+            at += 1;
+        }
+        let digits = at - first;
+        let leading_zero = digits > 1 && bytes.get(first) == Some(&b'0');
+        if digits == 0 || leading_zero || matches!(bytes.get(at), Some(b'.' | b'e' | b'E')) {
+            return None;
+        }
+        gaps.push(match (negative, magnitude) {
+            // `-0`: a float to serde_json.
+            (true, 0) => return None,
+            (true, n) => -n,
+            (false, n) => n,
+        });
+        at = skip_ws(bytes, at);
+        match bytes.get(at) {
+            Some(b',') => at = skip_ws(bytes, at + 1),
+            Some(b']') => return Some((gaps, at + 1)),
+            _ => return None,
+        }
+    }
+}
+
+/// A `sourceEventSeqs` array as its line holds it (JSON the line's parse accepted), as the `Value` a
+/// parse gives, if it holds only integers of up to 15 digits written as such (each one a `u64` in the
+/// `Value`, as serde_json reads it). `None` for anything else (a negative or fractional number, another
+/// element, not an array), which the general parse reads and the fold words.
+fn scan_seqs(array: &str) -> Option<Value> {
+    let bytes = array.as_bytes();
+    let mut at = skip_ws(bytes, 0);
+    if bytes.get(at) != Some(&b'[') {
+        return None;
+    }
+    // Every element takes two bytes at least (a digit and a comma).
+    let mut seqs = Vec::with_capacity(bytes.len() / 2);
+    at = skip_ws(bytes, at + 1);
+    if bytes.get(at) == Some(&b']') {
+        return Some(Value::Array(seqs));
+    }
+    loop {
+        let digits = bytes
+            .get(at..)?
+            .iter()
+            .take_while(|b| b.is_ascii_digit())
+            .count();
+        if digits == 0 || digits > 15 {
+            return None;
+        }
+        let mut seq: u64 = 0;
+        for &digit in bytes.get(at..at + digits)? {
+            seq = seq * 10 + u64::from(digit - b'0');
+        }
+        at += digits;
+        if matches!(bytes.get(at), Some(b'.' | b'e' | b'E')) {
+            return None;
+        }
+        seqs.push(Value::from(seq));
+        at = skip_ws(bytes, at);
+        match bytes.get(at) {
+            Some(b',') => at = skip_ws(bytes, at + 1),
+            Some(b']') => return Some(Value::Array(seqs)),
+            _ => return None,
+        }
+    }
+}
+
 #[cfg(test)]
 mod tests {
     use super::*;
@@ -369,7 +493,7 @@ mod tests {
     fn value(line: &str) -> Value {
         match parse_line(line.as_bytes()).unwrap() {
             Parsed::Value(v) => v,
-            Parsed::Plain(p) => p.into_event().unwrap().to_value(),
+            Parsed::Plain(p) | Parsed::Message(p) => p.into_event().unwrap().to_value(),
             Parsed::Row(_) => panic!("a packed row"),
         }
     }
@@ -407,6 +531,72 @@ mod tests {
         }
     }
 
+    /// The gaps the scan takes are the safe integers a `Value` parse reads, each as that integer.
+    #[test]
+    fn gaps_written_as_safe_integers_are_scanned_and_any_other_left_to_the_general_parse() {
+        for json in [
+            "[]",
+            " [ 1 , -2,0,\t900719925474099 ] ",
+            "[-900719925474099]",
+        ] {
+            let want: Vec<i64> = serde_json::from_str::<Vec<Value>>(json)
+                .unwrap()
+                .iter()
+                .map(|v| crate::json::safe_int(v).unwrap())
+                .collect();
+            let gaps = scan_gaps(json.as_bytes(), 0).map(|(gaps, _)| gaps);
+            assert_eq!(gaps, Some(want), "{json}");
+        }
+        for json in [
+            "[1.0]",
+            "[-0]",
+            "[1e2]",
+            "[9007199254740991]",
+            "[12345678901234567890]",
+            "[\"1\"]",
+            "[null]",
+            "{}",
+            "[01]",
+            "[1,]",
+            "[-]",
+        ] {
+            assert_eq!(scan_gaps(json.as_bytes(), 0), None, "{json}");
+        }
+    }
+
+    /// The seq lists the scan takes are the `Value`s a parse gives; any other is the general parse's.
+    #[test]
+    fn seq_lists_of_plain_integers_are_scanned_to_the_value_a_parse_gives() {
+        for json in ["[]", " [ 0 ,7,\t123456789012345 ] ", "[5]"] {
+            let want: Value = serde_json::from_str(json).unwrap();
+            assert_eq!(scan_seqs(json), Some(want), "{json}");
+        }
+        for json in [
+            "[-1]",
+            "[-0]",
+            "[1.0]",
+            "[1e2]",
+            "[1234567890123456]",
+            "[\"1\"]",
+            "[null]",
+            "[[1]]",
+            "{}",
+            "\"append\"",
+        ] {
+            assert_eq!(scan_seqs(json), None, "{json}");
+        }
+    }
+
+    /// A lone surrogate escape in a row's texts is for the general parse, which reads it as U+FFFD.
+    #[test]
+    fn a_row_text_with_a_lone_surrogate_is_read_the_general_way() {
+        let line = r#"{"type":"text-chunks","seq0":0,"time0":0,"data":{"turn":1,"step":1,"index":0,"dt":[0],"texts":["a\ud800","b"]}}"#;
+        let Parsed::Value(value) = parse_line(line.as_bytes()).unwrap() else {
+            panic!("the general parse")
+        };
+        assert_eq!(value["data"]["texts"][0], "a\u{FFFD}");
+    }
+
     #[test]
     fn row_keys_outside_a_row_or_repeated_in_one_keep_their_general_reading() {
         // An event carrying `seq0` is no plain envelope: the general path refuses it by the key's name.
@@ -437,6 +627,33 @@ mod tests {
         };
         let event = parts.into_event().unwrap();
         assert_eq!(event.to_json_line(), line);
+    }
+
+    #[test]
+    fn data_nothing_on_the_read_path_reads_is_kept_as_text_and_builds_the_same() {
+        let data = r#"{"turn":1,"step":2,"x":[1.5,"é"]}"#;
+        for (kind, kept) in [
+            ("assistant/chunk", true),
+            ("step/end", true),
+            ("session/title", true),
+            ("compaction/summary", true),
+            // The closer tracker reads its field from the line; extraction reads the others at length.
+            ("step/start", true),
+            ("tool/call", false),
+            ("todo/write", false),
+            // The checks read these.
+            ("turn/start", false),
+            ("request/header", false),
+        ] {
+            let line = format!(r#"{{"type":"{kind}","seq":0,"time":0,"data":{data}}}"#);
+            let event = match parse_line(line.as_bytes()).unwrap() {
+                Parsed::Plain(parts) => parts.into_event().unwrap(),
+                Parsed::Value(value) => crate::log::event::Event::from_value(value).unwrap(),
+                _ => panic!("{kind}: neither plain nor general"),
+            };
+            assert_eq!(!event.data.is_built(), kept, "{kind}");
+            assert_eq!(event.to_json_line(), line, "{kind}");
+        }
     }
 
     #[test]

@@ -12,7 +12,7 @@ use std::sync::Arc;
 use serde_json::{Map, Number, Value};
 
 use super::event::Event;
-use super::payload::{ChunkDelta, Payload};
+use super::row::{Row, RowTexts};
 use crate::json::{is_safe_i64, safe_int, safe_uint, MAX_SAFE_INTEGER};
 
 /// The shortest run the writer packs (DSH's `MIN_RUN`). Readers accept any row length ≥ 1.
@@ -92,35 +92,13 @@ pub fn row_kind_of(line: &Map<String, Value>) -> Option<RowKind> {
 /// `row` must be an object whose `type` is a packed tag (see [`row_kind`]); anything else is refused.
 pub fn expand_row(row: Map<String, Value>) -> Result<Vec<Value>, String> {
     Ok(expand_row_parts(row)?
-        .into_iter()
+        .members()
         .map(|member| member.into_event().to_value())
         .collect())
 }
 
-/// One member of a packed row as the row's checks leave it: an `assistant/chunk` event with no surface
-/// keys and a safe seq and time, whose data is built only if something reads it (see [`Payload`]).
-#[derive(Debug)]
-pub(crate) struct Member {
-    pub(crate) seq: u64,
-    pub(crate) time: i64,
-    pub(crate) data: Payload,
-}
-
-impl Member {
-    pub(crate) const KIND: &'static str = "assistant/chunk";
-
-    pub(crate) fn into_event(self) -> Event {
-        Event::with_payload(Self::KIND, self.seq, self.time, self.data)
-    }
-
-    /// [`Member::into_event`] for a member that stays where it is (a borrowed read).
-    pub(crate) fn to_event(&self) -> Event {
-        Event::with_payload(Self::KIND, self.seq, self.time, self.data.clone())
-    }
-}
-
-/// [`expand_row`] without building each member's envelope map: the reader's hot path.
-pub(crate) fn expand_row_parts(row: Map<String, Value>) -> Result<Vec<Member>, String> {
+/// [`expand_row`] without building each member's envelope map: the row as the reader holds it.
+pub(crate) fn expand_row_parts(row: Map<String, Value>) -> Result<Arc<Row>, String> {
     let kind = row
         .get("type")
         .and_then(Value::as_str)
@@ -195,16 +173,19 @@ pub(crate) fn expand_row_parts(row: Map<String, Value>) -> Result<Vec<Member>, S
     else {
         return Err("packed row turn, step and index must be numbers".into());
     };
-    let texts = payload
-        .into_iter()
-        .map(|text| match text {
-            Value::String(text) => Ok(text),
-            _ => Err(format!(
-                "packed row {} holds a non-string",
-                kind.payload_key()
-            )),
-        })
-        .collect::<Result<_, _>>()?;
+    let mut strings = Vec::with_capacity(payload.len());
+    for text in &payload {
+        match text {
+            Value::String(text) => strings.push(text.as_str()),
+            _ => {
+                return Err(format!(
+                    "packed row {} holds a non-string",
+                    kind.payload_key()
+                ))
+            }
+        }
+    }
+    let texts = RowTexts::of_strings(strings);
     members(RowFields {
         kind,
         seq0,
@@ -220,15 +201,15 @@ pub(crate) fn expand_row_parts(row: Map<String, Value>) -> Result<Vec<Member>, S
             Value::String(name) => Some(name),
             _ => None,
         },
-        dt,
+        dt: Gaps::Values(dt),
         texts,
     })
 }
 
 /// A packed row whose shape a typed parse of its line already checked (`line::parse_line`): exactly the
 /// keys `type, seq0, time0, data`, `data` with exactly the keys its kind requires, `turn`, `step` and
-/// `index` numbers, `id` and `name` strings, the payload an array of strings and `dt` an array. What is
-/// left to check is what [`expand_row_parts`] checks after the shape.
+/// `index` numbers, `id` and `name` strings, the payload an array of strings and `dt` an array of safe
+/// integers. What is left to check is what [`expand_row_parts`] checks after the shape.
 #[derive(Debug)]
 pub(crate) struct TypedRow {
     pub(crate) kind: RowKind,
@@ -239,12 +220,12 @@ pub(crate) struct TypedRow {
     pub(crate) index: Number,
     pub(crate) id: Option<String>,
     pub(crate) name: Option<String>,
-    pub(crate) dt: Vec<Value>,
-    pub(crate) texts: Vec<String>,
+    pub(crate) dt: Vec<i64>,
+    pub(crate) texts: RowTexts,
 }
 
 /// [`expand_row_parts`] for a row parsed typed: the same checks in the same order, the same members.
-pub(crate) fn expand_typed_row(row: TypedRow) -> Result<Vec<Member>, String> {
+pub(crate) fn expand_typed_row(row: TypedRow) -> Result<Arc<Row>, String> {
     let seq0 = safe_uint(&row.seq0).ok_or("packed row seq0 is not a safe integer ≥ 0")?;
     let time0 = safe_int(&row.time0).ok_or("packed row time0 is not a safe integer")?;
     if row.texts.is_empty() {
@@ -262,9 +243,32 @@ pub(crate) fn expand_typed_row(row: TypedRow) -> Result<Vec<Member>, String> {
         index: row.index,
         id: row.id.unwrap_or_default(),
         name: row.name,
-        dt: row.dt,
+        dt: Gaps::Ints(row.dt),
         texts: row.texts,
     })
+}
+
+/// A row's `dt` as read: values (the general parse) or safe integers (the typed one).
+enum Gaps {
+    Values(Vec<Value>),
+    Ints(Vec<i64>),
+}
+
+impl Gaps {
+    fn len(&self) -> usize {
+        match self {
+            Self::Values(gaps) => gaps.len(),
+            Self::Ints(gaps) => gaps.len(),
+        }
+    }
+
+    /// Gap `k` as a safe integer, if it is one.
+    fn get(&self, k: usize) -> Option<i64> {
+        match self {
+            Self::Values(gaps) => gaps.get(k).and_then(safe_int),
+            Self::Ints(gaps) => gaps.get(k).copied().filter(|g| is_safe_i64(*g)),
+        }
+    }
 }
 
 /// A row's fields once its shape is checked, however it was parsed.
@@ -278,13 +282,14 @@ struct RowFields {
     /// Tool-call rows: the call id (empty otherwise).
     id: String,
     name: Option<String>,
-    dt: Vec<Value>,
+    dt: Gaps,
     /// Non-empty.
-    texts: Vec<String>,
+    texts: RowTexts,
 }
 
-/// The checks after the shape (the gaps, the seq range, the running time) and the members.
-fn members(row: RowFields) -> Result<Vec<Member>, String> {
+/// The checks after the shape (the gaps, the seq range, the running time), and the row its members
+/// are read from.
+fn members(row: RowFields) -> Result<Arc<Row>, String> {
     let RowFields {
         kind,
         seq0,
@@ -310,40 +315,30 @@ fn members(row: RowFields) -> Result<Vec<Member>, String> {
     if last_seq.is_none_or(|s| s > MAX_SAFE_INTEGER as u64) {
         return Err("packed row seq0 + members − 1 is not a safe integer".into());
     }
-    let (id, name): (Arc<str>, Option<Arc<str>>) = (id.into(), name.map(Into::into));
-    let mut events = Vec::with_capacity(texts.len());
+    let mut gaps = Vec::with_capacity(dt.len());
     let mut time = time0;
-    let mut seq = seq0;
-    for (k, text) in texts.into_iter().enumerate() {
-        if k > 0 {
-            let gap = dt
-                .get(k - 1)
-                .and_then(safe_int)
-                .ok_or("packed row dt holds a non-safe-integer gap")?;
-            time = time
-                .checked_add(gap)
-                .filter(|t| is_safe_i64(*t))
-                .ok_or("packed row running time leaves the safe integer range")?;
-            seq += 1;
-        }
-        // The member's data is built only if something reads it (see `Payload`): no fold or extraction
-        // step does.
-        let delta = ChunkDelta {
-            kind,
-            turn: turn.clone(),
-            step: step.clone(),
-            index: index.clone(),
-            id: id.clone(),
-            name: name.clone(),
-            text,
-        };
-        events.push(Member {
-            seq,
-            time,
-            data: Payload::chunk(delta),
-        });
+    for k in 0..dt.len() {
+        let gap = dt
+            .get(k)
+            .ok_or("packed row dt holds a non-safe-integer gap")?;
+        time = time
+            .checked_add(gap)
+            .filter(|t| is_safe_i64(*t))
+            .ok_or("packed row running time leaves the safe integer range")?;
+        gaps.push(gap);
     }
-    Ok(events)
+    Ok(Arc::new(Row {
+        kind,
+        turn,
+        step,
+        index,
+        id,
+        name,
+        seq0,
+        time0,
+        dt: gaps,
+        texts,
+    }))
 }
 
 /// What a packable delta event shares with the rest of its run, and its own payload.

@@ -3,22 +3,27 @@
 //! Chunk deltas are most events of a real log, and no step of the read path, the fold or text extraction
 //! reads them; building a `serde_json::Value` (an insertion-ordered map and a key string per field, two
 //! levels deep) for each one was most of what a read cost. A [`Payload`] read from a packed chunk row holds
-//! the member's few typed fields instead, and one read from a chunk line of its own holds the line's
-//! `data` text (checked as JSON by the line's parse); either becomes the very `Value` the old read built
-//! the first time it is dereferenced (at most once; later looks share it). Everything else is held as a
-//! `Value` from the start. To its users a payload is a `Value`: it dereferences to one, compares with one,
-//! serialises as one, and [`Payload::into_value`] hands it over.
+//! the row and the member's index instead, and one read from a line of a type nothing on the read path
+//! looks into (a chunk line of its own, a step end, …, see [`is_lazy_kind`]) holds the line, whose
+//! `data` its parse checked as a `Value` parse would ([`crate::json::Skip`]); either becomes the very
+//! `Value` the old read built the first time it is dereferenced (at most once; later looks share it). A message event read typed
+//! ([`super::message`]) holds its whole line and the facts its parse found, which the read path, the
+//! fold and extraction use instead of the `Value`. Everything else is held as a `Value` from the start.
+//! To its users a payload is a `Value`: it dereferences to one, compares with one, serialises as one,
+//! and [`Payload::into_value`] hands it over.
 
 use std::fmt;
 use std::ops::{Deref, DerefMut};
 use std::sync::{Arc, OnceLock};
 
 use serde::{Serialize, Serializer};
-use serde_json::value::RawValue;
-use serde_json::{Map, Number, Value};
+use serde_json::Value;
 
-use super::packed::RowKind;
-use crate::json::parse_lossy;
+use super::message::MessageFacts;
+use super::row::Row;
+use super::validate::is_plain_known;
+
+mod fields;
 
 /// An event's `data`: a [`Value`], possibly not built yet (see the module doc). As large as a `Value`, so
 /// that events, which the read path moves several times, grow by nothing.
@@ -38,118 +43,60 @@ struct Lazy {
 #[derive(Clone)]
 enum Source {
     Chunk(ChunkDelta),
-    /// JSON text that [`builds_as_value`] accepted.
-    Raw(Box<RawValue>),
+    /// A message event's line, read typed (boxed: the other sources are small, and most events).
+    Message(Box<MessageLine>),
+    /// A line whose `data` its parse checked as a `Value` parse would ([`crate::json::Skip`]).
+    Line(Box<str>),
+}
+
+/// A message event's whole line, and what its typed parse found.
+#[derive(Clone)]
+struct MessageLine {
+    line: Box<str>,
+    facts: MessageFacts,
 }
 
 impl Source {
     fn to_value(&self) -> Value {
         match self {
             Self::Chunk(delta) => delta.to_value(),
-            // `builds_as_value` ruled out every way this could fail (the line's parse checked the syntax).
-            Self::Raw(raw) => parse_lossy(raw.get().as_bytes()).unwrap_or(Value::Null),
+            Self::Message(message) => data_of_line(&message.line),
+            Self::Line(line) => data_of_line(line),
         }
     }
 }
 
-/// The event types whose `data` a read keeps as text until it is looked at: the chunk deltas, which no
-/// step of the read path, the fold or extraction reads, and which are most lines of a real log.
+/// The `data` of a line the typed parse accepted, as the general parse reads it. That parse checked the
+/// whole line as a `Value` parse would (see [`super::message`], [`crate::json::Skip`]), so this cannot
+/// fail.
+fn data_of_line(line: &str) -> Value {
+    match serde_json::from_str::<Value>(line) {
+        Ok(Value::Object(mut envelope)) => envelope.remove("data").unwrap_or(Value::Null),
+        _ => Value::Null,
+    }
+}
+
+/// The event types whose `data` a read keeps as text until it is looked at: the known types no check
+/// reads (see [`is_plain_known`]) but those whose `data` extraction reads at length (`tool/call`,
+/// `todo/write`: reading a field twice from text costs more than building it once). Chunk deltas are
+/// most lines of a real log; the others (step starts and ends, compaction records, titles, …) are
+/// small or rare, but a text costs less to keep than a map to build and drop. The closer tracker reads
+/// a step start's `step` from the text ([`Payload::line_fields`]).
 pub(crate) fn is_lazy_kind(kind: &str) -> bool {
-    kind == "assistant/chunk"
+    kind == "assistant/chunk" || is_plain_known(kind) && !matches!(kind, "tool/call" | "todo/write")
 }
 
-/// Whether `raw` (syntactically valid JSON) is sure to build into a `Value` later: nesting well within
-/// serde_json's depth limit and no number that could leave `f64`'s range (an exponent, or a very long
-/// run of digits). Conservative: anything else is built at once, failing where the old read failed.
-pub(crate) fn builds_as_value(raw: &str) -> bool {
-    const MAX_DEPTH: usize = 100;
-    const MAX_DIGITS: usize = 100;
-    let bytes = raw.as_bytes();
-    let mut depth = 0usize;
-    let mut digits = 0usize;
-    let mut at = 0;
-    while let Some(&b) = bytes.get(at) {
-        at += 1;
-        match b {
-            // Strings are most of the text and hold nothing either limit counts: jump to their end.
-            b'"' => {
-                digits = 0;
-                loop {
-                    let Some(k) = memchr::memchr2(b'"', b'\\', bytes.get(at..).unwrap_or_default())
-                    else {
-                        return true;
-                    };
-                    at += k + 1;
-                    if bytes.get(at - 1) == Some(&b'"') {
-                        break;
-                    }
-                    // An escape: skip the escaped byte (a `\u` escape's hex digits are not special).
-                    at += 1;
-                }
-                continue;
-            }
-            b'{' | b'[' => {
-                depth += 1;
-                if depth > MAX_DEPTH {
-                    return false;
-                }
-            }
-            b'}' | b']' => depth = depth.saturating_sub(1),
-            b'e' | b'E' if digits > 0 => return false,
-            _ => {}
-        }
-        if b.is_ascii_digit() || b == b'.' {
-            digits += 1;
-            if digits > MAX_DIGITS {
-                return false;
-            }
-        } else {
-            digits = 0;
-        }
-    }
-    true
-}
-
-/// One member of a packed chunk row (spec §1.6), as the row gave it: the row-wide fields (numbers and, for
-/// a tool call, its id and name) and the member's own text. Checked by the row's expansion.
+/// One member of a packed chunk row (spec §1.6): the checked row it shares with the other members, and
+/// its index there.
 #[derive(Clone)]
 pub(crate) struct ChunkDelta {
-    pub(crate) kind: RowKind,
-    pub(crate) turn: Number,
-    pub(crate) step: Number,
-    pub(crate) index: Number,
-    /// Tool-call rows: the call id (empty otherwise). Shared by the row's members, which would otherwise
-    /// each allocate a copy that nothing reads unless the payload is built.
-    pub(crate) id: Arc<str>,
-    /// Tool-call rows: the call name, when the row has one (shared like `id`).
-    pub(crate) name: Option<Arc<str>>,
-    /// The member's `text` (or `argumentsDelta`).
-    pub(crate) text: String,
+    pub(crate) row: Arc<Row>,
+    pub(crate) k: usize,
 }
 
 impl ChunkDelta {
-    /// `data` as the row expands it, keys in DSH's order: `{turn, step, chunk: {type, index, …}}`.
     fn to_value(&self) -> Value {
-        let mut chunk = Map::with_capacity(5);
-        chunk.insert("type".into(), self.kind.delta_type().into());
-        chunk.insert("index".into(), Value::Number(self.index.clone()));
-        match self.kind {
-            RowKind::ToolCall => {
-                chunk.insert("id".into(), Value::String(self.id.to_string()));
-                if let Some(name) = &self.name {
-                    chunk.insert("name".into(), Value::String(name.to_string()));
-                }
-                chunk.insert("argumentsDelta".into(), self.text.clone().into());
-            }
-            RowKind::Text | RowKind::Reasoning => {
-                chunk.insert("text".into(), self.text.clone().into());
-            }
-        }
-        let mut data = Map::with_capacity(3);
-        data.insert("turn".into(), Value::Number(self.turn.clone()));
-        data.insert("step".into(), Value::Number(self.step.clone()));
-        data.insert("chunk".into(), Value::Object(chunk));
-        Value::Object(data)
+        self.row.member_data(self.k)
     }
 }
 
@@ -166,9 +113,52 @@ impl Payload {
         Self::lazy(Source::Chunk(delta))
     }
 
-    /// A payload kept as its JSON text, which [`builds_as_value`] must have accepted.
-    pub(crate) fn raw(raw: Box<RawValue>) -> Self {
-        Self::lazy(Source::Raw(raw))
+    /// The `data` of `line`, kept as the line: its parse must have checked `data` as a `Value` parse
+    /// would ([`crate::json::Skip`]).
+    pub(crate) fn line(line: &str) -> Self {
+        Self::lazy(Source::Line(line.into()))
+    }
+
+    /// A message event's payload: its `line` (which the typed parse read, `data` included) and the
+    /// facts that parse found. Built into `data`'s `Value` when first dereferenced.
+    pub(crate) fn message(line: &str, facts: MessageFacts) -> Self {
+        Self::lazy(Source::Message(Box::new(MessageLine {
+            line: line.into(),
+            facts,
+        })))
+    }
+
+    /// The facts of a message event read typed, when this is such a payload and `kind` the event's
+    /// type. Still there once the value is built (it is the same data); gone once it is changed.
+    pub(crate) fn message_facts(&self, kind: &str) -> Option<&MessageFacts> {
+        match &self.0 {
+            Repr::Lazy(lazy) => match &lazy.source {
+                Source::Message(message) if message.facts.is_for(kind) => Some(&message.facts),
+                _ => None,
+            },
+            Repr::Built(_) => None,
+        }
+    }
+
+    /// The fields `names` of `data` (each `None` when absent; the last when repeated, as `JSON.parse`
+    /// keeps it), read from the line this payload keeps without building `data`. A `data` that is not
+    /// an object has no fields. `None` when this payload is no such line, or its value is built
+    /// already, or `data` is an object a `Value` parse reads otherwise than as a map (led by
+    /// serde_json's raw-value key): the caller then reads the `Value`.
+    pub(crate) fn line_fields<const N: usize>(
+        &self,
+        names: [&'static str; N],
+    ) -> Option<[Option<Value>; N]> {
+        let Repr::Lazy(lazy) = &self.0 else {
+            return None;
+        };
+        let Source::Line(line) = &lazy.source else {
+            return None;
+        };
+        if lazy.value.get().is_some() {
+            return None;
+        }
+        fields::of_line_data(line, names)
     }
 
     /// Whether the `Value` has been built (always, except for a chunk delta's payload that nothing has
@@ -291,18 +281,32 @@ impl Serialize for Payload {
 #[cfg(test)]
 mod tests {
     use super::*;
+    use crate::log::packed::RowKind;
+    use crate::log::row::RowTexts;
     use serde_json::json;
 
-    fn text_delta() -> ChunkDelta {
-        ChunkDelta {
-            kind: RowKind::Text,
+    fn delta(kind: RowKind, name: Option<&str>, texts: &[&str], k: usize) -> ChunkDelta {
+        let all = RowTexts::of_strings(texts.iter().copied());
+        let row = Row {
+            kind,
             turn: 1.into(),
             step: 2.into(),
             index: 0.into(),
-            id: "".into(),
-            name: None,
-            text: "hel".into(),
+            id: if kind == RowKind::ToolCall { "c1" } else { "" }.into(),
+            name: name.map(str::to_owned),
+            seq0: 0,
+            time0: 0,
+            dt: vec![0; texts.len().saturating_sub(1)],
+            texts: all,
+        };
+        ChunkDelta {
+            row: Arc::new(row),
+            k,
         }
+    }
+
+    fn text_delta() -> ChunkDelta {
+        delta(RowKind::Text, None, &["hel"], 0)
     }
 
     #[test]
@@ -320,13 +324,7 @@ mod tests {
 
     #[test]
     fn tool_call_members_keep_id_and_name_before_the_arguments() {
-        let payload = Payload::chunk(ChunkDelta {
-            kind: RowKind::ToolCall,
-            id: "c1".into(),
-            name: Some("read".into()),
-            text: "{\"a\"".into(),
-            ..text_delta()
-        });
+        let payload = Payload::chunk(delta(RowKind::ToolCall, Some("read"), &["x", "{\"a\""], 1));
         assert_eq!(
             payload.into_value(),
             json!({"turn":1,"step":2,"chunk":{"type":"tool-call-delta","index":0,"id":"c1","name":"read","argumentsDelta":"{\"a\""}})
@@ -345,71 +343,15 @@ mod tests {
     }
 
     #[test]
-    fn raw_text_builds_as_the_value_a_parse_gives() {
-        let text = r#"{"b":[1,2.5,"x\"}"],"a":{"c":null}}"#;
-        assert!(builds_as_value(text));
-        let payload = Payload::raw(RawValue::from_string(text.to_owned()).unwrap());
+    fn a_line_builds_its_data_as_the_general_parse_reads_it() {
+        let line = r#"{"type":"step/end","seq":0,"time":0,"data":{"b":[1,2.5,"x\"}"],"a":{"c":null}},"x":1}"#;
+        let payload = Payload::line(line);
         assert!(!payload.is_built());
-        assert_eq!(payload, serde_json::from_str::<Value>(text).unwrap());
-        assert_eq!(payload.to_string(), text);
-    }
-
-    /// The byte-at-a-time scan the string skipping of [`builds_as_value`] must agree with.
-    fn builds_as_value_bytewise(raw: &str) -> bool {
-        let (mut depth, mut digits, mut in_string, mut escaped) = (0usize, 0usize, false, false);
-        for &b in raw.as_bytes() {
-            if in_string {
-                match (escaped, b) {
-                    (true, _) => escaped = false,
-                    (false, b'\\') => escaped = true,
-                    (false, b'"') => in_string = false,
-                    _ => {}
-                }
-                continue;
-            }
-            match b {
-                b'"' => in_string = true,
-                b'{' | b'[' => {
-                    depth += 1;
-                    if depth > 100 {
-                        return false;
-                    }
-                }
-                b'}' | b']' => depth = depth.saturating_sub(1),
-                b'e' | b'E' if digits > 0 => return false,
-                _ => {}
-            }
-            if b.is_ascii_digit() || b == b'.' {
-                digits += 1;
-                if digits > 100 {
-                    return false;
-                }
-            } else {
-                digits = 0;
-            }
-        }
-        true
-    }
-
-    proptest::proptest! {
-        #[test]
-        fn skipping_strings_decides_as_the_bytewise_scan(raw in r#"([\[\]{}"\\1e.,: a]{0,40}|[\[{"\\1.]{0,400})*"#) {
-            proptest::prop_assert_eq!(builds_as_value(&raw), builds_as_value_bytewise(&raw));
-        }
-    }
-
-    #[test]
-    fn text_a_value_might_refuse_is_not_kept_raw() {
-        for text in [
-            "1e400",
-            r#"{"a":[2E5]}"#,
-            &"9".repeat(400),
-            &format!("{}{}", "[".repeat(200), "]".repeat(200)),
-        ] {
-            assert!(!builds_as_value(text), "{text}");
-        }
-        for text in [r#""1e400""#, "[true,false,-0.5]", r#"{"e":"E"}"#] {
-            assert!(builds_as_value(text), "{text}");
-        }
+        let want: Value = serde_json::from_str(line).unwrap();
+        assert_eq!(payload, want["data"]);
+        assert_eq!(
+            payload.to_string(),
+            r#"{"b":[1,2.5,"x\"}"],"a":{"c":null}}"#
+        );
     }
 }

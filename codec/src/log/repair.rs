@@ -15,6 +15,7 @@ use serde_json::{Map, Value};
 
 use super::event::{Event, TailOrder};
 use super::event_ref::EventRef;
+use super::message::Closing;
 
 /// The text of the closer for a call whose `tool/call` was recorded.
 pub const OUTCOME_UNKNOWN_TEXT: &str = "The tool call was interrupted after it was recorded, but no result was durably recorded. Its outcome is unknown. Decide whether to retry from the tool semantics: retry only if the operation is read-only or idempotent; if it may have side effects, first verify external state or ask the user. Do not retry blindly.";
@@ -61,7 +62,12 @@ impl CloserTracker {
         let data = &event.data;
         match event.kind.as_str() {
             "turn/start" => {
-                self.open_turn = Some(data.get("turn").cloned().unwrap_or(Value::Null));
+                // Read from the line when the data is kept as one (see `Payload::line_fields`).
+                let turn = match data.line_fields(["turn"]) {
+                    Some([turn]) => turn,
+                    None => data.get("turn").cloned(),
+                };
+                self.open_turn = Some(turn.unwrap_or(Value::Null));
                 self.open_step = None;
                 self.calls.clear();
             }
@@ -70,12 +76,27 @@ impl CloserTracker {
                 self.open_step = None;
                 self.calls.clear();
             }
-            "step/start" => self.open_step = Some(data.get("step").cloned().unwrap_or(Value::Null)),
+            "step/start" => {
+                // Read from the line when the data is kept as one (see `Payload::line_fields`).
+                let step = match data.line_fields(["step"]) {
+                    Some([step]) => step,
+                    None => data.get("step").cloned(),
+                };
+                self.open_step = Some(step.unwrap_or(Value::Null));
+            }
             "step/end" => {
                 self.open_step = None;
                 self.calls.clear();
             }
             "assistant/message" => {
+                if let Some(Closing::Assistant { step, call_ids }) =
+                    data.message_facts(&event.kind).map(|f| &f.closing)
+                {
+                    for id in call_ids {
+                        self.call_made(id, step);
+                    }
+                    return;
+                }
                 let step = data.get("step").cloned().unwrap_or(Value::Null);
                 let content = data
                     .get("message")
@@ -85,18 +106,8 @@ impl CloserTracker {
                     if block.get("type").and_then(Value::as_str) != Some("tool-call") {
                         continue;
                     }
-                    let Some(id) = block.get("id").and_then(Value::as_str) else {
-                        continue;
-                    };
-                    // `Map.set` on an existing key keeps its position and replaces the entry.
-                    let call = PendingCall {
-                        id: id.to_owned(),
-                        step: step.clone(),
-                        call_seq: None,
-                    };
-                    match self.calls.iter_mut().find(|c| c.id == id) {
-                        Some(existing) => *existing = call,
-                        None => self.calls.push(call),
+                    if let Some(id) = block.get("id").and_then(Value::as_str) {
+                        self.call_made(id, &step);
                     }
                 }
             }
@@ -108,12 +119,32 @@ impl CloserTracker {
                 }
             }
             "tool/result" => {
+                if let Some(Closing::ToolResult { call_id, .. }) =
+                    data.message_facts(&event.kind).map(|f| &f.closing)
+                {
+                    self.calls.retain(|c| &c.id != call_id);
+                    return;
+                }
                 let source = data.get("message").and_then(|m| m.get("source"));
                 if let Some(id) = source.and_then(|s| s.get("callId")).and_then(Value::as_str) {
                     self.calls.retain(|c| c.id != id);
                 }
             }
             _ => {}
+        }
+    }
+
+    /// An assistant message's tool call `id`, made in `step`: now waiting for its result.
+    fn call_made(&mut self, id: &str, step: &Value) {
+        // `Map.set` on an existing key keeps its position and replaces the entry.
+        let call = PendingCall {
+            id: id.to_owned(),
+            step: step.clone(),
+            call_seq: None,
+        };
+        match self.calls.iter_mut().find(|c| c.id == id) {
+            Some(existing) => *existing = call,
+            None => self.calls.push(call),
         }
     }
 

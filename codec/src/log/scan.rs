@@ -19,60 +19,92 @@ use serde_json::Value;
 use super::error::{LogError, LogErrorCode};
 use super::event::EnvelopeParts;
 use super::line::{parse_line, Parsed};
-use super::packed::{self, Member};
+use super::packed;
+use super::row::{Member, RowCursor};
 use crate::json::parse_lossy;
 
-/// One event the scanner accepted, in the form the reader's pipeline takes next.
-// `Plain` is the large variant and the common one; see `line::Parsed`.
-#[allow(clippy::large_enum_variant)]
+/// One event the scanner accepted, in the form the reader's pipeline takes next (boxed parts: see
+/// `line::Parsed`).
 #[derive(Debug)]
 pub enum Scanned {
-    /// An envelope of a type the checks of spec §1.7 steps 2–5 never look at (chunks, steps, …), or a
-    /// member of a packed row; only the envelope rules remain to check.
-    Plain(EnvelopeParts),
-    /// A member of a packed row, checked whole by its row: nothing remains to check.
-    Chunk(Member),
+    /// An envelope of a type the checks of spec §1.7 steps 2–5 never look at (chunks, steps, …); only
+    /// the envelope rules remain to check.
+    Plain(Box<EnvelopeParts>),
+    /// A message event whose `data` its line's parse read typed and checked (spec §1.7 steps 2–5, see
+    /// [`super::message`]); the envelope rules remain to check.
+    Message(Box<EnvelopeParts>),
     /// Any other value, for the checked path.
     Value(Value),
 }
 
-impl Scanned {
+/// What one line the scanner accepted holds: one event, or the members of a packed row, which the
+/// reader takes out one at a time.
+#[derive(Debug)]
+pub enum Accepted {
+    One(Scanned),
+    Row(RowCursor),
+}
+
+impl Accepted {
     fn kind(&self) -> Option<&str> {
         match self {
-            Self::Plain(parts) => parts.kind(),
-            Self::Chunk(_) => Some(Member::KIND),
-            Self::Value(v) => v.get("type").and_then(Value::as_str),
+            Self::One(Scanned::Plain(parts) | Scanned::Message(parts)) => parts.kind(),
+            Self::Row(_) => Some(Member::KIND),
+            Self::One(Scanned::Value(v)) => v.get("type").and_then(Value::as_str),
         }
     }
 
-    /// Whether the event's `seq` is `expected`, as JavaScript compares them.
+    /// How many events the line holds.
+    fn len(&self) -> usize {
+        match self {
+            Self::One(_) => 1,
+            Self::Row(row) => row.len(),
+        }
+    }
+
+    /// The seq of the line's first event.
+    fn first_seq(&self) -> Option<&Value> {
+        match self {
+            Self::One(Scanned::Plain(parts) | Scanned::Message(parts)) => parts.seq(),
+            Self::One(Scanned::Value(v)) => v.get("seq"),
+            Self::Row(_) => None,
+        }
+    }
+
+    /// Whether the line's first event's `seq` is `expected`, as JavaScript compares them (a row's
+    /// members are consecutive from its first).
     fn seq_is(&self, expected: u64) -> bool {
         match self {
-            Self::Plain(parts) => parts.seq().is_some_and(|seq| seq_equals(seq, expected)),
-            Self::Chunk(member) => member.seq == expected,
-            Self::Value(v) => v.get("seq").is_some_and(|seq| seq_equals(seq, expected)),
+            Self::Row(row) => row.seq0() == expected,
+            _ => self
+                .first_seq()
+                .is_some_and(|seq| seq_equals(seq, expected)),
         }
     }
 
-    /// The event's `seq` as the gap message shows it.
+    /// The first event's `seq` as the gap message shows it.
     fn seq_text(&self) -> String {
-        let seq = match self {
-            Self::Plain(parts) => parts.seq(),
-            Self::Chunk(member) => return member.seq.to_string(),
-            Self::Value(Value::Null) => return "null".to_owned(),
-            Self::Value(v) if !v.is_object() => return "a value that is not an object".to_owned(),
-            Self::Value(v) => v.get("seq"),
-        };
-        seq.map_or_else(|| "no seq".to_owned(), Value::to_string)
+        match self {
+            Self::Row(row) => row.seq0().to_string(),
+            Self::One(Scanned::Value(Value::Null)) => "null".to_owned(),
+            Self::One(Scanned::Value(v)) if !v.is_object() => {
+                "a value that is not an object".to_owned()
+            }
+            _ => self
+                .first_seq()
+                .map_or_else(|| "no seq".to_owned(), Value::to_string),
+        }
     }
 
-    /// The event as the JSON value it was read from.
+    /// The events as the JSON values they were read from.
     #[cfg(test)]
-    pub fn into_value(self) -> Value {
+    pub fn into_values(self) -> Vec<Value> {
         match self {
-            Self::Plain(parts) => parts.into_value(),
-            Self::Chunk(member) => member.into_event().to_value(),
-            Self::Value(v) => v,
+            Self::One(Scanned::Plain(parts) | Scanned::Message(parts)) => vec![parts.into_value()],
+            Self::One(Scanned::Value(v)) => vec![v],
+            Self::Row(mut row) => std::iter::from_fn(|| row.next_member())
+                .map(|member| member.into_event().to_value())
+                .collect(),
         }
     }
 }
@@ -91,27 +123,6 @@ pub struct LineScanner {
     last_line: u64,
     last_start: u64,
     last_seq0: u64,
-}
-
-/// The events one line decoded to.
-// `One` is both the large and the common variant; boxing it would cost an allocation per line.
-#[allow(clippy::large_enum_variant)]
-enum Decoded {
-    One(Scanned),
-    Row(Vec<Scanned>),
-}
-
-impl Decoded {
-    fn as_slice(&self) -> &[Scanned] {
-        match self {
-            Self::One(v) => std::slice::from_ref(v),
-            Self::Row(vs) => vs,
-        }
-    }
-
-    fn has_turn_end(&self) -> bool {
-        self.as_slice().iter().any(|v| v.kind() == Some("turn/end"))
-    }
 }
 
 impl LineScanner {
@@ -140,7 +151,7 @@ impl LineScanner {
     /// (none once an issue is set; all of a packed row or nothing). Returns how many were appended.
     ///
     /// `Err` is the first issue, turned fatal because this line decodes to a `turn/end`.
-    pub fn feed<E: Extend<Scanned>>(
+    pub fn feed<E: Extend<Accepted>>(
         &mut self,
         line: &[u8],
         out: &mut E,
@@ -159,60 +170,49 @@ impl LineScanner {
             Ok(Parsed::Row(row)) => {
                 // A refused row is read again the general way, so that the reason given is the one
                 // the row's checks give over the line as `JSON.parse` reads it.
-                let members = packed::expand_typed_row(row).or_else(|_| match parse_lossy(line) {
+                let row = packed::expand_typed_row(*row).or_else(|_| match parse_lossy(line) {
                     Ok(Value::Object(map)) => packed::expand_row_parts(map),
                     _ => Err("not a packed row".into()),
                 });
-                match members {
-                    Ok(events) => Decoded::Row(events.into_iter().map(Scanned::Chunk).collect()),
+                match row {
+                    Ok(row) => Accepted::Row(RowCursor::new(row)),
                     Err(why) => return Ok(self.packed_row_issue(n, &why)),
                 }
             }
             Ok(Parsed::Value(Value::Object(map))) if packed::row_kind_of(&map).is_some() => {
                 match packed::expand_row_parts(map) {
-                    Ok(events) => Decoded::Row(events.into_iter().map(Scanned::Chunk).collect()),
+                    Ok(row) => Accepted::Row(RowCursor::new(row)),
                     Err(why) => return Ok(self.packed_row_issue(n, &why)),
                 }
             }
-            Ok(Parsed::Value(value)) => Decoded::One(Scanned::Value(value)),
-            Ok(Parsed::Plain(parts)) => Decoded::One(Scanned::Plain(parts)),
+            Ok(Parsed::Value(value)) => Accepted::One(Scanned::Value(value)),
+            Ok(Parsed::Plain(parts)) => Accepted::One(Scanned::Plain(parts)),
+            Ok(Parsed::Message(parts)) => Accepted::One(Scanned::Message(parts)),
         };
+        let turn_end = decoded.kind() == Some("turn/end");
         if self.issue.is_some() {
-            return if decoded.has_turn_end() {
-                Err(self.fatal())
-            } else {
-                Ok(0)
-            };
+            return if turn_end { Err(self.fatal()) } else { Ok(0) };
         }
-        for (k, event) in decoded.as_slice().iter().enumerate() {
-            let expected = self.next_seq.saturating_add(k as u64);
-            if !event.seq_is(expected) {
-                let got = event.seq_text();
-                let message = format!(
-                    "seq gap in committed region at line {n} (expected {expected}, got {got})"
-                );
-                self.issue = Some(
-                    LogError::new(LogErrorCode::SeqGap, message)
-                        .at_line(n)
-                        .at_seq(expected),
-                );
-                return if decoded.has_turn_end() {
-                    Err(self.fatal())
-                } else {
-                    Ok(0)
-                };
-            }
+        // A row's members are consecutive from its first, so only the first can break contiguity.
+        let expected = self.next_seq;
+        if !decoded.seq_is(expected) {
+            let got = decoded.seq_text();
+            let message =
+                format!("seq gap in committed region at line {n} (expected {expected}, got {got})");
+            self.issue = Some(
+                LogError::new(LogErrorCode::SeqGap, message)
+                    .at_line(n)
+                    .at_seq(expected),
+            );
+            return if turn_end { Err(self.fatal()) } else { Ok(0) };
         }
-        let accepted = decoded.as_slice().len();
+        let accepted = decoded.len();
         self.last_line = n;
         self.last_start = self.committed;
         self.last_seq0 = self.next_seq;
         self.next_seq = self.next_seq.saturating_add(accepted as u64);
         self.committed = self.consumed;
-        match decoded {
-            Decoded::One(v) => out.extend(std::iter::once(v)),
-            Decoded::Row(vs) => out.extend(vs),
-        }
+        out.extend(std::iter::once(decoded));
         Ok(accepted)
     }
 
@@ -347,7 +347,7 @@ mod tests {
 
     fn feed_all(lines: &[String]) -> (LineScanner, Vec<Value>, Result<(), LogError>) {
         let mut scanner = LineScanner::new(2);
-        let mut out: Vec<Scanned> = Vec::new();
+        let mut out: Vec<Accepted> = Vec::new();
         let mut result = Ok(());
         for line in lines {
             if let Err(e) = scanner.feed(line.as_bytes(), &mut out) {
@@ -357,7 +357,7 @@ mod tests {
         }
         (
             scanner,
-            out.into_iter().map(Scanned::into_value).collect(),
+            out.into_iter().flat_map(Accepted::into_values).collect(),
             result,
         )
     }
@@ -388,7 +388,7 @@ mod tests {
         assert_eq!(s.committed(), (ev(0, "a").len() + row.len()) as u64);
 
         let mut resumed = LineScanner::resume(3, 3);
-        let mut out: Vec<Scanned> = Vec::new();
+        let mut out: Vec<Accepted> = Vec::new();
         assert_eq!(resumed.feed(ev(3, "a").as_bytes(), &mut out).unwrap(), 1);
         assert_eq!((resumed.line(), resumed.committed_line()), (4, 4));
         assert_eq!(resumed.last_line_start(), (0, 3));
@@ -472,7 +472,7 @@ mod tests {
     #[test]
     fn inert_lines_are_skipped_only_after_an_issue_and_only_before_a_quote() {
         let mut scanner = LineScanner::new(2);
-        let mut out: Vec<Scanned> = Vec::new();
+        let mut out: Vec<Accepted> = Vec::new();
         assert_eq!(scanner.skip_inert(b"\n\n\n"), 0, "no issue yet");
         scanner.feed(b"\n", &mut out).unwrap();
         assert!(scanner.issue().is_some());

@@ -20,6 +20,7 @@
 
 use std::collections::HashMap;
 use std::fmt;
+use std::sync::Arc;
 
 use serde::{Deserialize, Serialize, Serializer};
 use serde_json::{Map, Value};
@@ -28,6 +29,7 @@ use super::label::Label;
 use crate::json::{js_equal, safe_uint};
 use crate::log::event::{is_surface_type, Event};
 use crate::log::event_ref::EventRef;
+use crate::log::message::Closing;
 use crate::log::{LogError, LogErrorCode};
 
 const ASSISTANT_MESSAGE: &str = "assistant/message";
@@ -78,8 +80,9 @@ impl From<FoldError> for LogError {
 
 /// The comparison key of a current `tool/result` node: its data with `message.content` reduced to the
 /// first block with that block's `content` nulled. `None` when the data has no `message.content` array
-/// to reduce, which the reference implementation cannot compare either (it throws).
-type ToolResultKey = Option<Value>;
+/// to reduce, which the reference implementation cannot compare either (it throws). Shared, so that a
+/// message read typed (which carries its key) costs no copy of it.
+type ToolResultKey = Option<Arc<Value>>;
 
 /// The incremental surface fold. Cheap to clone (no event payloads), so a consumer can snapshot it, and
 /// serialisable (see the module doc), so it can store it.
@@ -236,7 +239,7 @@ impl SurfaceFold {
         match parse_surface_op(kind, event.surface_op())? {
             SurfaceOp::Append => {
                 check_provenance(event, seq, &[])?;
-                let tool_key = is_tool_result.then(|| tool_result_key(event.data()));
+                let tool_key = is_tool_result.then(|| tool_result_key_of(event));
                 Ok(Plan::Append { tool_key })
             }
             SurfaceOp::Replace { start, end } => {
@@ -342,7 +345,7 @@ impl SurfaceFold {
         let Some(original) = self.tool_results.get(target) else {
             return Err("tool/result surface replacement must target a current tool/result".into());
         };
-        let key = tool_result_key(event.data());
+        let key = tool_result_key_of(event);
         match (original, &key) {
             (Some(original), Some(replacement)) if js_equal(original, replacement) => Ok(key),
             _ => Err("tool/result surface replacement may change only content".into()),
@@ -437,6 +440,15 @@ fn check_provenance(event: EventRef<'_>, seq: u64, shadowed: &[u64]) -> Result<(
     Ok(())
 }
 
+/// [`tool_result_key`] of a `tool/result` event; a message read typed carries its key.
+fn tool_result_key_of(event: EventRef<'_>) -> ToolResultKey {
+    let data = event.data();
+    match data.message_facts(event.kind()).map(|f| &f.closing) {
+        Some(Closing::ToolResult { key, .. }) => Some(Arc::clone(key)),
+        _ => tool_result_key(data).map(Arc::new),
+    }
+}
+
 /// The value the content-only rule compares (spec §2.1 step 4): `data` with `message.content` replaced
 /// by `[{...content[0], content: null}]`. Built field by field so the tool output itself, usually the
 /// bulk of the event, is never cloned.
@@ -445,7 +457,7 @@ fn check_provenance(event: EventRef<'_>, seq: u64, shadowed: &[u64]) -> Result<(
 /// fails the rule. A first block that is not an object spreads to nothing in JavaScript (`{content:
 /// null}`), except strings and arrays, which spread into indexed keys; those also give `None` here.
 /// Message validation (spec §1.7 step 4) rejects all of these before a log reaches the fold.
-fn tool_result_key(data: &Value) -> ToolResultKey {
+pub(crate) fn tool_result_key(data: &Value) -> Option<Value> {
     let data = data.as_object()?;
     let message = data.get("message")?.as_object()?;
     let blocks = message.get("content")?.as_array()?;
@@ -487,7 +499,7 @@ struct FoldState {
     nodes: Vec<u64>,
     replacements: Vec<Replacement>,
     /// Sorted by seq, so equal folds serialise to equal bytes.
-    tool_results: Vec<(u64, ToolResultKey)>,
+    tool_results: Vec<(u64, Option<Value>)>,
 }
 
 /// A stored fold state whose parts disagree (see the module doc); the message names the first problem.
@@ -510,10 +522,13 @@ impl Serialize for SurfaceFold {
             labels: String,
             nodes: &'a [u64],
             replacements: &'a [Replacement],
-            tool_results: Vec<(u64, &'a ToolResultKey)>,
+            tool_results: Vec<(u64, Option<&'a Value>)>,
         }
-        let mut tool_results: Vec<(u64, &ToolResultKey)> =
-            self.tool_results.iter().map(|(&k, v)| (k, v)).collect();
+        let mut tool_results: Vec<(u64, Option<&Value>)> = self
+            .tool_results
+            .iter()
+            .map(|(&k, v)| (k, v.as_deref()))
+            .collect();
         tool_results.sort_unstable_by_key(|&(seq, _)| seq);
         StateRef {
             labels: self.labels.iter().copied().map(label_code).collect(),
@@ -595,7 +610,7 @@ impl TryFrom<FoldState> for SurfaceFold {
         }
         let mut tool_results = HashMap::with_capacity(state.tool_results.len());
         for (seq, key) in state.tool_results {
-            if !on_surface.contains(&seq) || tool_results.insert(seq, key).is_some() {
+            if !on_surface.contains(&seq) || tool_results.insert(seq, key.map(Arc::new)).is_some() {
                 return bad(format!(
                     "tool result key of seq {seq} is not for a current surface node, or is listed twice"
                 ));

@@ -12,7 +12,7 @@ use std::io::{self, Read};
 
 use super::super::checkpoint::{GuardWindow, ReadCheckpoint};
 use super::super::error::{LogError, LogErrorCode};
-use super::super::scan::{LineScanner, Scanned};
+use super::super::scan::{Accepted, LineScanner};
 use super::super::zstd_frames::{self, FrameDecoder, FrameDefect, FrameScan, Step};
 use super::{line_too_long, Input, Source};
 
@@ -419,7 +419,7 @@ pub(super) fn finish_header_frame(
 pub(super) fn advance_zstd(
     z: &mut ZstdInput,
     scanner: &mut LineScanner,
-    pending: &mut VecDeque<Scanned>,
+    pending: &mut VecDeque<Accepted>,
     window: &mut GuardWindow,
 ) -> Result<bool, LogError> {
     loop {
