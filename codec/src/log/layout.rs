@@ -1065,6 +1065,19 @@ mod tests {
         assert_eq!(find(&zstd_path).unwrap().compression, Compression::Zstd);
     }
 
+    /// Sessions `s0`, `s1`, `s2` (a header line each) under `root`; their transcripts' paths.
+    fn three_sessions(root: &Path) -> Vec<PathBuf> {
+        (0..3)
+            .map(|i| {
+                let header = SessionHeader::new(format!("s{i}"), 0, Some("/w".into()));
+                let path = session_log_path(root, &header, Compression::None).unwrap();
+                fs::create_dir_all(path.parent().unwrap()).unwrap();
+                fs::write(&path, format!("{}\n", header.to_json_line())).unwrap();
+                path
+            })
+            .collect()
+    }
+
     /// A walk is the listing's `stat`s taken at the walk: finished later, it lists what a listing at
     /// the walk would have, problems included, even after a log changed since; a walk of another
     /// root is not taken for this one.
@@ -1072,14 +1085,7 @@ mod tests {
     fn a_walk_finished_later_lists_the_root_as_it_was_at_the_walk() {
         let dir = tempfile::tempdir().unwrap();
         let root = SessionsRoot::new(dir.path());
-        let mut paths = Vec::new();
-        for i in 0..3 {
-            let header = SessionHeader::new(format!("s{i}"), 0, Some("/w".into()));
-            let path = session_log_path(dir.path(), &header, Compression::None).unwrap();
-            fs::create_dir_all(path.parent().unwrap()).unwrap();
-            fs::write(&path, format!("{}\n", header.to_json_line())).unwrap();
-            paths.push(path);
-        }
+        let paths = three_sessions(dir.path());
         fs::write(dir.path().join("--w--/flat.jsonl"), "{}").unwrap();
         let before = root.list().unwrap();
         assert_eq!((before.sessions.len(), before.problems.len()), (3, 1));
@@ -1120,14 +1126,7 @@ mod tests {
         use std::os::unix::fs::symlink;
         let dir = tempfile::tempdir().unwrap();
         let root = SessionsRoot::new(dir.path());
-        let mut paths = Vec::new();
-        for i in 0..3 {
-            let header = SessionHeader::new(format!("s{i}"), 0, Some("/w".into()));
-            let path = session_log_path(dir.path(), &header, Compression::None).unwrap();
-            fs::create_dir_all(path.parent().unwrap()).unwrap();
-            fs::write(&path, format!("{}\n", header.to_json_line())).unwrap();
-            paths.push(path);
-        }
+        let paths = three_sessions(dir.path());
         let digest = || root.walk().unwrap().digest().expect("regular transcripts");
         let mut seen = vec![digest()];
         assert_eq!(

@@ -2,7 +2,7 @@
 //! read whole (or reported, when the new bytes do not read), through the real index and watch, and
 //! answers exactly as an index built fresh over the same root.
 
-use std::fs::{self, File, FileTimes, OpenOptions};
+use std::fs::{self, OpenOptions};
 use std::io::{Seek, SeekFrom, Write};
 use std::os::unix::fs::MetadataExt;
 use std::path::{Path, PathBuf};
@@ -15,7 +15,7 @@ use dsh_codec::log::{Compression, SessionHeader};
 use host_api::abi::wire::search::{SessionSearchRequest, Skipped};
 use serde_json::json;
 
-use super::test_support::{event_lines, never, settle};
+use super::test_support::{event_lines, never, restore_times, settle};
 use super::Search;
 use crate::config::Config;
 use crate::corpus::testing::{conversation, corpus_and_host, header, FakeState, LogBuilder};
@@ -165,16 +165,6 @@ fn scrubbed(text: &str) -> String {
     let out = text.replace(SECRET, MASK);
     assert_eq!(out.len(), text.len());
     out
-}
-
-fn restore_times(path: &Path, meta: &fs::Metadata) {
-    let file = File::options().write(true).open(path).unwrap();
-    file.set_times(
-        FileTimes::new()
-            .set_modified(meta.modified().unwrap())
-            .set_accessed(meta.accessed().unwrap()),
-    )
-    .unwrap();
 }
 
 #[test]

@@ -60,3 +60,14 @@ pub(super) fn settle(search: &Search) {
         std::thread::sleep(Duration::from_millis(2));
     }
 }
+
+/// Puts back the modification and access times `meta` recorded (an edit that hides its mtime).
+pub(super) fn restore_times(path: &Path, meta: &std::fs::Metadata) {
+    let file = std::fs::File::options().write(true).open(path).unwrap();
+    file.set_times(
+        std::fs::FileTimes::new()
+            .set_modified(meta.modified().unwrap())
+            .set_accessed(meta.accessed().unwrap()),
+    )
+    .unwrap();
+}

@@ -2,7 +2,7 @@
 //! a full refresh would, loads neither the session rows nor the header records, and every change a
 //! listing could show, a commit by anyone since, or a live session sends it to the full refresh.
 
-use std::fs::{self, File, FileTimes};
+use std::fs::{self, File};
 use std::path::{Path, PathBuf};
 use std::sync::Arc;
 
@@ -14,7 +14,7 @@ use serde_json::{json, Value};
 
 use super::candidates::LOOKUPS_BEFORE_ALL;
 use super::refresh::ONE_SHOT_REUSE;
-use super::test_support::{event_lines, never};
+use super::test_support::{event_lines, never, restore_times};
 use super::{Search, State};
 use crate::config::Config;
 use crate::corpus::testing::{conversation, corpus_and_host, header, FakeState, LogBuilder};
@@ -185,16 +185,6 @@ fn an_unchanged_root_is_answered_from_the_walk_alone_as_a_full_refresh_answers()
         (3, 1)
     );
     assert_eq!(answers, r.fresh_answers(&QUERIES));
-}
-
-fn restore_times(path: &Path, meta: &fs::Metadata) {
-    let file = File::options().write(true).open(path).unwrap();
-    file.set_times(
-        FileTimes::new()
-            .set_modified(meta.modified().unwrap())
-            .set_accessed(meta.accessed().unwrap()),
-    )
-    .unwrap();
 }
 
 #[test]
