@@ -59,7 +59,7 @@ fn listed_of((path, stamp, line): store::ListedRecord) -> Option<ListedSession> 
 /// The logs `rows` record (see `store::listed_sessions`) with the revision and header each was indexed
 /// at. A record whose stamp or header does not parse is left out: the listing then reads that log's
 /// header itself.
-pub fn parse_listed(rows: Vec<store::ListedRecord>) -> Vec<ListedSession> {
+fn parse_listed(rows: Vec<store::ListedRecord>) -> Vec<ListedSession> {
     if rows.len() < PARSE_ON_TWO_FROM {
         return rows.into_iter().filter_map(listed_of).collect();
     }

@@ -63,7 +63,7 @@ mod write;
 
 use batching::Batching;
 use listing::conflicts;
-pub use listing::{parse_listed, recorded_listing, ONE_SHOT_REUSE, SWEEP_EVERY};
+pub use listing::{recorded_listing, ONE_SHOT_REUSE, SWEEP_EVERY};
 use readers::*;
 use resume::*;
 
@@ -784,17 +784,13 @@ impl Engine {
                 // system at once while the readers run, which bounds a cold build's memory.
                 let _purge = (readers > 0).then(dsh_alloc::purge_eagerly);
                 // However the writes end, the readers stop (a reader waiting for room would wait on).
-                struct StopOnDrop<'r, 'a>(&'r ReadAhead<'a>);
-                impl Drop for StopOnDrop<'_, '_> {
-                    fn drop(&mut self) {
-                        self.0.stop();
-                    }
-                }
-                let _stop = StopOnDrop(&ahead);
+                let _stop = ahead.stop_when_dropped();
                 for _ in 0..readers {
                     let sources = corpus.sources();
                     let ahead = &ahead;
-                    scope.spawn(move || ahead.read(sources));
+                    scope.spawn(move || {
+                        ahead.read(|listed| read_ready(sources, listed, &read_options(listed)))
+                    });
                 }
                 let mut next_new = 0;
                 for listed in &persisted_work {

@@ -87,14 +87,21 @@ impl<'a> ReadAhead<'a> {
         self.state.lock().unwrap_or_else(|p| p.into_inner())
     }
 
-    /// A reader's loop: takes the next log while the window allows, reads it, hands it back; returns
-    /// when every log is taken or the refresh stopped.
-    pub(super) fn read(&self, sources: &Sources) {
-        // Counted out however the thread ends, a panic included.
+    /// A reader's loop: takes the next log while the window allows, reads it with `read`, hands it
+    /// back; returns when every log is taken or the refresh stopped.
+    pub(super) fn read(&self, read: impl Fn(&ListedSession) -> WholeRead) {
+        // Counted out however the thread ends. A reader that panicked leaves a log it took unread, which
+        // the writer would wait for: the read-ahead stops, and the writer reads the rest itself.
         struct Leaving<'r, 'a>(&'r ReadAhead<'a>);
         impl Drop for Leaving<'_, '_> {
             fn drop(&mut self) {
-                self.0.lock().readers -= 1;
+                let mut ahead = self.0.lock();
+                ahead.readers -= 1;
+                if std::thread::panicking() {
+                    ahead.stopped = true;
+                    ahead.ready.clear();
+                }
+                drop(ahead);
                 self.0.changed.notify_all();
             }
         }
@@ -120,7 +127,7 @@ impl<'a> ReadAhead<'a> {
                 ahead.bytes += self.logs[at].revision.size;
                 (at, self.logs[at])
             };
-            let read = read_ready(sources, listed, &read_options(listed));
+            let read = read(listed);
             let mut ahead = self.lock();
             if ahead.stopped {
                 return;
@@ -161,6 +168,17 @@ impl<'a> ReadAhead<'a> {
         ahead.ready.clear();
         drop(ahead);
         self.changed.notify_all();
+    }
+
+    /// [`ReadAhead::stop`] when the returned guard drops: however the writes end.
+    pub(super) fn stop_when_dropped(&self) -> impl Drop + '_ {
+        struct Stop<'r, 'a>(&'r ReadAhead<'a>);
+        impl Drop for Stop<'_, '_> {
+            fn drop(&mut self) {
+                self.0.stop();
+            }
+        }
+        Stop(self)
     }
 }
 
@@ -258,4 +276,143 @@ pub(super) fn log_error_text(e: &LogError) -> String {
     }
     out.push_str(&e.message);
     out
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use std::sync::atomic::{AtomicUsize, Ordering};
+    use std::time::Duration;
+
+    fn logs(n: usize, size: u64) -> Vec<ListedSession> {
+        (0..n)
+            .map(|i| ListedSession {
+                header: SessionHeader::new(format!("s{i}"), 0, None),
+                diagnostics: Vec::new(),
+                path: PathBuf::from(format!("/r/p/s{i}/session.jsonl")),
+                compression: Compression::None,
+                revision: Revision {
+                    dev: 1,
+                    ino: i as u64,
+                    size,
+                    mtime_ns: 0,
+                    ctime_ns: 0,
+                },
+            })
+            .collect()
+    }
+
+    /// A stand-in read: the log's id as the error's message, so the writer can tell which it got.
+    fn named(listed: &ListedSession) -> WholeRead {
+        Err(LogError::new(
+            LogErrorCode::Layout,
+            listed.header.id.clone(),
+        ))
+    }
+
+    fn id_of(read: Option<WholeRead>) -> Option<String> {
+        match read? {
+            Err(e) => Some(e.message),
+            Ok(_) => None,
+        }
+    }
+
+    /// Readers of uneven speed: the writer still takes every log once, in listing order, and the
+    /// readers never start a log more than the window ahead of the writer.
+    #[test]
+    fn the_writer_takes_every_log_in_listing_order_within_the_window() {
+        let listed = logs(3 * AHEAD_LOGS, 1);
+        let refs: Vec<&ListedSession> = listed.iter().collect();
+        let ahead = ReadAhead::new(&refs, READERS);
+        let started = AtomicUsize::new(0);
+        std::thread::scope(|scope| {
+            for reader in 0..READERS {
+                let (ahead, started) = (&ahead, &started);
+                scope.spawn(move || {
+                    ahead.read(|l| {
+                        started.fetch_add(1, Ordering::SeqCst);
+                        if reader == 0 && l.revision.ino % 7 == 0 {
+                            std::thread::sleep(Duration::from_millis(2));
+                        }
+                        named(l)
+                    })
+                });
+            }
+            for (taken, l) in listed.iter().enumerate() {
+                assert!(
+                    started.load(Ordering::SeqCst) <= taken + AHEAD_LOGS,
+                    "readers ran more than the window ahead"
+                );
+                assert_eq!(id_of(ahead.take()), Some(l.header.id.clone()));
+            }
+            assert!(ahead.take().is_none(), "every log was taken");
+        });
+    }
+
+    /// Logs larger than the byte window are read one at a time: no log is started before the writer
+    /// took the one before it.
+    #[test]
+    fn logs_larger_than_the_byte_window_are_read_one_at_a_time() {
+        let listed = logs(6, AHEAD_BYTES);
+        let refs: Vec<&ListedSession> = listed.iter().collect();
+        let ahead = ReadAhead::new(&refs, READERS);
+        let started = AtomicUsize::new(0);
+        std::thread::scope(|scope| {
+            for _ in 0..READERS {
+                let (ahead, started) = (&ahead, &started);
+                scope.spawn(move || {
+                    ahead.read(|l| {
+                        started.fetch_add(1, Ordering::SeqCst);
+                        named(l)
+                    })
+                });
+            }
+            for (taken, l) in listed.iter().enumerate() {
+                std::thread::sleep(Duration::from_millis(5));
+                assert!(started.load(Ordering::SeqCst) <= taken + 1);
+                assert_eq!(id_of(ahead.take()), Some(l.header.id.clone()));
+            }
+        });
+    }
+
+    /// A reader that panics on a log never leaves the writer waiting for it: the writer's turns end
+    /// (it reads the rest itself), and the panic reaches the scope. (On a thread of its own, so a
+    /// writer left waiting fails the test instead of hanging it.)
+    #[test]
+    fn a_reader_that_panics_leaves_the_writer_to_read_the_rest_itself() {
+        let (done, finished) = std::sync::mpsc::channel();
+        std::thread::spawn(move || {
+            // More logs than the window: the other reader stops for room, as it would on a large root.
+            let listed = logs(3 * AHEAD_LOGS, 1);
+            let refs: Vec<&ListedSession> = listed.iter().collect();
+            let ahead = ReadAhead::new(&refs, READERS);
+            let mut got = Vec::new();
+            let outcome = std::panic::catch_unwind(std::panic::AssertUnwindSafe(|| {
+                std::thread::scope(|scope| {
+                    for _ in 0..READERS {
+                        let ahead = &ahead;
+                        scope.spawn(move || {
+                            ahead.read(|l| {
+                                if l.header.id == "s5" {
+                                    panic!("a read that panics");
+                                }
+                                named(l)
+                            })
+                        });
+                    }
+                    while let Some(id) = id_of(ahead.take()) {
+                        got.push(id);
+                    }
+                })
+            }));
+            let _ = done.send((outcome.is_err(), got));
+        });
+        let (panicked, got) = finished
+            .recv_timeout(Duration::from_secs(20))
+            .expect("the writer was left waiting for the log the reader dropped");
+        assert!(panicked, "the reader's panic reaches the scope");
+        let expected: Vec<String> = (0..got.len()).map(|i| format!("s{i}")).collect();
+        assert_eq!(got, expected, "what was taken came in order");
+        assert!(got.len() <= 5, "s5 was never handed over: {got:?}");
+    }
 }
