@@ -37,7 +37,9 @@ use std::time::{Duration, Instant};
 
 use abi_stable::std_types::{RStr, RString};
 use dsh_codec::log::append::AppendValidator;
-use dsh_codec::log::layout::{Known, ListedSession, Revision, SessionsRoot, WalkDigest};
+use dsh_codec::log::layout::{
+    DigestFields, Known, ListedSession, Revision, SessionsRoot, WalkDigest,
+};
 use dsh_codec::log::read::{LogReader, ReadOptions};
 use dsh_codec::log::{ErrorClass, Event, LogError, LogErrorCode, SessionHeader};
 use dsh_codec::surface::{FoldError, SurfaceFold};
@@ -46,7 +48,7 @@ use host_api::abi::{CorpusProblem, ErrorCode, HostContextBox, LiveSession, LogLe
 use crate::cancel::Cancel;
 use crate::sources::{SourceKind, SourceRoots, Sources};
 use cache::{CacheKey, LogCache, Stamp};
-use walk::EarlyWalk;
+use walk::{EarlyWalk, Walked};
 
 /// Most sessions the cache keeps parsed at once.
 const CACHE_MAX_SESSIONS: usize = 48;
@@ -233,19 +235,13 @@ pub type SeedLoader = Box<dyn FnOnce() -> Vec<ListedSession> + Send>;
 /// The digest of a whole listing's walks: the sessions root's (`None` inside: the walk cannot vouch for
 /// it) and the other harnesses' folders'. `None` when either cannot be vouched for.
 fn corpus_digest(root: Option<Option<WalkDigest>>, sources: WalkDigest) -> Option<WalkDigest> {
-    let mut hasher = blake3::Hasher::new();
-    hasher.update(b"dsh-corpus-walk-1");
+    let mut fields = DigestFields::new(b"dsh-corpus-walk-1");
     match root {
-        Some(digest) => {
-            hasher.update(b"root");
-            hasher.update(&digest?);
-        }
-        None => {
-            hasher.update(b"no root");
-        }
+        Some(digest) => fields.field(&digest?),
+        None => fields.field(b"no root"),
     }
-    hasher.update(&sources);
-    Some(*hasher.finalize().as_bytes())
+    fields.field(&sources);
+    Some(fields.digest())
 }
 
 /// What the next listing of the root takes unchanged sessions from: this process's last listing, as it
@@ -542,20 +538,13 @@ impl Corpus {
         }
         let mut early = lock(&self.early);
         let fresh = self.reuse.unwrap_or_default();
-        let taken = early
-            .take()
-            .and_then(EarlyWalk::done)
-            .filter(|w| w.started().elapsed() < fresh);
-        let walk = match taken {
-            Some(walk) => walk,
-            None => EarlyWalk::now(root).ok()?,
+        let walked = match early.take().and_then(|w| w.finish(fresh)) {
+            Some(walked) => walked,
+            None => Walked::now(root).ok()?,
         };
-        let digest = match &walk {
-            EarlyWalk::Done { digest, .. } => *digest,
-            EarlyWalk::Running { .. } => return None,
-        };
+        let digest = walked.digest;
         if self.reuse.is_some() {
-            *early = Some(walk);
+            *early = Some(EarlyWalk::Done(walked));
         }
         Some(digest)
     }
@@ -650,14 +639,11 @@ impl Corpus {
             .and_then(|(early, fresh)| early.finish(fresh));
         let walked = match early {
             Some(walked) => Ok(walked),
-            None => root.walk().map(|walk| {
-                let digest = walk.digest();
-                (walk, digest)
-            }),
+            None => Walked::now(root),
         };
-        let listed = walked.and_then(|(walk, digest)| {
-            let listing = root.list_walked(walk, &KnownLookup::new(&known))?;
-            Ok((listing, digest))
+        let listed = walked.and_then(|walked| {
+            let listing = root.list_walked(walked.walk, &KnownLookup::new(&known))?;
+            Ok((listing, walked.digest))
         });
         let (listing, digest) = match listed {
             Ok(listed) => listed,

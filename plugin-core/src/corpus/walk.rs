@@ -19,80 +19,55 @@ use std::time::{Duration, Instant};
 use dsh_codec::log::layout::{SessionsRoot, Walk, WalkDigest};
 use dsh_codec::log::LogError;
 
-/// A walk running on its own thread, or done.
-pub(super) enum EarlyWalk {
-    Running {
-        started: Instant,
-        thread: JoinHandle<Result<(Walk, Option<WalkDigest>), LogError>>,
-    },
-    Done {
-        started: Instant,
-        walk: Walk,
-        digest: Option<WalkDigest>,
-    },
+/// A walk done, with when it began and its digest.
+pub(super) struct Walked {
+    pub(super) started: Instant,
+    pub(super) walk: Walk,
+    pub(super) digest: Option<WalkDigest>,
 }
 
-impl EarlyWalk {
-    /// Starts walking `root`; `None` when no thread could be started (the listing then walks itself).
-    pub(super) fn start(root: SessionsRoot) -> Option<Self> {
-        let started = Instant::now();
-        // The digest too, on the walk's thread: off the path of the call that waits for the walk.
-        let thread = std::thread::Builder::new()
-            .name("dsh-root-walk".into())
-            .spawn(move || {
-                root.walk().map(|walk| {
-                    let digest = walk.digest();
-                    (walk, digest)
-                })
-            })
-            .ok()?;
-        Some(Self::Running { started, thread })
-    }
-
-    /// A walk made now, on this thread, kept as done.
+impl Walked {
+    /// Walks `root` now, on this thread.
     pub(super) fn now(root: &SessionsRoot) -> Result<Self, LogError> {
         let started = Instant::now();
         let walk = root.walk()?;
         let digest = walk.digest();
-        Ok(Self::Done {
+        Ok(Self {
             started,
             walk,
             digest,
         })
     }
+}
 
-    /// When the walk began.
-    pub(super) fn started(&self) -> Instant {
+/// A walk running on its own thread, or done.
+pub(super) enum EarlyWalk {
+    Running(JoinHandle<Result<Walked, LogError>>),
+    Done(Walked),
+}
+
+impl EarlyWalk {
+    /// Starts walking `root` (and digesting the walk: off the path of the call that waits for it);
+    /// `None` when no thread could be started (the listing then walks itself).
+    pub(super) fn start(root: SessionsRoot) -> Option<Self> {
+        let thread = std::thread::Builder::new()
+            .name("dsh-root-walk".into())
+            .spawn(move || Walked::now(&root))
+            .ok()?;
+        Some(Self::Running(thread))
+    }
+
+    /// The walk, once done; `None` when it failed (a failed walk is walked again, so the listing
+    /// reports its error as it always has).
+    pub(super) fn done(self) -> Option<Walked> {
         match self {
-            Self::Running { started, .. } | Self::Done { started, .. } => *started,
+            Self::Running(thread) => thread.join().ok()?.ok(),
+            Self::Done(walked) => Some(walked),
         }
     }
 
-    /// Waits for a running walk to end; `None` when it failed (a failed walk is walked again, so the
-    /// listing reports its error as it always has).
-    pub(super) fn done(self) -> Option<Self> {
-        match self {
-            Self::Running { started, thread } => {
-                let (walk, digest) = thread.join().ok()?.ok()?;
-                Some(Self::Done {
-                    started,
-                    walk,
-                    digest,
-                })
-            }
-            done => Some(done),
-        }
-    }
-
-    /// The walk and its digest, when it finished without error and began less than `fresh` ago.
-    pub(super) fn finish(self, fresh: Duration) -> Option<(Walk, Option<WalkDigest>)> {
-        match self.done()? {
-            Self::Done {
-                started,
-                walk,
-                digest,
-            } => (started.elapsed() < fresh).then_some((walk, digest)),
-            Self::Running { .. } => None,
-        }
+    /// The walk, when it finished without error and began less than `fresh` ago.
+    pub(super) fn finish(self, fresh: Duration) -> Option<Walked> {
+        self.done().filter(|w| w.started.elapsed() < fresh)
     }
 }

@@ -17,12 +17,12 @@ use std::cell::RefCell;
 use std::collections::HashMap;
 
 use host_api::abi::{PluginError, SessionFilter};
-use rusqlite::Connection;
 use typed_arena::Arena;
 
 use super::index_failed;
 use super::rank::{session_passes, Candidates};
 use super::refresh::RowMap;
+use super::View;
 use crate::index::store::{self, SessionRow};
 
 /// How many different sessions are read by key before every row is loaded instead: a lookup costs a
@@ -33,14 +33,10 @@ pub const LOOKUPS_BEFORE_ALL: usize = 1024;
 #[cfg(test)]
 pub const LOOKUPS_BEFORE_ALL: usize = 12;
 
-/// Every row of the call's committed state, loaded on first use (see [`CandidateRows::new`]).
-pub type AllRows<'a> = &'a dyn Fn() -> Result<&'a RowMap, PluginError>;
-
 /// The candidate rows of one call (see the module docs).
 pub struct CandidateRows<'a> {
-    conn: &'a Connection,
+    view: &'a View<'a>,
     filters: &'a [SessionFilter],
-    all_rows: AllRows<'a>,
     arena: &'a Arena<SessionRow>,
     /// Rows read by key so far, `None` for a sid that is not a candidate.
     read: RefCell<HashMap<i64, Option<&'a SessionRow>>>,
@@ -50,26 +46,22 @@ pub struct CandidateRows<'a> {
 }
 
 impl<'a> CandidateRows<'a> {
-    /// Candidates under `filters`, read on `conn` (inside the call's read transaction) into `arena`;
-    /// `all_rows` gives every row of that state, loading them the first time (already in memory: the
-    /// candidates are taken from there and nothing is read by key).
+    /// Candidates under `filters` in `view`'s committed state, read by key into `arena` (when every
+    /// row is in memory already, they are taken from there and nothing is read by key).
     pub fn new(
-        conn: &'a Connection,
+        view: &'a View<'a>,
         filters: &'a [SessionFilter],
-        all_rows: AllRows<'a>,
-        loaded: Option<&'a RowMap>,
         arena: &'a Arena<SessionRow>,
     ) -> Self {
         let candidates = Self {
-            conn,
+            view,
             filters,
-            all_rows,
             arena,
             read: RefCell::new(HashMap::new()),
             every: RefCell::new(None),
             failure: RefCell::new(None),
         };
-        if let Some(rows) = loaded {
+        if let Some(rows) = view.loaded_rows() {
             candidates.take_all(rows);
         }
         candidates
@@ -113,7 +105,7 @@ impl<'a> Candidates<'a> for CandidateRows<'a> {
             return None;
         }
         if self.read.borrow().len() >= LOOKUPS_BEFORE_ALL {
-            match (self.all_rows)() {
+            match self.view.rows() {
                 Ok(rows) => {
                     self.take_all(rows);
                     return self.every.borrow().as_ref()?.get(&sid).copied();
@@ -124,7 +116,7 @@ impl<'a> Candidates<'a> for CandidateRows<'a> {
                 }
             }
         }
-        let row = match store::row_by_sid(self.conn, sid) {
+        let row = match store::row_by_sid(self.view.conn, sid) {
             Ok(row) => row.filter(|r| self.passes(r)),
             Err(e) => {
                 self.fail(index_failed(e));

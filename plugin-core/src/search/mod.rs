@@ -810,15 +810,8 @@ impl Search {
             }
             // The rows a hit may come from: read as the ranking asks for them, unless every row is
             // in memory already (`candidates`).
-            let all_rows = || view.rows();
             let arena = typed_arena::Arena::new();
-            let every_candidate = candidates::CandidateRows::new(
-                view.conn,
-                &sessions,
-                &all_rows,
-                view.loaded_rows(),
-                &arena,
-            );
+            let every_candidate = candidates::CandidateRows::new(view, &sessions, &arena);
             let sql = sql::matches_query(&query.phrase, &events);
             let conn = view.conn;
             // Enough of the ranking for this page and whether another follows.
