@@ -398,13 +398,6 @@ mod tests {
         }
     }
 
-    fn next(state: &mut u64) -> u64 {
-        *state ^= *state << 13;
-        *state ^= *state >> 7;
-        *state ^= *state << 17;
-        *state
-    }
-
     /// A turn line through the general path: its `Value`, unchanged by the legacy upgrader (whose
     /// checks it passes), made an event.
     fn by_general_path(line: &str) -> crate::log::event::Event {
@@ -472,7 +465,7 @@ mod tests {
 
     #[test]
     fn rows_of_the_shape_dsh_writes_read_as_the_serde_parse_reads_them() {
-        let mut state = 0x1234_5678_9ABC_DEF1u64;
+        let mut state = dsh_fixtures::Rng(0x1234_5678_9ABC_DEF1);
         let seeds = [
             r#"{"type":"text-chunks","seq0":4,"time0":100,"data":{"turn":1,"step":2,"index":0,"dt":[1,0,-3],"texts":["he","l\n","l\u00e9","o"]}}"#,
             r#"{"type":"tool-call-chunks","seq0":9,"time0":7,"data":{"turn":1,"step":1,"index":1,"id":"c\u0031","name":"read","dt":[2],"args":["{\"a\"",":1}"]}}"#,
@@ -503,10 +496,10 @@ mod tests {
         for round in 0..20_000 {
             let mut chars: Vec<char> = seeds[round % seeds.len()].chars().collect();
             if round >= seeds.len() {
-                for _ in 0..1 + next(&mut state) % 2 {
-                    let at = (next(&mut state) as usize) % (chars.len() + 1);
-                    let piece = pieces[(next(&mut state) as usize) % pieces.len()];
-                    if next(&mut state).is_multiple_of(2) && at < chars.len() {
+                for _ in 0..1 + state.next_u64() % 2 {
+                    let at = (state.next_u64() as usize) % (chars.len() + 1);
+                    let piece = pieces[(state.next_u64() as usize) % pieces.len()];
+                    if state.next_u64().is_multiple_of(2) && at < chars.len() {
                         chars.remove(at);
                     } else {
                         chars.splice(at..at, piece.chars());
@@ -539,13 +532,13 @@ mod tests {
             "\"", "\\", "{", "}", "[", "]", ",", ":", "-", ".", "e", " ", "0", "7", "\\u00",
             "\\ud800", "seq", "time", "data", "type", "\"x\":1,", "\u{1}", "é",
         ];
-        let (mut read, mut state) = (0, 0x9E37_79B9_7F4A_7C15u64);
+        let (mut read, mut state) = (0, dsh_fixtures::Rng(0x9E37_79B9_7F4A_7C15));
         for round in 0..30_000 {
             let mut chars: Vec<char> = seeds[round % seeds.len()].chars().collect();
-            for _ in 0..1 + next(&mut state) % 2 {
-                let at = (next(&mut state) as usize) % (chars.len() + 1);
-                let piece = pieces[(next(&mut state) as usize) % pieces.len()];
-                if next(&mut state).is_multiple_of(2) && at < chars.len() {
+            for _ in 0..1 + state.next_u64() % 2 {
+                let at = (state.next_u64() as usize) % (chars.len() + 1);
+                let piece = pieces[(state.next_u64() as usize) % pieces.len()];
+                if state.next_u64().is_multiple_of(2) && at < chars.len() {
                     chars.remove(at);
                 } else {
                     chars.splice(at..at, piece.chars());

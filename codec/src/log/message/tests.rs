@@ -2,6 +2,7 @@
 //! path (a `Value`, the checks of spec §1.7 steps 2–5, the upgrader) accepts unchanged, and every fact
 //! the typed parse gives is what the general path's consumers read from the `Value`.
 
+use dsh_fixtures::Rng;
 use serde_json::{json, Value};
 
 use super::*;
@@ -71,68 +72,50 @@ impl J {
     }
 }
 
-/// xorshift: the tests' inputs are a function of a seed, so a failure names the seed that shows it.
-struct Rng(u64);
+/// One to three pieces of awkward text (escapes, odd whitespace, wide characters).
+fn text(rng: &mut Rng) -> String {
+    let parts = [
+        "plain words",
+        "  padded  ",
+        "line\nbreak",
+        "quote \" and \\ slash",
+        "\u{3000}ideographic space\u{FEFF}",
+        "",
+        " ",
+        "é ü 字 😀",
+        "\t",
+        "\u{0085}next line",
+    ];
+    (0..1 + rng.below(3))
+        .map(|_| rng.pick(&parts))
+        .collect::<Vec<_>>()
+        .join("")
+}
 
-impl Rng {
-    fn next(&mut self) -> u64 {
-        self.0 ^= self.0 << 13;
-        self.0 ^= self.0 >> 7;
-        self.0 ^= self.0 << 17;
-        self.0
-    }
-
-    fn below(&mut self, n: usize) -> usize {
-        (self.next() % n as u64) as usize
-    }
-
-    fn pick<'a>(&mut self, items: &[&'a str]) -> &'a str {
-        items[self.below(items.len())]
-    }
-
-    fn text(&mut self) -> String {
-        let parts = [
-            "plain words",
-            "  padded  ",
-            "line\nbreak",
-            "quote \" and \\ slash",
-            "\u{3000}ideographic space\u{FEFF}",
-            "",
-            " ",
-            "é ü 字 😀",
-            "\t",
-            "\u{0085}next line",
-        ];
-        (0..1 + self.below(3))
-            .map(|_| self.pick(&parts))
-            .collect::<Vec<_>>()
-            .join("")
-    }
-
-    fn scalar(&mut self) -> J {
-        match self.below(7) {
-            0 => J::Raw("null".into()),
-            1 => J::Raw("true".into()),
-            2 => J::Raw("1".into()),
-            3 => J::Raw("2.0".into()),
-            4 => J::Raw("[]".into()),
-            5 => J::Raw("{}".into()),
-            _ => J::s(&self.text()),
-        }
+/// A scalar or an empty container.
+fn scalar(rng: &mut Rng) -> J {
+    match rng.below(7) {
+        0 => J::Raw("null".into()),
+        1 => J::Raw("true".into()),
+        2 => J::Raw("1".into()),
+        3 => J::Raw("2.0".into()),
+        4 => J::Raw("[]".into()),
+        5 => J::Raw("{}".into()),
+        _ => J::s(&text(rng)),
     }
 }
 
 fn block(rng: &mut Rng, depth: usize) -> J {
     match rng.below(if depth < 2 { 6 } else { 5 }) {
-        0 | 1 => J::obj(&[("type", J::s("text")), ("text", J::s(&rng.text()))]),
-        2 => J::obj(&[("type", J::s("reasoning")), ("text", J::s(&rng.text()))]),
+        0 | 1 => J::obj(&[("type", J::s("text")), ("text", J::s(&text(rng)))]),
+        2 => J::obj(&[("type", J::s("reasoning")), ("text", J::s(&text(rng)))]),
         3 => J::obj(&[
             ("type", J::s("tool-call")),
             ("id", J::s(&format!("call-{}", rng.below(3)))),
             ("name", J::s(rng.pick(&["read", " grep ", ""]))),
             (
                 "arguments",
-                J::s(&format!("{{\"path\":\"{}\"}}", rng.text())),
+                J::s(&format!("{{\"path\":\"{}\"}}", text(rng))),
             ),
         ]),
         4 => J::obj(&[
@@ -282,7 +265,7 @@ fn mutate(rng: &mut Rng, data: &mut J) {
         1 if !entries.is_empty() => {
             let k = rng.below(entries.len());
             let key = entries[k].0.clone();
-            let value = rng.scalar();
+            let value = scalar(rng);
             entries.insert(rng.below(entries.len() + 1), (key, value));
         }
         2 if !entries.is_empty() => {
@@ -290,11 +273,11 @@ fn mutate(rng: &mut Rng, data: &mut J) {
         }
         3 if !entries.is_empty() => {
             let k = rng.below(entries.len());
-            entries[k].1 = rng.scalar();
+            entries[k].1 = scalar(rng);
         }
         _ => {
             let key = rng.pick(&keys).to_owned();
-            let value = rng.scalar();
+            let value = scalar(rng);
             entries.insert(rng.below(entries.len() + 1), (key, value));
         }
     }
