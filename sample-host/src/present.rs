@@ -100,10 +100,38 @@ impl Style {
 /// Local time of epoch milliseconds with its UTC offset, `2026-11-28 14:03 +01:00` (the zone is `TZ`'s,
 /// else the system's).
 pub fn local_time(ms: i64) -> String {
-    match Local.timestamp_millis_opt(ms).single() {
-        Some(t) => t.format("%Y-%m-%d %H:%M %:z").to_string(),
-        None => format!("{ms} ms"),
+    use chrono::{Datelike, Offset, Timelike};
+    use std::fmt::Write;
+    let Some(t) = Local.timestamp_millis_opt(ms).single() else {
+        return format!("{ms} ms");
+    };
+    if !(0..=9999).contains(&t.year()) {
+        // chrono's `%Y` signs and widens such years; written out by hand below only the plain ones.
+        return t.format("%Y-%m-%d %H:%M %:z").to_string();
     }
+    // Written out directly: `sessions` formats one time per session, and parsing the strftime
+    // pattern for each of 10,000 was a visible share of the command.
+    let offset = t.offset().fix().local_minus_utc();
+    let (sign, offset) = if offset < 0 {
+        ('-', -offset)
+    } else {
+        ('+', offset)
+    };
+    // In minutes, rounded as `%:z` rounds (old local mean times have seconds).
+    let minutes = (offset + 30) / 60;
+    let mut out = String::with_capacity(23);
+    let _ = write!(
+        out,
+        "{:04}-{:02}-{:02} {:02}:{:02} {sign}{:02}:{:02}",
+        t.year(),
+        t.month(),
+        t.day(),
+        t.hour(),
+        t.minute(),
+        minutes / 60,
+        minutes % 60
+    );
+    out
 }
 
 /// How long ago: `just now`, `5 min ago`, `3 h ago`, `3 d ago`, `5 mo ago`, `2 y ago` (or `in 3 h`).
@@ -226,6 +254,23 @@ pub fn highlight(snippet: &str, query: &str, color: bool) -> String {
 #[cfg(test)]
 mod tests {
     use super::*;
+
+    #[test]
+    fn local_time_reads_as_the_strftime_pattern_it_replaced() {
+        // In the zone the test runs in (`TZ`), every season of every plain year.
+        let mut ms: i64 = -62_167_219_200_000; // 0000-01-01
+        while ms < 253_402_300_800_000 {
+            // 9999-12-31
+            let expected = Local
+                .timestamp_millis_opt(ms)
+                .single()
+                .map(|t| t.format("%Y-%m-%d %H:%M %:z").to_string());
+            if let Some(expected) = expected {
+                assert_eq!(local_time(ms), expected, "at {ms} ms");
+            }
+            ms += 7_777_777_777;
+        }
+    }
 
     #[test]
     fn ages_read_like_a_person_says_them() {

@@ -150,24 +150,32 @@ pub fn table(headers: &[&str], rows: &[Vec<String>]) -> String {
             }
         }
     }
-    let line = |cells: Vec<String>| {
-        let mut out = String::new();
-        for (i, cell) in cells.iter().enumerate() {
-            if i + 1 == cells.len() {
-                out.push_str(cell);
-            } else {
-                out.push_str(&format!("{cell:<width$}  ", width = widths[i]));
-            }
-        }
-        out.trim_end().to_string()
-    };
-    let mut out = line(headers.iter().map(|h| h.to_string()).collect());
-    out.push('\n');
+    // One buffer for the whole table: `sessions` prints 10,000 rows.
+    let line_len: usize = widths.iter().map(|w| w + 2).sum::<usize>() + 1;
+    let mut out = String::with_capacity(line_len * (rows.len() + 1));
+    push_line(&mut out, headers, &widths);
     for row in rows {
-        out.push_str(&line(row.clone()));
-        out.push('\n');
+        push_line(&mut out, row, &widths);
     }
     out
+}
+
+/// One line of [`table`]: every cell but the last padded to its column's width, trailing blanks
+/// trimmed.
+fn push_line(out: &mut String, cells: &[impl AsRef<str>], widths: &[usize]) {
+    let start = out.len();
+    for (i, cell) in cells.iter().enumerate() {
+        let cell = cell.as_ref();
+        out.push_str(cell);
+        if i + 1 < cells.len() {
+            let width = widths.get(i).copied().unwrap_or(0);
+            let pad = width.saturating_sub(cell.chars().count()) + 2;
+            out.extend(std::iter::repeat_n(' ', pad));
+        }
+    }
+    let end = start + out[start..].trim_end().len();
+    out.truncate(end);
+    out.push('\n');
 }
 
 /// Shortens text to `max` characters on one line, for table cells.
@@ -360,6 +368,18 @@ mod tests {
         assert_eq!(
             table(&["A", "B"], &[vec!["xx".into(), "y".into()]]),
             "A   B\nxx  y\n"
+        );
+        // Wide characters pad by characters, an empty last cell leaves no trailing blanks, a short
+        // row ends where its cells do.
+        assert_eq!(
+            table(
+                &["ID", "WHERE", "CWD"],
+                &[
+                    vec!["é".into(), "disk".into(), String::new()],
+                    vec!["abc".into()],
+                ]
+            ),
+            "ID   WHERE  CWD\né    disk\nabc\n"
         );
     }
 }

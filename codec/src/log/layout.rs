@@ -494,6 +494,7 @@ impl SessionsRoot {
         };
         let mut found = Vec::new();
         self.finish_walk(slots, known, threads, &mut found, &mut listing.problems);
+        listing.sessions.reserve(found.len());
 
         // `found` is in path order already (sorted projects, each one's entries sorted). Most ids are
         // unique: only the duplicated ones are grouped.
@@ -659,6 +660,8 @@ impl SessionsRoot {
             };
             let folder = folders.len();
             folders.push(fs::File::open(project).ok());
+            slots.reserve(entries.len());
+            jobs.reserve(entries.len());
             for (path, file_type) in entries {
                 if file_type.is_file() {
                     if is_flat_artifact_name(&path) {
@@ -703,7 +706,9 @@ impl SessionsRoot {
         found: &mut Vec<ListedSession>,
         problems: &mut Vec<LogError>,
     ) {
-        let mut candidates: Vec<Candidate> = Vec::new();
+        // Sized up front: a large root's vectors of sessions grew by doubling, each step a copy into
+        // freshly faulted pages, a visible share of a one-shot command.
+        let mut candidates: Vec<Candidate> = Vec::with_capacity(slots.len());
         let mut order: Vec<Option<LogError>> = Vec::with_capacity(slots.len());
         for slot in slots {
             match slot {
@@ -722,6 +727,7 @@ impl SessionsRoot {
                 .collect()
         };
         let mut outcomes = on_threads(&candidates, threads, finish).into_iter();
+        found.reserve(candidates.len());
         for problem in order {
             match problem {
                 Some(err) => problems.push(err),

@@ -60,17 +60,23 @@ fn listed_of((path, stamp, line): store::ListedRecord) -> Option<ListedSession> 
 /// at. A record whose stamp or header does not parse is left out: the listing then reads that log's
 /// header itself.
 fn parse_listed(rows: Vec<store::ListedRecord>) -> Vec<ListedSession> {
+    // Sized up front (a filtered collect grows by doubling, copying the sessions each time).
+    let mut listed = Vec::with_capacity(rows.len());
     if rows.len() < PARSE_ON_TWO_FROM {
-        return rows.into_iter().filter_map(listed_of).collect();
+        listed.extend(rows.into_iter().filter_map(listed_of));
+        return listed;
     }
     // Parsing 10,000 header records is a share of a one-shot command that lists a large root: half
     // of them on a second thread.
     let mut first = rows;
     let second = first.split_off(first.len() / 2);
     std::thread::scope(|scope| {
-        let other =
-            scope.spawn(move || second.into_iter().filter_map(listed_of).collect::<Vec<_>>());
-        let mut listed: Vec<ListedSession> = first.into_iter().filter_map(listed_of).collect();
+        let other = scope.spawn(move || {
+            let mut more = Vec::with_capacity(second.len());
+            more.extend(second.into_iter().filter_map(listed_of));
+            more
+        });
+        listed.extend(first.into_iter().filter_map(listed_of));
         match other.join() {
             Ok(more) => listed.extend(more),
             Err(panic) => std::panic::resume_unwind(panic),
