@@ -75,25 +75,14 @@ fn object_end(bytes: &[u8], mut at: usize, depth: usize) -> Option<usize> {
     }
     let mut first = true;
     loop {
-        if bytes.get(at) != Some(&b'"') {
-            return None;
-        }
-        let (end, escaped) = string_end(bytes, at + 1)?;
-        // A `Value` parse reads an object led by serde_json's raw-value key as raw JSON text; a key
-        // with an escape could spell that key, so it is left to the general parse too.
-        let raw_value_key = first
-            && end - (at + 1) == RAW_VALUE_KEY.len()
-            && bytes.get(at + 1..end) == Some(RAW_VALUE_KEY.as_bytes());
-        if escaped || raw_value_key {
+        // `key` leaves a key with an escape to the general parse: it could spell serde_json's
+        // raw-value key, which makes a `Value` parse read an object led by it as raw JSON text.
+        let (name, value) = key(bytes, at)?;
+        if first && name == RAW_VALUE_KEY.as_bytes() {
             return None;
         }
         first = false;
-        at = skip_ws(bytes, end + 1);
-        if bytes.get(at) != Some(&b':') {
-            return None;
-        }
-        at = value_end(bytes, skip_ws(bytes, at + 1), depth)?;
-        at = skip_ws(bytes, at);
+        at = skip_ws(bytes, value_end(bytes, value, depth)?);
         match bytes.get(at)? {
             b',' => at = skip_ws(bytes, at + 1),
             b'}' => return Some(at + 1),

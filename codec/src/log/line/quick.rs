@@ -78,16 +78,8 @@ fn plain_line(line: &str, kind: &str, mut at: usize, shape: Data) -> Option<Box<
     while bytes.get(at) == Some(&b',') {
         let (name, after) = key(bytes, skip_ws(bytes, at + 1))?;
         at = match name {
-            b"seq" if seq.is_none() => {
-                let (value, end) = integer(bytes, after)?;
-                seq = Some(value);
-                end
-            }
-            b"time" if time.is_none() => {
-                let (value, end) = integer(bytes, after)?;
-                time = Some(value);
-                end
-            }
+            b"seq" => integer_once(bytes, after, &mut seq)?,
+            b"time" => integer_once(bytes, after, &mut time)?,
             // One container deep: inside the line's object.
             b"data" if !data => {
                 data = true;
@@ -188,16 +180,8 @@ fn row_line(line: &str, kind: RowKind, mut at: usize) -> Option<TypedRow> {
     while bytes.get(at) == Some(&b',') {
         let (name, after) = key(bytes, skip_ws(bytes, at + 1))?;
         at = match name {
-            b"seq0" if seq0.is_none() => {
-                let (value, end) = integer(bytes, after)?;
-                seq0 = Some(value);
-                end
-            }
-            b"time0" if time0.is_none() => {
-                let (value, end) = integer(bytes, after)?;
-                time0 = Some(value);
-                end
-            }
+            b"seq0" => integer_once(bytes, after, &mut seq0)?,
+            b"time0" => integer_once(bytes, after, &mut time0)?,
             b"data" if data.is_none() => {
                 let (fields, end) = row_data(line, kind, after)?;
                 data = Some(fields);
@@ -282,6 +266,13 @@ fn row_data(line: &str, kind: RowKind, at: usize) -> Option<(RowFields, usize)> 
         return None;
     }
     Some((fields, at + 1))
+}
+
+/// An integer field of a line at `at`, read once into `slot` (a second one is left to serde); where
+/// it ends.
+fn integer_once(bytes: &[u8], at: usize, slot: &mut Option<Value>) -> Option<usize> {
+    let (value, end) = integer(bytes, at)?;
+    slot.replace(value).is_none().then_some(end)
 }
 
 /// An integer field of a row at `at`, read once into `slot`; where it ends.
