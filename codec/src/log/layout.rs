@@ -248,6 +248,9 @@ const SCAN_THREADS: usize = 2;
 /// about what it saves.
 const PARALLEL_FROM: usize = 512;
 
+/// From how many project folders a walk reads them on [`SCAN_THREADS`].
+const PARALLEL_PROJECTS_FROM: usize = 8;
+
 /// One entry of a listing's walk, in order: a problem found while reading the directories, or a
 /// session dir's transcript as its `stat` found it (none, one, or that session's error).
 enum WalkSlot {
@@ -386,6 +389,58 @@ fn on_threads<I: Sync, O: Send>(
         }
         outcomes
     })
+}
+
+/// How many threads read `projects`' folders: one for a root of few projects, where a thread would cost
+/// about what it saves.
+fn project_threads(projects: &[PathBuf], threads: usize) -> usize {
+    if projects.len() >= PARALLEL_PROJECTS_FROM {
+        threads
+    } else {
+        1
+    }
+}
+
+/// `work` on each of `items` over at most `threads` scoped threads, each taking the next item not yet
+/// taken (items of very different costs, such as folders of very different sizes, still share the
+/// threads evenly); the results in the items' order.
+fn each_on_threads<I: Sync, O: Send>(
+    items: &[I],
+    threads: usize,
+    work: impl Fn(&I) -> O + Sync,
+) -> Vec<O> {
+    let threads = threads.clamp(1, items.len().max(1));
+    if threads == 1 {
+        return items.iter().map(work).collect();
+    }
+    let next = std::sync::atomic::AtomicUsize::new(0);
+    let take = || {
+        let mut done = Vec::new();
+        loop {
+            let i = next.fetch_add(1, std::sync::atomic::Ordering::Relaxed);
+            let Some(item) = items.get(i) else {
+                return done;
+            };
+            done.push((i, work(item)));
+        }
+    };
+    let take = &take;
+    let mut slots: Vec<Option<O>> = std::iter::repeat_with(|| None).take(items.len()).collect();
+    std::thread::scope(|scope| {
+        let others: Vec<_> = (1..threads).map(|_| scope.spawn(take)).collect();
+        let mut parts = vec![take()];
+        for other in others {
+            match other.join() {
+                Ok(part) => parts.push(part),
+                Err(panic) => std::panic::resume_unwind(panic),
+            }
+        }
+        for (i, outcome) in parts.into_iter().flatten() {
+            slots[i] = Some(outcome);
+        }
+    });
+    // Every index below the length was taken exactly once.
+    slots.into_iter().flatten().collect()
 }
 
 /// A session dir to look into: the index of its open project folder, and its path.
@@ -647,11 +702,16 @@ impl SessionsRoot {
     fn walk_projects(&self, projects: &[PathBuf], threads: usize) -> Vec<WalkSlot> {
         // Transcripts are looked up relative to the open project folder: a listing `stat`s two per
         // session, and walking the whole path from the root for each was most of their cost.
+        // The folders are read on the same threads as the `stat`s: read one after another, they were
+        // a quarter of a one-shot walk of a large root.
+        let read = each_on_threads(projects, project_threads(projects, threads), |project| {
+            (sorted_entries(project), fs::File::open(project).ok())
+        });
         let mut folders: Vec<Option<fs::File>> = Vec::with_capacity(projects.len());
         let mut slots: Vec<WalkSlot> = Vec::new();
         let mut jobs: Vec<Job> = Vec::new();
-        for project in projects {
-            let entries = match sorted_entries(project) {
+        for (project, (entries, folder_file)) in projects.iter().zip(read) {
+            let entries = match entries {
                 Ok(entries) => entries,
                 Err(err) => {
                     slots.push(WalkSlot::Problem(LogError::io(project, &err)));
@@ -659,7 +719,7 @@ impl SessionsRoot {
                 }
             };
             let folder = folders.len();
-            folders.push(fs::File::open(project).ok());
+            folders.push(folder_file);
             slots.reserve(entries.len());
             jobs.reserve(entries.len());
             for (path, file_type) in entries {
@@ -1069,6 +1129,57 @@ mod tests {
         assert!(find(&new).is_some());
         assert!(find(&switched).is_none());
         assert_eq!(find(&zstd_path).unwrap().compression, Compression::Zstd);
+    }
+
+    /// Project folders read on two threads (each taking the next folder) list what one thread does:
+    /// the same sessions, the same problems in the same order, and a walk with the same digest.
+    #[test]
+    fn a_root_of_many_projects_read_on_two_threads_lists_what_one_thread_does() {
+        let dir = tempfile::tempdir().unwrap();
+        let root = SessionsRoot::new(dir.path());
+        let projects = PARALLEL_PROJECTS_FROM + 5;
+        for p in 0..projects {
+            // Folders of very different sizes, so the threads' shares interleave unevenly.
+            for i in 0..(1 + (p * 7) % 11) {
+                let header = SessionHeader::new(format!("p{p}-s{i}"), 0, Some(format!("/w/p{p}")));
+                let path = session_log_path(dir.path(), &header, Compression::None).unwrap();
+                fs::create_dir_all(path.parent().unwrap()).unwrap();
+                fs::write(&path, format!("{}\n", header.to_json_line())).unwrap();
+            }
+            if p % 3 == 0 {
+                let folder = session_log_path(
+                    dir.path(),
+                    &SessionHeader::new("x", 0, Some(format!("/w/p{p}"))),
+                    Compression::None,
+                )
+                .unwrap();
+                let folder = folder.parent().unwrap().parent().unwrap();
+                fs::write(folder.join("flat.jsonl"), "{}").unwrap();
+            }
+        }
+        let one = root.list_known_on(&KnownSessions::new(), 1).unwrap();
+        let two = root.list_known_on(&KnownSessions::new(), 2).unwrap();
+        assert_eq!(one, two);
+        let flats = projects.div_ceil(3);
+        assert_eq!(two.problems.len(), flats, "{:?}", two.problems);
+        assert!(two.sessions.len() > projects);
+        assert_eq!(
+            root.walk_on(1).unwrap().digest(),
+            root.walk_on(2).unwrap().digest()
+        );
+    }
+
+    /// The threads that take items one at a time hand back the results in the items' order, however
+    /// long each item took.
+    #[test]
+    fn each_on_threads_keeps_the_items_order_whatever_each_costs() {
+        let items: Vec<u64> = (0..40).collect();
+        let out = each_on_threads(&items, 3, |&i| {
+            std::thread::sleep(std::time::Duration::from_micros((i * 37) % 500));
+            i * 2
+        });
+        assert_eq!(out, items.iter().map(|i| i * 2).collect::<Vec<_>>());
+        assert!(each_on_threads(&[] as &[u64], 2, |&i| i).is_empty());
     }
 
     /// Sessions `s0`, `s1`, `s2` (a header line each) under `root`; their transcripts' paths.

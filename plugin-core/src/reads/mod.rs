@@ -55,9 +55,12 @@ impl Reads {
 
     /// `listSessions`: every session, `createdAt` descending, then id ascending (byte order).
     pub fn list_sessions(&self, cancel: Cancel<'_>) -> Result<Vec<SessionRecord>, PluginError> {
-        let mut sessions = self.corpus.list(cancel)?;
-        sessions.sort_by(newest_first);
-        Ok(sessions.iter().map(record).collect())
+        let sessions = self.corpus.list(cancel)?;
+        // Sorted by reference: sorting the sessions themselves moved 10,000 headers around a large
+        // root's listing, several times over.
+        let mut order: Vec<&CorpusSession> = sessions.iter().collect();
+        order.sort_by(|a, b| newest_first(a, b));
+        Ok(order.into_iter().map(record).collect())
     }
 
     /// `readSession`: the header and every event as JSON text (a persisted log as inspected: stored events
