@@ -599,6 +599,14 @@ impl Corpus {
         Ok((sessions, Some(digest)))
     }
 
+    /// The sessions root's last listing, however old, without listing it again: where each session's
+    /// log was, as a hint for lookups that check what they find (`None` before the first listing).
+    pub fn last_listed(&self) -> Option<Arc<Vec<ListedSession>>> {
+        lock(&self.last)
+            .as_ref()
+            .map(|(_, sessions, _, _)| sessions.clone())
+    }
+
     /// For a process that reuses listings ([`Corpus::reuse_listings_for`]): the last listing of the
     /// root counts as just finished. Called when a call has answered, so the reuse window is the gap
     /// between one call's answer and the next call, not the time since the listing: `sessions` answers

@@ -364,6 +364,31 @@ pub fn visible_titles(conn: &Connection) -> rusqlite::Result<Vec<(String, Option
     titles.collect()
 }
 
+/// The stored title of the visible row of session `id`, looked up through the indexes on live ids and
+/// on log paths (`path`: where the session's log was last listed): `None` when neither finds a visible
+/// row of that id, `Some(None)` when the row has no title.
+pub fn visible_title(
+    conn: &Connection,
+    id: &str,
+    path: Option<&[u8]>,
+) -> rusqlite::Result<Option<Option<String>>> {
+    let live = conn
+        .prepare_cached("SELECT title FROM sessions WHERE source = 'live' AND id = ?1 AND visible")?
+        .query_row([id], |r| r.get(0))
+        .optional()?;
+    if live.is_some() {
+        return Ok(live);
+    }
+    let Some(path) = path else {
+        return Ok(None);
+    };
+    conn.prepare_cached(
+        "SELECT title FROM sessions WHERE source = 'persisted' AND path = ?1 AND id = ?2 AND visible",
+    )?
+    .query_row(params![path, id], |r| r.get(0))
+    .optional()
+}
+
 /// The ids of the visible session rows, each once, in byte order.
 pub fn visible_ids(conn: &Connection) -> rusqlite::Result<Vec<String>> {
     let mut stmt =

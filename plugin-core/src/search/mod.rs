@@ -53,6 +53,7 @@ mod tests;
 mod verified_tests;
 
 use std::collections::{BTreeMap, HashMap, HashSet};
+use std::os::unix::ffi::OsStrExt;
 use std::path::{Path, PathBuf};
 use std::sync::atomic::{AtomicBool, AtomicU64, Ordering};
 use std::sync::{Arc, Condvar, Mutex, MutexGuard};
@@ -1141,11 +1142,33 @@ impl Search {
                         }
                     }
                 }
-                // The ids and titles alone, not every row whole.
                 None => {
-                    for (id, title) in store::visible_titles(view.conn).map_err(index_failed)? {
-                        if let Some(id) = wanted.get(id.as_str()) {
-                            by_id.insert(id, title.as_deref().and_then(title_text_of));
+                    // A page of candidates: each row looked up by its live id or by the path its
+                    // log was last listed at, not every row scanned (a second pass over a large
+                    // root's table, after the listing's). What the lookups miss, the scan finds.
+                    if wanted.len() <= TITLE_LOOKUPS_UP_TO {
+                        let listed = corpus.last_listed();
+                        let paths: HashMap<&str, &Path> = listed
+                            .iter()
+                            .flat_map(|l| l.iter())
+                            .filter(|s| wanted.contains(s.header.id.as_str()))
+                            .map(|s| (s.header.id.as_str(), s.path.as_path()))
+                            .collect();
+                        for &id in &wanted {
+                            let path = paths.get(id).map(|p| p.as_os_str().as_bytes());
+                            if let Some(title) =
+                                store::visible_title(view.conn, id, path).map_err(index_failed)?
+                            {
+                                by_id.insert(id, title.as_deref().and_then(title_text_of));
+                            }
+                        }
+                    }
+                    if by_id.len() < wanted.len() {
+                        // The ids and titles alone, not every row whole.
+                        for (id, title) in store::visible_titles(view.conn).map_err(index_failed)? {
+                            if let Some(id) = wanted.get(id.as_str()) {
+                                by_id.insert(id, title.as_deref().and_then(title_text_of));
+                            }
                         }
                     }
                 }
@@ -1157,6 +1180,10 @@ impl Search {
         })
     }
 }
+
+/// Up to how many sessions' titles [`Search::title_texts`] looks up one by one (a page of candidates)
+/// rather than scanning every row.
+const TITLE_LOOKUPS_UP_TO: usize = 256;
 
 /// The title text of a row's stored title, when it has a valid one.
 fn title_text(row: &SessionRow) -> Option<String> {

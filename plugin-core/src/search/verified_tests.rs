@@ -409,3 +409,57 @@ fn a_change_in_another_harness_folder_sends_the_next_process_to_a_full_refresh()
     );
     assert!(found(&answers), "{answers:?}");
 }
+
+/// A page of candidates' titles, looked up row by row through the last listing's paths, is what a
+/// scan of every row finds: titled, untitled and unknown sessions alike, with no listing to take
+/// paths from (every lookup misses and the scan answers), and after a title changed.
+#[test]
+fn titles_looked_up_by_listed_path_are_the_titles_a_scan_finds() {
+    let r = root();
+    let mut titled = conversation("alpha words", "ok");
+    titled.title("Fixing the linker", json!({"kind": "user"}));
+    r.raw(&header("t", 1), &titled);
+    r.raw(&header("u", 2), &conversation("beta words", "ok"));
+    let mut zstd = conversation("zeta words", "ok");
+    zstd.title("Packed frames", json!({"kind": "user"}));
+    r.zstd(&header("z", 3), &zstd);
+    process(&r.root, &r.index).answers(&QUERIES);
+
+    let titles = |p: &Process, ids: &[&str]| p.search.title_texts(&p.corpus, &never, ids).unwrap();
+    // More ids than are looked up one by one: the scan answers.
+    let padding: Vec<String> = (0..super::TITLE_LOOKUPS_UP_TO)
+        .map(|i| format!("none-{i}"))
+        .collect();
+    let scanned = |p: &Process, ids: &[&str]| {
+        let mut all: Vec<&str> = ids.to_vec();
+        all.extend(padding.iter().map(String::as_str));
+        titles(p, &all)[..ids.len()].to_vec()
+    };
+    let ids = ["t", "u", "z", "missing"];
+    let p = process(&r.root, &r.index);
+    p.corpus.list(crate::cancel::Cancel::NEVER).unwrap();
+    let looked_up = titles(&p, &ids);
+    assert_eq!(
+        looked_up,
+        vec![
+            Some("Fixing the linker".to_string()),
+            None,
+            Some("Packed frames".to_string()),
+            None
+        ]
+    );
+    assert_eq!(looked_up, scanned(&p, &ids));
+
+    // Without a listing to take paths from, the lookups miss and the scan answers the same.
+    let unlisted = process(&r.root, &r.index);
+    assert_eq!(titles(&unlisted, &ids), looked_up);
+
+    // A new title: the next process's lookups find it.
+    titled.title("Linker fixed", json!({"kind": "user"}));
+    r.raw(&header("t", 1), &titled);
+    let p = process(&r.root, &r.index);
+    p.corpus.list(crate::cancel::Cancel::NEVER).unwrap();
+    let again = titles(&p, &ids);
+    assert_eq!(again[0].as_deref(), Some("Linker fixed"));
+    assert_eq!(again, scanned(&p, &ids));
+}
