@@ -88,29 +88,32 @@ pub fn list_candidates(
         }
     };
     check()?;
-    let mut sessions = reads.corpus().list(Cancel::NEVER)?;
+    let sessions = reads.corpus().list(Cancel::NEVER)?;
     check()?;
-    sessions.sort_by(|a, b| {
+    // Ordered by reference: sorting the sessions themselves moved every header of a large root
+    // around twice, for a page of fifty.
+    let mut order: Vec<&CorpusSession> = sessions.iter().collect();
+    order.sort_by(|a, b| {
         b.header
             .created_at
             .cmp(&a.header.created_at)
             .then_with(|| a.header.id.cmp(&b.header.id))
     });
     let agent = request.agent_session_id.as_str();
-    let target_cwd = sessions
+    let target_cwd = order
         .iter()
         .find(|s| s.header.id == agent)
-        .and_then(|s| s.header.cwd.clone());
-    sessions.retain(|s| s.header.id != agent);
+        .and_then(|s| s.header.cwd.as_deref());
+    order.retain(|s| s.header.id != agent);
     // A stable sort keeps newest-first order inside each rank.
-    sessions.sort_by_key(|s| rank(s, target_cwd.as_deref()));
+    order.sort_by_key(|s| rank(s, target_cwd));
 
     let needle = request.query.to_lowercase();
-    let labelled: Vec<(CorpusSession, String)> = if needle.is_empty() {
-        sessions.truncate(limit);
-        label_all(sessions, titles, is_cancelled)?
+    let labelled: Vec<(&CorpusSession, String)> = if needle.is_empty() {
+        order.truncate(limit);
+        label_all(order, titles, is_cancelled)?
     } else {
-        label_all(sessions, titles, is_cancelled)?
+        label_all(order, titles, is_cancelled)?
             .into_iter()
             .filter(|(s, label)| {
                 s.header.id.to_lowercase().contains(&needle)
@@ -128,9 +131,9 @@ pub fn list_candidates(
         .into_iter()
         .map(|(s, label)| Candidate {
             mention: format_mention(&s.header.id, Some(&label)),
-            session_id: s.header.id,
+            session_id: s.header.id.clone(),
             label,
-            cwd: s.header.cwd,
+            cwd: s.header.cwd.clone(),
             created_at: s.header.created_at,
         })
         .collect())
@@ -145,11 +148,11 @@ fn rank(session: &CorpusSession, target_cwd: Option<&str>) -> u8 {
     }
 }
 
-fn label_all(
-    sessions: Vec<CorpusSession>,
+fn label_all<'a>(
+    sessions: Vec<&'a CorpusSession>,
     titles: &dyn TitleSource,
     is_cancelled: &dyn Fn() -> bool,
-) -> Result<Vec<(CorpusSession, String)>, PluginError> {
+) -> Result<Vec<(&'a CorpusSession, String)>, PluginError> {
     let ids: Vec<&str> = sessions.iter().map(|s| s.header.id.as_str()).collect();
     let found = titles.titles(&ids, is_cancelled)?;
     // A source that answers fewer titles than asked leaves the rest labelled by id, as a failed title
