@@ -41,20 +41,30 @@ pub struct Header {
 /// `Header` is the codec's `SessionHeader` field for field; it stays a type of its own so that a codec
 /// change never moves the contract's wire shape. One field list serves both directions.
 macro_rules! copy_header {
-    ($h:expr => $to:ident) => {{
+    ($h:expr => $to:ident) => {
+        copy_header!($h => $to, clone)
+    };
+    // `$take` is `clone` for a borrowed header, `into` for one given up (its strings moved, not copied).
+    ($h:expr => $to:ident, $take:ident) => {{
         let h = $h;
         $to {
             version: h.version,
-            id: h.id.clone(),
+            id: h.id.$take(),
             created_at: h.created_at,
-            cwd: h.cwd.clone(),
-            parent_session: h.parent_session.clone(),
+            cwd: h.cwd.$take(),
+            parent_session: h.parent_session.$take(),
             seed_length: h.seed_length,
-            origin: h.origin.clone(),
+            origin: h.origin.$take(),
             delegation_depth: h.delegation_depth,
-            agent_preset: h.agent_preset.clone(),
+            agent_preset: h.agent_preset.$take(),
         }
     }};
+}
+
+impl From<SessionHeader> for Header {
+    fn from(h: SessionHeader) -> Self {
+        copy_header!(h => Header, into)
+    }
 }
 
 impl From<&SessionHeader> for Header {
@@ -619,6 +629,26 @@ pub struct TitleSnapshotsRequest {
 mod tests {
     use super::*;
     use serde_json::json;
+
+    /// A header given up converts to the wire header a borrowed one does, every field carried, and
+    /// back again.
+    #[test]
+    fn a_header_converts_the_same_moved_or_borrowed() {
+        let h = SessionHeader {
+            version: 0,
+            id: "s1".into(),
+            created_at: 5,
+            cwd: Some("/w".into()),
+            parent_session: Some("p".into()),
+            seed_length: Some(3),
+            origin: Some("subagent".into()),
+            delegation_depth: Some(1),
+            agent_preset: Some("coder".into()),
+        };
+        let borrowed = Header::from(&h);
+        assert_eq!(Header::from(h.clone()), borrowed);
+        assert_eq!(SessionHeader::from(&borrowed), h);
+    }
 
     #[test]
     fn one_filter_union_reads_and_writes_the_spec_shapes() {
