@@ -141,12 +141,12 @@ pub fn error(e: &PluginError) -> Value {
 }
 
 /// Pads columns of a table to the widest cell.
-pub fn table(headers: &[&str], rows: &[Vec<String>]) -> String {
+pub fn table<S: AsRef<str>>(headers: &[&str], rows: &[Vec<S>]) -> String {
     let mut widths: Vec<usize> = headers.iter().map(|h| h.chars().count()).collect();
     for row in rows {
         for (i, cell) in row.iter().enumerate() {
             if let Some(w) = widths.get_mut(i) {
-                *w = (*w).max(cell.chars().count());
+                *w = (*w).max(cell.as_ref().chars().count());
             }
         }
     }
@@ -365,10 +365,7 @@ mod tests {
     fn clip_and_table_keep_cells_on_one_line() {
         assert_eq!(clip("a\n  b", 10), "a b");
         assert_eq!(clip("abcdef", 4), "abc…");
-        assert_eq!(
-            table(&["A", "B"], &[vec!["xx".into(), "y".into()]]),
-            "A   B\nxx  y\n"
-        );
+        assert_eq!(table(&["A", "B"], &[vec!["xx", "y"]]), "A   B\nxx  y\n");
         // Wide characters pad by characters, an empty last cell leaves no trailing blanks, a short
         // row ends where its cells do.
         assert_eq!(
