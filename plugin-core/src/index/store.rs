@@ -1050,6 +1050,68 @@ mod tests {
         assert_eq!(load_rows(&conn).unwrap().len(), 3, "every row still loads");
     }
 
+    /// A title is found by a live row's id, or by a log row's path when the row there has that id;
+    /// never from a hidden row, a wrong id at the path, or a log without its path.
+    #[test]
+    fn visible_title_finds_a_row_by_live_id_or_by_path_and_id_only_when_visible() {
+        let mut conn = index();
+        let path = |id: &str| PathBuf::from(format!("/root/p/{id}/session.jsonl"));
+        let mut row = |key: RowKey, id: &str, title: Option<&str>, visible: bool| {
+            let header = HitHeader {
+                id: id.into(),
+                ..Default::default()
+            };
+            let new = Replacement {
+                key: &key,
+                header: &header,
+                stamp: "1:0",
+                event_count: 0,
+                title: title.map(str::to_string),
+                resume: None,
+                listed: None,
+            };
+            let sid = replace_session(&mut conn, None, &new, [], 1).unwrap();
+            let shown = Visibility {
+                visible,
+                is_live: matches!(key, RowKey::Live(_)),
+                is_persisted: matches!(key, RowKey::Persisted(_)),
+            };
+            set_visibility(&mut conn, &[(sid, shown)], 1).unwrap();
+        };
+        row(
+            RowKey::Live("l".into()),
+            "l",
+            Some("{\"title\":\"L\"}"),
+            true,
+        );
+        row(RowKey::Persisted(path("p")), "p", None, true);
+        row(
+            RowKey::Persisted(path("h")),
+            "h",
+            Some("{\"title\":\"H\"}"),
+            false,
+        );
+        let bytes = |id: &str| path(id).into_os_string().into_vec();
+        let title = |id: &str, at: Option<&[u8]>| visible_title(&conn, id, at).unwrap();
+        assert_eq!(
+            title("l", None),
+            Some(Some("{\"title\":\"L\"}".to_string()))
+        );
+        assert_eq!(
+            title("p", Some(&bytes("p"))),
+            Some(None),
+            "a row without a title"
+        );
+        assert_eq!(title("p", None), None, "a log row needs its path");
+        assert_eq!(
+            title("x", Some(&bytes("p"))),
+            None,
+            "another id at the path"
+        );
+        assert_eq!(title("h", Some(&bytes("h"))), None, "a hidden row");
+        assert_eq!(title("l", Some(&bytes("p"))), title("l", None));
+    }
+
     #[test]
     fn changes_since_names_the_rows_written_and_removed_after_a_commit() {
         let mut conn = index();

@@ -291,8 +291,9 @@ fn stop_point(cancel: Cancel<'_>, n: usize, what: &str) -> Result<(), PluginErro
     Ok(())
 }
 
-/// `createdAt` descending, then id ascending in byte order.
-fn newest_first(a: &CorpusSession, b: &CorpusSession) -> Ordering {
+/// The exact reads' order of sessions (also citation candidates' within a rank): `createdAt`
+/// descending, then id ascending in byte order.
+pub(crate) fn newest_first(a: &CorpusSession, b: &CorpusSession) -> Ordering {
     b.header
         .created_at
         .cmp(&a.header.created_at)

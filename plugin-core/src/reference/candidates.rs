@@ -19,7 +19,7 @@ use super::errors::{cancelled, invalid_reference};
 use super::limits::Limits;
 use crate::cancel::Cancel;
 use crate::corpus::CorpusSession;
-use crate::reads::Reads;
+use crate::reads::{newest_first, Reads};
 
 /// Where candidate labels come from.
 pub trait TitleSource {
@@ -93,12 +93,7 @@ pub fn list_candidates(
     // Ordered by reference: sorting the sessions themselves moved every header of a large root
     // around twice, for a page of fifty.
     let mut order: Vec<&CorpusSession> = sessions.iter().collect();
-    order.sort_by(|a, b| {
-        b.header
-            .created_at
-            .cmp(&a.header.created_at)
-            .then_with(|| a.header.id.cmp(&b.header.id))
-    });
+    order.sort_by(|a, b| newest_first(a, b));
     let agent = request.agent_session_id.as_str();
     let target_cwd = order
         .iter()
