@@ -65,18 +65,39 @@ impl Style {
 
     /// `2026-11-28 14:03 +01:00 (3 d ago)`.
     pub fn when(&self, ms: i64) -> String {
-        format!("{} ({})", local_time(ms), ago(ms, self.now_ms))
+        let mut out = String::with_capacity(36);
+        self.write_when(&mut out, ms);
+        out
+    }
+
+    /// [`Style::when`] written at the end of `out`: `sessions` writes 10,000 of them into one buffer
+    /// rather than three strings each.
+    pub fn write_when(&self, out: &mut String, ms: i64) {
+        write_local_time(out, ms);
+        out.push_str(" (");
+        write_ago(out, ms, self.now_ms);
+        out.push(')');
     }
 
     /// A path with the home folder shortened to `~`.
     pub fn path(&self, path: &str) -> String {
+        let mut out = String::with_capacity(path.len());
+        self.write_path(&mut out, path);
+        out
+    }
+
+    /// [`Style::path`] written at the end of `out`.
+    pub fn write_path(&self, out: &mut String, path: &str) {
         match &self.home {
-            Some(home) if path == home => "~".into(),
+            Some(home) if path == home => out.push('~'),
             Some(home) => match path.strip_prefix(home.as_str()) {
-                Some(rest) if rest.starts_with('/') => format!("~{rest}"),
-                _ => path.to_string(),
+                Some(rest) if rest.starts_with('/') => {
+                    out.push('~');
+                    out.push_str(rest);
+                }
+                _ => out.push_str(path),
             },
-            None => path.to_string(),
+            None => out.push_str(path),
         }
     }
 
@@ -100,14 +121,23 @@ impl Style {
 /// Local time of epoch milliseconds with its UTC offset, `2026-11-28 14:03 +01:00` (the zone is `TZ`'s,
 /// else the system's).
 pub fn local_time(ms: i64) -> String {
+    let mut out = String::with_capacity(23);
+    write_local_time(&mut out, ms);
+    out
+}
+
+/// [`local_time`] written at the end of `out`.
+pub fn write_local_time(out: &mut String, ms: i64) {
     use chrono::{Datelike, Offset, Timelike};
     use std::fmt::Write;
     let Some(t) = Local.timestamp_millis_opt(ms).single() else {
-        return format!("{ms} ms");
+        let _ = write!(out, "{ms} ms");
+        return;
     };
     if !(0..=9999).contains(&t.year()) {
         // chrono's `%Y` signs and widens such years; written out by hand below only the plain ones.
-        return t.format("%Y-%m-%d %H:%M %:z").to_string();
+        let _ = write!(out, "{}", t.format("%Y-%m-%d %H:%M %:z"));
+        return;
     }
     // Written out directly: `sessions` formats one time per session, and parsing the strftime
     // pattern for each of 10,000 was a visible share of the command.
@@ -119,7 +149,6 @@ pub fn local_time(ms: i64) -> String {
     };
     // In minutes, rounded as `%:z` rounds (old local mean times have seconds).
     let minutes = (offset + 30) / 60;
-    let mut out = String::with_capacity(23);
     let _ = write!(
         out,
         "{:04}-{:02}-{:02} {:02}:{:02} {sign}{:02}:{:02}",
@@ -131,27 +160,36 @@ pub fn local_time(ms: i64) -> String {
         minutes / 60,
         minutes % 60
     );
-    out
 }
 
 /// How long ago: `just now`, `5 min ago`, `3 h ago`, `3 d ago`, `5 mo ago`, `2 y ago` (or `in 3 h`).
 pub fn ago(ms: i64, now_ms: i64) -> String {
+    let mut out = String::with_capacity(12);
+    write_ago(&mut out, ms, now_ms);
+    out
+}
+
+/// [`ago`] written at the end of `out`.
+pub fn write_ago(out: &mut String, ms: i64, now_ms: i64) {
+    use std::fmt::Write;
     let delta = now_ms.saturating_sub(ms);
-    let future = delta < 0;
     let s = delta.unsigned_abs() / 1000;
-    let amount = match s {
-        0..=59 => return "just now".into(),
-        60..=3_599 => format!("{} min", s / 60),
-        3_600..=86_399 => format!("{} h", s / 3_600),
-        86_400..=2_591_999 => format!("{} d", s / 86_400),
-        2_592_000..=31_535_999 => format!("{} mo", s / 2_592_000),
-        _ => format!("{} y", s / 31_536_000),
+    let (amount, unit) = match s {
+        0..=59 => {
+            out.push_str("just now");
+            return;
+        }
+        60..=3_599 => (s / 60, "min"),
+        3_600..=86_399 => (s / 3_600, "h"),
+        86_400..=2_591_999 => (s / 86_400, "d"),
+        2_592_000..=31_535_999 => (s / 2_592_000, "mo"),
+        _ => (s / 31_536_000, "y"),
     };
-    if future {
-        format!("in {amount}")
+    let _ = if delta < 0 {
+        write!(out, "in {amount} {unit}")
     } else {
-        format!("{amount} ago")
-    }
+        write!(out, "{amount} {unit} ago")
+    };
 }
 
 /// `n` with thousands separators: `1,234`.
@@ -280,6 +318,36 @@ mod tests {
         assert_eq!(ago(now - 3 * 3_600_000, now), "3 h ago");
         assert_eq!(ago(now - 3 * 86_400_000, now), "3 d ago");
         assert_eq!(ago(now + 3 * 3_600_000, now), "in 3 h");
+        assert_eq!(ago(now - 40 * 86_400_000, now), "1 mo ago");
+        assert_eq!(ago(now - 800 * 86_400_000, now), "2 y ago");
+    }
+
+    #[test]
+    fn times_and_paths_written_into_a_buffer_are_what_the_plain_calls_give() {
+        let style = Style {
+            home: Some("/home/ann".into()),
+            ..Style::plain(80, 1_764_460_800_000)
+        };
+        let mut out = String::from("before|");
+        let mut expected = out.clone();
+        for ms in [
+            style.now_ms,
+            style.now_ms - 90_000,
+            style.now_ms + 86_400_000,
+            0,
+            -62_167_219_200_000,
+            i64::MAX,
+        ] {
+            style.write_when(&mut out, ms);
+            expected.push_str(&format!("{} ({})", local_time(ms), ago(ms, style.now_ms)));
+            assert_eq!(out, expected, "at {ms} ms");
+        }
+        for path in ["/home/ann", "/home/ann/src", "/home/anna", "/srv"] {
+            style.write_path(&mut out, path);
+            expected.push_str(&style.path(path));
+        }
+        assert_eq!(out, expected);
+        assert!(out.ends_with("~~/src/home/anna/srv"), "{out}");
     }
 
     #[test]

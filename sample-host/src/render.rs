@@ -140,11 +140,12 @@ pub fn error(e: &PluginError) -> Value {
     json!({"error": {"code": e.code_name(), "message": e.message.as_str()}})
 }
 
-/// Pads columns of a table to the widest cell.
-pub fn table<S: AsRef<str>>(headers: &[&str], rows: &[Vec<S>]) -> String {
+/// Pads columns of a table to the widest cell. A row is anything that lends its cells as a slice: a
+/// `Vec` of them, or an array of borrowed cells (`sessions` lends 10,000 rows from one buffer).
+pub fn table<S: AsRef<str>, R: AsRef<[S]>>(headers: &[&str], rows: &[R]) -> String {
     let mut widths: Vec<usize> = headers.iter().map(|h| h.chars().count()).collect();
     for row in rows {
-        for (i, cell) in row.iter().enumerate() {
+        for (i, cell) in row.as_ref().iter().enumerate() {
             if let Some(w) = widths.get_mut(i) {
                 *w = (*w).max(cell.as_ref().chars().count());
             }
@@ -155,7 +156,7 @@ pub fn table<S: AsRef<str>>(headers: &[&str], rows: &[Vec<S>]) -> String {
     let mut out = String::with_capacity(line_len * (rows.len() + 1));
     push_line(&mut out, headers, &widths);
     for row in rows {
-        push_line(&mut out, row, &widths);
+        push_line(&mut out, row.as_ref(), &widths);
     }
     out
 }
@@ -163,14 +164,19 @@ pub fn table<S: AsRef<str>>(headers: &[&str], rows: &[Vec<S>]) -> String {
 /// One line of [`table`]: every cell but the last padded to its column's width, trailing blanks
 /// trimmed.
 fn push_line(out: &mut String, cells: &[impl AsRef<str>], widths: &[usize]) {
+    const BLANKS: &str = "                                                                ";
     let start = out.len();
     for (i, cell) in cells.iter().enumerate() {
         let cell = cell.as_ref();
         out.push_str(cell);
         if i + 1 < cells.len() {
             let width = widths.get(i).copied().unwrap_or(0);
-            let pad = width.saturating_sub(cell.chars().count()) + 2;
-            out.extend(std::iter::repeat_n(' ', pad));
+            let mut pad = width.saturating_sub(cell.chars().count()) + 2;
+            while pad > 0 {
+                let n = pad.min(BLANKS.len());
+                out.push_str(&BLANKS[..n]);
+                pad -= n;
+            }
         }
     }
     let end = start + out[start..].trim_end().len();
@@ -359,6 +365,21 @@ mod tests {
             "line 3: seq 1: expected seq 0"
         );
         assert_eq!(reason("X", "plain words"), "plain words");
+    }
+
+    #[test]
+    fn a_table_of_borrowed_rows_is_the_table_of_owned_rows() {
+        // Cells wider than the blanks the padding is cut from, and characters wider than a byte.
+        let wide = "w".repeat(150);
+        let owned = vec![
+            vec![wide.clone(), "é".into(), "x".into()],
+            vec!["a".into(), "bb".into(), String::new()],
+        ];
+        let borrowed = [[wide.as_str(), "é", "x"], ["a", "bb", ""]];
+        let text = table(&["ONE", "TWO", "THREE"], &borrowed);
+        assert_eq!(text, table(&["ONE", "TWO", "THREE"], &owned));
+        let second = text.lines().nth(2).expect("three lines");
+        assert_eq!(second, format!("a{}bb", " ".repeat(151)));
     }
 
     #[test]

@@ -1,7 +1,6 @@
 //! The read commands (`sessions`, `events`, `surface`, `event`, `trace`): each one call to the loaded
 //! plugin, printed as a table or, with `--json`, as one JSON value.
 
-use std::borrow::Cow;
 use std::io::Write;
 
 use host_api::abi::{
@@ -285,27 +284,44 @@ fn sessions(
     if as_json {
         return sessions_json(list, skipped);
     }
-    // Cells borrowed from the records where they are printed as they are: 10,000 rows of six copied
-    // strings each were a share of the command.
-    let rows: Vec<Vec<Cow<str>>> = list
+    // Cells borrowed from the records where they are printed as they are, and the others (local
+    // times, paths with `~`) written into one buffer: 10,000 rows of six copied strings each, and
+    // then a vector and two strings per row, were a share of the command.
+    let mut written = String::with_capacity(list.len() * 64);
+    let mut ends = Vec::with_capacity(list.len());
+    for r in list {
+        style.write_when(&mut written, r.header.created_at);
+        let when = written.len();
+        if let Some(cwd) = &r.header.cwd {
+            style.write_path(&mut written, cwd.as_str());
+        }
+        ends.push((when, written.len()));
+    }
+    let mut start = 0;
+    let rows: Vec<[&str; 6]> = list
         .iter()
-        .map(|r| {
+        .zip(&ends)
+        .map(|(r, &(when, cwd))| {
             let h = &r.header;
             let source = match (r.live, r.persisted) {
                 (true, true) => "live+disk",
                 (true, false) => "live",
                 _ => "disk",
             };
-            vec![
-                Cow::Borrowed(h.id.as_str()),
-                Cow::Owned(style.when(h.created_at)),
-                Cow::Borrowed(render::source(h)),
-                Cow::Borrowed(source),
-                h.cwd
-                    .as_ref()
-                    .map_or(Cow::Borrowed("-"), |c| Cow::Owned(style.path(c.as_str()))),
-                Cow::Borrowed(h.parent_session.as_deref().unwrap_or("-")),
-            ]
+            let row = [
+                h.id.as_str(),
+                &written[start..when],
+                render::source(h),
+                source,
+                if h.cwd.is_some() {
+                    &written[when..cwd]
+                } else {
+                    "-"
+                },
+                h.parent_session.as_deref().unwrap_or("-"),
+            ];
+            start = cwd;
+            row
         })
         .collect();
     if list_problems {
