@@ -106,6 +106,41 @@ fn reopening_a_current_index_over_an_unchanged_root_writes_nothing() {
     );
 }
 
+/// The page size of the index file at `index`, from its header.
+fn page_size(index: &Path) -> usize {
+    let bytes = std::fs::read(index).unwrap();
+    match u16::from_be_bytes([bytes[16], bytes[17]]) {
+        1 => 65_536,
+        n => usize::from(n),
+    }
+}
+
+/// An index is created with pages of [`crate::index::PAGE_SIZE`]; one an earlier build made with 4 KiB
+/// pages is searched as it is, neither rebuilt nor rewritten.
+#[test]
+fn a_new_index_has_16_kib_pages_and_an_older_4_kib_one_is_kept_as_it_is() {
+    let (_dir, _root, index, answers) = built();
+    assert_eq!(page_size(&index), crate::index::PAGE_SIZE as usize);
+    assert_eq!(crate::index::PAGE_SIZE, 16 * 1024);
+
+    // As an earlier build made it: 4 KiB pages.
+    crate::index::NEW_PAGE_SIZE.with(|p| p.set(4096));
+    let (_old_dir, old_root, old_index, old_answers) = built();
+    crate::index::NEW_PAGE_SIZE.with(|p| p.set(crate::index::PAGE_SIZE));
+    assert_eq!(page_size(&old_index), 4096);
+    assert_eq!(old_answers, answers, "the same rows whatever the page size");
+    let before = std::fs::read(&old_index).unwrap();
+    assert_eq!(before[20], 8, "the pages reserve their checksums");
+    let s = side(&old_root, &old_index);
+    assert_eq!(s.answers().unwrap(), answers);
+    assert_eq!(s.logged("was rebuilt"), 0, "{:?}", s.notes());
+    drop(s);
+    assert!(
+        std::fs::read(&old_index).unwrap() == before,
+        "the index file changed"
+    );
+}
+
 #[test]
 fn a_truncated_index_is_rebuilt_and_says_so_once() {
     let (_dir, root, index, answers) = built();
