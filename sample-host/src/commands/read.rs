@@ -286,7 +286,7 @@ fn sessions(
     }
     // Cells borrowed from the records where they are printed as they are, and the others (local
     // times, paths with `~`) written into one buffer: 10,000 rows of six copied strings each, and
-    // then a vector and two strings per row, were a share of the command.
+    // then a vector and several strings per row, were a share of the command.
     let mut written = String::with_capacity(list.len() * 64);
     let mut ends = Vec::with_capacity(list.len());
     for r in list {
