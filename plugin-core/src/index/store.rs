@@ -901,17 +901,21 @@ mod tests {
     }
 
     fn add(conn: &mut Connection, id: &str) -> i64 {
-        let key = RowKey::Live(id.into());
+        add_row(conn, &RowKey::Live(id.into()), id, None)
+    }
+
+    /// A row at `key` for session `id`, with `title`, and no documents.
+    fn add_row(conn: &mut Connection, key: &RowKey, id: &str, title: Option<&str>) -> i64 {
         let header = HitHeader {
             id: id.into(),
             ..Default::default()
         };
         let new = Replacement {
-            key: &key,
+            key,
             header: &header,
             stamp: "1:0",
             event_count: 0,
-            title: None,
+            title: title.map(str::to_string),
             resume: None,
             listed: None,
         };
@@ -1057,20 +1061,7 @@ mod tests {
         let mut conn = index();
         let path = |id: &str| PathBuf::from(format!("/root/p/{id}/session.jsonl"));
         let mut row = |key: RowKey, id: &str, title: Option<&str>, visible: bool| {
-            let header = HitHeader {
-                id: id.into(),
-                ..Default::default()
-            };
-            let new = Replacement {
-                key: &key,
-                header: &header,
-                stamp: "1:0",
-                event_count: 0,
-                title: title.map(str::to_string),
-                resume: None,
-                listed: None,
-            };
-            let sid = replace_session(&mut conn, None, &new, [], 1).unwrap();
+            let sid = add_row(&mut conn, &key, id, title);
             let shown = Visibility {
                 visible,
                 is_live: matches!(key, RowKey::Live(_)),
