@@ -549,6 +549,59 @@ fn zstd_torn_frame_is_never_in_a_checkpoint_and_is_read_once_complete() {
     assert!(reader.torn_tail().is_none());
 }
 
+/// A checkpoint inside a zstd frame whose bytes reach the reader over several reads and several
+/// chunks of the prefix digest: the resume goes on from the frame's start (no whole read), and yields
+/// exactly what a whole read yields after the checkpoint.
+#[test]
+fn a_checkpoint_inside_a_zstd_frame_of_several_reads_resumes_from_the_frames_start() {
+    // Text that barely compresses, so the frame's bytes span several of the reader's 64 KiB reads.
+    let mut state = 0x9e37_79b9_7f4a_7c15u64;
+    let mut noise = |len: usize| -> String {
+        const ALPHABET: &[u8] = b"abcdefghijklmnopqrstuvwxyzABCDEFGHIJKLMNOPQRSTUVWXYZ0123456789-_";
+        (0..len)
+            .map(|_| {
+                state ^= state << 13;
+                state ^= state >> 7;
+                state ^= state << 17;
+                ALPHABET[(state % 64) as usize] as char
+            })
+            .collect()
+    };
+    let first: Vec<String> = turn(0, 1, false).iter().map(Event::to_json_line).collect();
+    let big: Vec<String> = (0..24u64)
+        .map(|i| {
+            let seq = first.len() as u64 + i;
+            message(
+                "user/message",
+                seq,
+                json!({"id":format!("u-big-{i}"),"role":"user","content":[{"type":"text","text":noise(16 << 10)}],"source":{"kind":"user"}}),
+            )
+            .to_json_line()
+        })
+        .collect();
+    let bytes = zstd_log(&[&first, &big]);
+    assert!(
+        bytes.len() > 3 * (64 << 10),
+        "the large frame spans several reads"
+    );
+    let dir = tempfile::tempdir().unwrap();
+    let path = dir.path().join("session.jsonl.zstd");
+    fs::write(&path, &bytes).unwrap();
+    let whole = read_log(&path, &no_closers()).unwrap();
+    for k in [first.len() + 1, first.len() + 12, first.len() + 23] {
+        let mut reader = LogReader::open(&path, &no_closers()).unwrap();
+        take(&mut reader, k);
+        let checkpoint = stored(&reader.checkpoint());
+        assert!(
+            checkpoint.offset() < bytes.len() as u64,
+            "inside the frame at {k}"
+        );
+        let mut again = resumed(&path, &checkpoint, &no_closers());
+        let got: Vec<Event> = rest(&mut again).into_iter().map(|(e, _)| e).collect();
+        assert_eq!(got, whole.events[k..], "at {k}");
+    }
+}
+
 #[test]
 fn closers_of_an_open_turn_give_way_to_the_real_events() {
     let mut log = Log::new(Compression::Zstd);
