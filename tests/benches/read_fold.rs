@@ -14,6 +14,9 @@
 //! raw ones. A summary with events/s and the ratio to the plain-read floor of the same run is printed
 //! at the end, by wall clock and by the thread's CPU time (the one to trust on a loaded machine). Run with `cargo bench -p tests --bench read_fold`.
 
+// The allocator the plugin and the host ship with: the reads here allocate as theirs do.
+dsh_alloc::install!();
+
 use std::fs;
 use std::hint::black_box;
 use std::path::{Path, PathBuf};

@@ -30,6 +30,9 @@
 //! ours; `--appends N`: how many; `--only append`: the no-change check and appended events alone, over
 //! the indexes in the work folder, each built first when missing).
 
+// The allocator the plugin and the host ship with, so a build here allocates as theirs does.
+dsh_alloc::install!();
+
 use std::collections::BTreeSet;
 use std::fs;
 use std::path::{Path, PathBuf};
