@@ -495,7 +495,7 @@ fn delete_docs(tx: &Connection, sid: i64) -> rusqlite::Result<()> {
 
 /// A document ready to insert: sanitised, measured, packed for snippets and split for FTS5. Made by
 /// [`Doc::pack`], on any thread (a refresh packs documents where it reads logs).
-#[derive(Debug, Clone)]
+#[derive(Debug, Clone, PartialEq, Eq)]
 pub struct PackedDoc {
     pub seq: u64,
     pub kind: String,

@@ -18,7 +18,7 @@ mod filters;
 mod lineage;
 mod titles;
 // The search index folds titles as it indexes, so candidates never re-read every log.
-pub(crate) use titles::{title_in, title_of};
+pub(crate) use titles::{title_in, title_of, TITLE_EVENT};
 
 #[cfg(test)]
 mod tests;

@@ -21,7 +21,7 @@ use serde_json::Value;
 use crate::cancel::Cancel;
 use crate::corpus::{Corpus, LoadedSession};
 
-const TITLE_EVENT: &str = "session/title";
+pub(crate) const TITLE_EVENT: &str = "session/title";
 const SOURCE_KINDS: [&str; 3] = ["fallback", "provider", "user"];
 
 pub(super) fn read_title_snapshots(

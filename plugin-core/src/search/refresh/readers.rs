@@ -8,11 +8,15 @@
 //! soon stopped too: a cold build kept about 1.2 of 2 cores busy), and what is written, and the order
 //! it is written in, does not depend on the threads' timing.
 
+use dsh_codec::log::EventRef;
+
 use super::*;
+use crate::reads::TITLE_EVENT;
 
 /// A log read whole with everything its write needs made ready: its packed documents, row, resume state
 /// (stored), and the fold of its stored events with the checkpoint after them (kept in memory). Made
 /// where the log is read, so the events themselves are freed there too.
+#[derive(Debug, PartialEq)]
 pub(super) struct ReadyLog {
     pub(super) header: HitHeader,
     pub(super) title: Option<String>,
@@ -185,6 +189,12 @@ impl<'a> ReadAhead<'a> {
 /// Reads a log whole (DSH's `inspect()`: lenient header, crash closers) and makes it ready to write. The
 /// fold runs once: over the stored events (where a later resume goes on), then on over the closers (a
 /// log that does not fold is corrupt, as DSH's inspect() constructing a Session says).
+///
+/// The events stream through the borrowed read (`LogReader::next_ref`): each is folded and, when it
+/// has text, packed as it comes, and none is kept. Holding a log's events whole (a vector of owned
+/// events grown by doubling, a payload per chunk delta) was about a quarter of a reader's CPU in a cold
+/// build, and most of the memory a log read ahead held. A document's label is the one thing that must
+/// wait for the whole fold: it is set once the stream ends.
 pub(super) fn read_ready(
     sources: &Sources,
     listed: &ListedSession,
@@ -194,19 +204,112 @@ pub(super) fn read_ready(
     if sources.kind_of(path).is_some() {
         return read_imported(sources, listed);
     }
+    let at_path = |e: LogError| e.at_path(path);
+    // The closers are taken from the reader after the stored events (the same ones it would append),
+    // so the fold where a resume goes on is the fold before them, with no copy.
+    let stream_opts = ReadOptions {
+        crash_closers: false,
+        ..opts.clone()
+    };
+    let mut reader = LogReader::open(path, &stream_opts).map_err(at_path)?;
+    if !reader.header().compatible_with(&listed.header) {
+        return Err(changed_while_read(path));
+    }
+    let fold_error = |e: dsh_codec::surface::FoldError| LogError::from(e).at_path(path);
+    let mut fold = SurfaceFold::new();
+    let mut docs: Vec<PackedDoc> = Vec::new();
+    let mut title: Option<Event> = None;
+    // How many stored events were read, and the seq after the last one.
+    let (mut stored, mut end_seq) = (0u64, 0u64);
+    while let Some(event) = reader.next_ref() {
+        let event = event.map_err(at_path)?;
+        fold.apply_ref(event).map_err(fold_error)?;
+        stored += 1;
+        end_seq = event.seq().saturating_add(1);
+        if event.is_chunk() {
+            continue;
+        }
+        if event.kind() == TITLE_EVENT {
+            title = Some(event.to_event());
+        }
+        let text = dsh_codec::text::event_ref_text(event);
+        if !text.is_empty() {
+            docs.push(pack_doc(&event, text, Label::LogOnly));
+        }
+    }
+    let checkpoint = reader.checkpoint();
+    if checkpoint.next_seq() < end_seq {
+        // Events salvaged from a torn zstd frame: the checkpoint stays at the frame's start, so the fold
+        // where a resume goes on is one taken inside the stream. Rare (a frame caught mid-write): read
+        // again the way that keeps every event.
+        return read_ready_whole(listed, opts);
+    }
+    let closers = if opts.crash_closers {
+        reader.closers()
+    } else {
+        Vec::new()
+    };
+    let mut at_checkpoint = None;
+    if !closers.is_empty() {
+        at_checkpoint = Some(fold.clone());
+        for closer in &closers {
+            fold.apply(closer).map_err(fold_error)?;
+            let text = dsh_codec::text::event_text(closer);
+            if !text.is_empty() {
+                docs.push(pack_doc(&closer.into(), text, Label::LogOnly));
+            }
+        }
+    }
+    for doc in &mut docs {
+        doc.label = fold.label(doc.seq).unwrap_or(Label::LogOnly);
+    }
+    let title = title_json_of(title_in(title.iter(), || {
+        crate::corpus::describe(&listed.header.id, Some(path))
+    }));
+    let pre_closers = at_checkpoint.unwrap_or(fold);
+    Ok(ReadyLog {
+        header: hit_header(reader.header()),
+        title,
+        count: stored + closers.len() as u64,
+        docs,
+        resume: encode_resume(&pre_closers, &checkpoint),
+        resume_from: Some((pre_closers, checkpoint)),
+    })
+}
+
+/// A document of an event, packed as it is stored.
+fn pack_doc(event: &EventRef<'_>, text: String, label: Label) -> PackedDoc {
+    Doc {
+        seq: event.seq(),
+        kind: event.kind(),
+        time: event.time(),
+        label,
+        text: text.into(),
+    }
+    .pack()
+}
+
+fn changed_while_read(path: &Path) -> LogError {
+    LogError::new(
+        LogErrorCode::IdMismatch,
+        "the header read with the log differs from the listed header (the file changed while it was read)",
+    )
+    .at_path(path)
+}
+
+/// [`read_ready`] with every event held in memory: for a log whose checkpoint does not cover every
+/// event it yields (a torn zstd frame's salvaged events), where the resume's fold is taken inside the
+/// events.
+fn read_ready_whole(listed: &ListedSession, opts: &ReadOptions) -> WholeRead {
+    let path = &listed.path;
     let (log, checkpoint) = read_log_with_checkpoint(path, opts).map_err(|e| e.at_path(path))?;
     if !log.header.compatible_with(&listed.header) {
-        return Err(LogError::new(
-            LogErrorCode::IdMismatch,
-            "the header read with the log differs from the listed header (the file changed while it was read)",
-        )
-        .at_path(path));
+        return Err(changed_while_read(path));
     }
     let fold_error = |e: dsh_codec::surface::FoldError| LogError::from(e).at_path(path);
     let mut fold = SurfaceFold::new();
     let pre_closers =
         fold_to_checkpoint(&mut fold, &log, &checkpoint, false).map_err(fold_error)?;
-    // Straight from the read's events: nothing keeps them once their documents are made.
     let docs = docs(&log.events, &fold).collect();
     let title = title_json_of(title_in(log.events.iter(), || {
         crate::corpus::describe(&log.header.id, Some(path))
@@ -300,6 +403,123 @@ mod tests {
                 },
             })
             .collect()
+    }
+
+    /// Every way a log can end for [`read_ready`]: each of the real DSH logs, a turn left open (crash
+    /// closers), a title, a zstd log whole and with its last frame torn (read again the way that keeps
+    /// every event), a line that does not parse. The streamed read makes each ready exactly as a read
+    /// holding every event does: the same documents with the same labels, title, count, resume state,
+    /// fold and checkpoint, or the same error.
+    #[test]
+    fn a_streamed_read_makes_a_log_ready_exactly_as_a_read_of_every_event() {
+        use crate::corpus::testing::{corpus, header, LogBuilder};
+        use dsh_codec::log::layout::session_log_path;
+        use dsh_codec::log::zstd_frames::compress_frame;
+
+        let dir = tempfile::tempdir().unwrap();
+        let root = dir.path().join("sessions");
+        std::fs::create_dir_all(&root).unwrap();
+        let (_state, corpus) = corpus(Some(&root));
+        let listed = |path: &Path| {
+            let (header, diagnostics, compression) =
+                read_header(path, &ReadOptions::default()).unwrap();
+            ListedSession {
+                header,
+                diagnostics,
+                path: path.to_path_buf(),
+                compression,
+                revision: Revision {
+                    dev: 0,
+                    ino: 0,
+                    size: 0,
+                    mtime_ns: 0,
+                    ctime_ns: 0,
+                },
+            }
+        };
+        let write = |id: &str, compression, bytes: &[u8]| {
+            let path = session_log_path(&root, &header(id, 1), compression).unwrap();
+            std::fs::create_dir_all(path.parent().unwrap()).unwrap();
+            std::fs::write(&path, bytes).unwrap();
+            path
+        };
+        let mut log = LogBuilder::new();
+        log.turn_start(1);
+        log.user("a question about quinces");
+        log.assistant(1, "an answer about quinces");
+        log.turn_end(1);
+        log.title("Quinces", serde_json::json!({"kind": "user"}));
+        log.turn_start(2);
+        log.user("and the damsons?");
+        let text = log.text(&header("open", 1));
+        let mut paths = vec![
+            write("open", Compression::None, text.as_bytes()),
+            write(
+                "garbled",
+                Compression::None,
+                {
+                    // The last message's surface marker made one no fold accepts.
+                    let at = text.rfind("\"surfaceOp\":\"append\"").unwrap();
+                    format!("{}\"surfaceOp\":7{}", &text[..at], &text[at + 20..])
+                }
+                .as_bytes(),
+            ),
+        ];
+        // A zstd log of one frame per two lines, whole and with its last frame cut short.
+        let lines: Vec<&str> = text.split_inclusive('\n').collect();
+        let mut zstd = compress_frame(lines[0].as_bytes());
+        let mut last = 0;
+        for pair in lines[1..].chunks(2) {
+            last = zstd.len();
+            zstd.extend(compress_frame(pair.concat().as_bytes()));
+        }
+        paths.push(write("zstd", Compression::Zstd, &zstd));
+        let torn = write("torn", Compression::Zstd, &zstd[..zstd.len() - 3]);
+        assert!(last > 0);
+        paths.push(torn);
+        let real = dsh_fixtures::real_fixture_logs().unwrap_or_default();
+        paths.extend(real.iter().cloned());
+        let mut compared = 0;
+        let mut ready = Vec::new();
+        for path in &paths {
+            let listed = listed(path);
+            let opts = read_options(&listed);
+            let streamed = read_ready(corpus.sources(), &listed, &opts);
+            let whole = read_ready_whole(&listed, &opts);
+            assert_eq!(streamed, whole, "{}", path.display());
+            compared += usize::from(streamed.is_ok());
+            ready.push(streamed);
+        }
+        assert!(
+            compared >= 3 + real.len() / 2,
+            "too few logs read: {compared}"
+        );
+        // The cases are what they claim: events past the checkpoint (closers; a torn frame's salvaged
+        // events and closers), a title, a refusal.
+        let beyond = |r: &WholeRead| {
+            let r = r.as_ref().unwrap();
+            r.count - r.resume_from.as_ref().unwrap().1.next_seq()
+        };
+        assert!(beyond(&ready[0]) > 0, "the open turn gets closers");
+        let title = ready[0].as_ref().unwrap().title.as_deref().unwrap();
+        assert!(
+            title.contains("Quinces") && !title.contains("error"),
+            "{title}"
+        );
+        assert!(
+            ready[1].is_err(),
+            "the garbled line is refused: {:?}",
+            ready[1]
+        );
+        assert_eq!(
+            beyond(&ready[2]),
+            beyond(&ready[0]),
+            "zstd: the same closers"
+        );
+        assert!(
+            beyond(&ready[3]) > beyond(&ready[2]),
+            "the torn frame's events are salvaged"
+        );
     }
 
     /// A stand-in read: the log's id as the error's message, so the writer can tell which it got.
