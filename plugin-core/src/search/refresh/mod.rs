@@ -789,6 +789,7 @@ impl Engine {
                     let sources = corpus.sources();
                     let ahead = &ahead;
                     scope.spawn(move || {
+                        readers::yield_to_the_writer();
                         ahead.read(|listed| read_ready(sources, listed, &read_options(listed)))
                     });
                 }
