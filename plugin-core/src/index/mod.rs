@@ -25,6 +25,7 @@
 //! Damage found later (SQLite reports a corrupt page, or a page fails its checksum) is an
 //! `SESSION_QUERY_INDEX_FAILED` error for that call, and the next call rebuilds ([`Index::is_damage`]).
 
+pub mod checkpointer;
 pub mod checksum;
 pub mod cjk;
 pub mod common;

@@ -44,6 +44,7 @@ use host_api::abi::{ErrorCode, LiveSession, PluginError};
 use serde::{Deserialize, Serialize};
 
 use crate::corpus::{Corpus, LoadedSession, SessionData};
+use crate::index::checkpointer::Checkpointer;
 use crate::index::store::{
     self, Doc, PackedDoc, Replacement, RowKey, SessionRow, Source, Visibility,
 };
@@ -72,6 +73,11 @@ use resume::*;
 fn live_epoch(session: &LiveSession) -> u64 {
     session.epoch
 }
+
+/// From how many logs to write a refresh checkpoints beside the writer (`index::checkpointer`): an
+/// append or a few changed logs never reach SQLite's 1,000-page checkpoint, a cold build does dozens
+/// of times.
+const CHECKPOINT_BESIDE_FROM: usize = 64;
 
 /// How many logs were read whole and how many resumed from a checkpoint, since the index opened.
 #[derive(Debug, Clone, Copy, Default, PartialEq, Eq)]
@@ -757,6 +763,14 @@ impl Engine {
         let mut done = 0u64;
         progress(0, total);
         let mut batching = Batching::new();
+        // A large refresh's checkpoints run beside the writer instead of on it (see
+        // `index::checkpointer`).
+        let checkpointer = (persisted_work.len() >= CHECKPOINT_BESIDE_FROM)
+            .then(|| {
+                let conn = self.index.connection()?;
+                Checkpointer::start(self.index.path(), conn)
+            })
+            .flatten();
         let outcome = (|| -> Result<(), PluginError> {
             for sid in &deletes {
                 batching.before(self.conn()?)?;
@@ -827,6 +841,9 @@ impl Engine {
                 self.update_visibility(&listing, &live, &found, narrow_visibility, generation)?;
             batching.commit(self.conn()?)
         })();
+        if let (Some(checkpointer), Some(conn)) = (checkpointer, self.index.connection()) {
+            checkpointer.finish(conn);
+        }
         let outcome = match outcome {
             // Every step before the cancellation check finished: keep them.
             Err(e) if e.code == ErrorCode::SessionQueryAborted => {
