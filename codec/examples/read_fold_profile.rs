@@ -2,6 +2,9 @@
 //! one with `--owned`), for instruction counts under `valgrind --tool=callgrind`, which are steady on a
 //! busy machine where times are not.
 
+// The allocator the plugin and the host ship with, so the counts are theirs.
+dsh_alloc::install!();
+
 use dsh_codec::log::read::{LogReader, ReadOptions};
 use dsh_codec::surface::SurfaceFold;
 use dsh_codec::text::{event_ref_text, event_text};
