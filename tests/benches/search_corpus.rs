@@ -698,22 +698,22 @@ fn print_table(rows: &[Row]) {
 /// whatever the scheduler does; an aim above it needs less CPU, not better overlap.
 fn cpu_rows(naive: Option<Build>, ours: Option<Build>, rows: &mut Vec<Row>) {
     let cores = std::thread::available_parallelism().map_or(1, |n| n.get());
-    rows.push(Row {
-        what: "cold build CPU, all threads".into(),
-        ours: ours.map(|b| b.cpu_secs),
-        naive: naive.map(|b| b.cpu_secs),
-        scan: None,
-        unit: "s",
-        aim: None,
-    });
-    rows.push(Row {
-        what: "cold build CPU, the writer's thread".into(),
-        ours: ours.map(|b| b.writer_cpu_secs),
-        naive: naive.map(|b| b.writer_cpu_secs),
-        scan: None,
-        unit: "s",
-        aim: None,
-    });
+    /// One CPU figure of a build.
+    type Figure = fn(&Build) -> f64;
+    let cpu: [(&str, Figure); 2] = [
+        ("cold build CPU, all threads", |b| b.cpu_secs),
+        ("cold build CPU, the writer's thread", |b| b.writer_cpu_secs),
+    ];
+    for (what, secs) in cpu {
+        rows.push(Row {
+            what: what.into(),
+            ours: ours.as_ref().map(secs),
+            naive: naive.as_ref().map(secs),
+            scan: None,
+            unit: "s",
+            aim: None,
+        });
+    }
     if let (Some(n), Some(o)) = (naive, ours) {
         let floor = o.writer_cpu_secs.max(o.cpu_secs / cores as f64);
         if floor > 0.0 {
