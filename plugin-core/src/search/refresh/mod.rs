@@ -265,16 +265,8 @@ fn docs<'a>(
 ) -> impl Iterator<Item = PackedDoc> + 'a {
     events.into_iter().filter_map(move |e| {
         let text = dsh_codec::text::event_text(e);
-        (!text.is_empty()).then(|| {
-            Doc {
-                seq: e.seq,
-                kind: &e.kind,
-                time: e.time,
-                label: fold.label(e.seq).unwrap_or(Label::LogOnly),
-                text: text.into(),
-            }
-            .pack()
-        })
+        (!text.is_empty())
+            .then(|| pack_doc(&e.into(), text, fold.label(e.seq).unwrap_or(Label::LogOnly)))
     })
 }
 

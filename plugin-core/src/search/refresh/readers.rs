@@ -295,7 +295,7 @@ pub(super) fn read_ready(
 }
 
 /// A document of an event, packed as it is stored.
-fn pack_doc(event: &EventRef<'_>, text: String, label: Label) -> PackedDoc {
+pub(super) fn pack_doc(event: &EventRef<'_>, text: String, label: Label) -> PackedDoc {
     Doc {
         seq: event.seq(),
         kind: event.kind(),
