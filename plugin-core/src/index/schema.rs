@@ -212,7 +212,9 @@ pub fn apply(conn: &mut Connection, verdict: Verdict) -> Result<(), SchemaError>
              len INTEGER NOT NULL,
              text BLOB NOT NULL
          ) STRICT;
-         CREATE INDEX IF NOT EXISTS docs_sid ON docs (sid, seq);
+         -- A session's documents are one rowid range (`store::rowid_range`), so an index on
+         -- (sid, seq) only cost the writer an insert per document; indexes made before are dropped.
+         DROP INDEX IF EXISTS docs_sid;
          CREATE VIRTUAL TABLE IF NOT EXISTS fts USING fts5 (
              text, content = '', contentless_delete = 1, tokenize = \"{tokenize}\"
          );
@@ -306,6 +308,31 @@ mod tests {
             .query_row("SELECT count(*) FROM docs", [], |r| r.get(0))
             .unwrap();
         assert_eq!(docs, 0, "a rebuild starts from empty tables");
+    }
+
+    #[test]
+    fn an_index_made_with_the_sid_index_loses_it_and_keeps_its_documents() {
+        let mut conn = Connection::open_in_memory().unwrap();
+        apply(&mut conn, Verdict::Create).unwrap();
+        conn.execute_batch(
+            "CREATE INDEX docs_sid ON docs (sid, seq);
+             INSERT INTO docs VALUES (4294967296, 1, 0, 't', 0, 0, 1, x'00');",
+        )
+        .unwrap();
+        assert_eq!(guard(&conn).unwrap(), Verdict::Current);
+        apply(&mut conn, Verdict::Current).unwrap();
+        let left: i64 = conn
+            .query_row(
+                "SELECT count(*) FROM sqlite_master WHERE name = 'docs_sid'",
+                [],
+                |r| r.get(0),
+            )
+            .unwrap();
+        assert_eq!(left, 0, "the index of earlier builds is dropped");
+        let docs: i64 = conn
+            .query_row("SELECT count(*) FROM docs", [], |r| r.get(0))
+            .unwrap();
+        assert_eq!(docs, 1, "no rebuild: the documents stay");
     }
 
     #[test]

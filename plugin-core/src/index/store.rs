@@ -482,12 +482,12 @@ pub fn header_from_row(r: &rusqlite::Row<'_>, first: usize) -> rusqlite::Result<
 
 fn delete_docs(tx: &Connection, sid: i64) -> rusqlite::Result<()> {
     flush_fts(tx, false)?;
-    tx.execute(
-        "DELETE FROM fts WHERE rowid IN (SELECT rowid FROM docs WHERE sid = ?1)",
-        [sid],
-    )?;
-    tx.execute("DELETE FROM docs WHERE sid = ?1", [sid])?;
     let (lo, hi) = rowid_range(sid);
+    tx.execute(
+        "DELETE FROM fts WHERE rowid IN (SELECT rowid FROM docs WHERE rowid BETWEEN ?1 AND ?2)",
+        [lo, hi],
+    )?;
+    tx.execute("DELETE FROM docs WHERE rowid BETWEEN ?1 AND ?2", [lo, hi])?;
     hot::delete_range(tx, lo, hi)?;
     held::delete_range(lo, hi);
     Ok(())
@@ -842,9 +842,13 @@ fn delete_row(tx: &Connection, sid: i64) -> rusqlite::Result<()> {
 
 /// The stored labels of row `sid`'s documents with seq below `below`.
 pub fn labels(conn: &Connection, sid: i64, below: u64) -> rusqlite::Result<Vec<(u64, Label)>> {
+    let (lo, hi) = rowid_range(sid);
+    let below = lo
+        .saturating_add(i64::try_from(below).unwrap_or(i64::MAX))
+        .min(hi.saturating_add(1));
     let mut stmt =
-        conn.prepare_cached("SELECT seq, surface FROM docs WHERE sid = ?1 AND seq < ?2")?;
-    let rows = stmt.query_map(params![sid, below as i64], |r| {
+        conn.prepare_cached("SELECT seq, surface FROM docs WHERE rowid >= ?1 AND rowid < ?2")?;
+    let rows = stmt.query_map(params![lo, below], |r| {
         Ok((r.get::<_, i64>(0)? as u64, label_of(r.get(1)?)))
     })?;
     rows.collect()
