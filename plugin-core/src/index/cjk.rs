@@ -63,7 +63,9 @@ pub fn sanitize(text: &str) -> Cow<'_, str> {
 
 /// `text` (already sanitised) as FTS5 sees it: every CJK character wrapped in [`SEP`].
 pub fn split(text: &str) -> Cow<'_, str> {
-    if !text.chars().any(is_cjk) {
+    // Every CJK character is U+1100 or above, so its UTF-8 lead byte is 0xE1 or above: most texts are
+    // ruled out by a byte scan instead of decoding each character.
+    if text.bytes().all(|b| b < 0xE1) || !text.chars().any(is_cjk) {
         return Cow::Borrowed(text);
     }
     let mut out = String::with_capacity(text.len() + text.len() / 2);
@@ -105,6 +107,10 @@ mod tests {
             assert!(!is_cjk(c), "{c}");
         }
         assert!(matches!(split("plain latin"), Cow::Borrowed(_)));
+        // Either side of the first CJK block (Hangul Jamo, U+1100: the byte scan's bound).
+        assert!(matches!(split("\u{10FF}\u{0FFF}é"), Cow::Borrowed(_)));
+        assert_eq!(split("\u{1100}"), "\u{FDD2}\u{1100}\u{FDD2}");
+        assert!(matches!(split("，\u{2000}"), Cow::Borrowed(_)));
     }
 
     #[test]
