@@ -33,6 +33,7 @@ pub mod failed;
 pub mod held;
 pub mod hot;
 pub mod lock;
+pub mod pretokenized;
 pub mod schema;
 pub mod spans;
 pub mod store;

@@ -16,7 +16,7 @@ use dsh_codec::surface::Label;
 use host_api::abi::wire::search::HitHeader;
 use rusqlite::{params, Connection, OptionalExtension, Transaction, TransactionBehavior};
 
-use super::{cjk, common, held, hot, tally};
+use super::{cjk, common, held, hot, pretokenized, tally};
 
 /// Where an indexed session came from.
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Hash, PartialOrd, Ord)]
@@ -169,7 +169,7 @@ fn begin(conn: &mut Connection) -> rusqlite::Result<Transaction<'_>> {
 pub fn register(conn: &Connection) -> rusqlite::Result<()> {
     conn.execute_batch(
         "CREATE TEMP TABLE IF NOT EXISTS fts_pending (
-             rowid INTEGER PRIMARY KEY, len INTEGER NOT NULL, time INTEGER NOT NULL, text TEXT NOT NULL
+             rowid INTEGER PRIMARY KEY, len INTEGER NOT NULL, time INTEGER NOT NULL, text BLOB NOT NULL
          );
          CREATE TEMP TABLE IF NOT EXISTS hot_pending (lo INTEGER NOT NULL, hi INTEGER NOT NULL);",
     )?;
@@ -508,7 +508,8 @@ pub struct PackedDoc {
     /// Code points of the sanitised text.
     len: i64,
     stored: Vec<u8>,
-    split: String,
+    /// What the FTS5 table is given: the split text's tokens, encoded (`super::pretokenized`).
+    fts: Vec<u8>,
 }
 
 impl Doc<'_> {
@@ -522,7 +523,7 @@ impl Doc<'_> {
             label: self.label,
             len: dsh_codec::text::codepoint_len(&clean) as i64,
             stored: pack_text(&clean),
-            split: cjk::split(&clean).into_owned(),
+            fts: pretokenized::fts_input(&cjk::split(&clean)),
         }
     }
 }
@@ -559,7 +560,7 @@ fn insert_docs(
             doc.len,
             doc.stored
         ])?;
-        fts_stmt.execute(params![rowid, doc.len, doc.time, doc.split])?;
+        fts_stmt.execute(params![rowid, doc.len, doc.time, doc.fts])?;
         n += 1;
     }
     Ok(n)
@@ -1184,9 +1185,14 @@ mod tests {
             assert_eq!(unpack_text(&packed, len).unwrap(), text);
         }
         assert_eq!(
-            pack_text(&"x".repeat(1000))[0],
+            pack_text(&"x".repeat(COMPRESS_FROM))[0],
             1,
             "long text is compressed"
+        );
+        assert_eq!(
+            pack_text(&"x".repeat(COMPRESS_FROM - 1))[0],
+            0,
+            "short text is stored as it is"
         );
         assert!(unpack_text(&[9, 1, 2], 3).is_err());
         assert!(unpack_text(&[], 0).is_err());

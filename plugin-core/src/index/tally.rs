@@ -26,6 +26,8 @@ use std::ptr;
 use rusqlite::ffi;
 use rusqlite::Connection;
 
+use super::pretokenized;
+
 /// The tokenizer's FTS5 name.
 pub const NAME: &CStr = c"dsh";
 
@@ -411,9 +413,21 @@ unsafe extern "C" fn tokenize(
         return ffi::SQLITE_ERROR;
     };
     let counted = (flags & ffi::FTS5_TOKENIZE_DOCUMENT) != 0;
-    let pass = |ctx, x_token| {
+    // A document's tokens encoded when it was packed (`super::pretokenized`) are handed on as they
+    // are; anything else is tokenized. Only documents are ever encoded: a query is always text.
+    let input: &[u8] = if text.is_null() || n <= 0 {
+        &[]
+    } else {
+        // SAFETY: FTS5 passes `n` valid bytes at `text` for the call's duration.
+        unsafe { std::slice::from_raw_parts(text.cast::<u8>(), n as usize) }
+    };
+    let encoded = counted && pretokenized::is_encoded(input);
+    let pass = |ctx, x_token: XToken| match (encoded, x_token) {
+        // SAFETY: FTS5's own callback and context, as it gave them for this call.
+        (true, Some(x_token)) => unsafe { pretokenized::replay(input, ctx, x_token) },
+        (true, None) => ffi::SQLITE_ERROR,
         // SAFETY: the caller's arguments, handed on unchanged to the inner instance.
-        unsafe { inner_tokenize(instance.inner, ctx, flags, text, n, x_token) }
+        (false, _) => unsafe { inner_tokenize(instance.inner, ctx, flags, text, n, x_token) },
     };
     let (true, Some(forward)) = (counted, x_token) else {
         return pass(ctx, x_token);

@@ -1,0 +1,332 @@
+//! A document's tokens, worked out before the writer inserts it: the input the index's FTS5 table is
+//! given for a document is either its split text or, more often, the tokens `unicode61` makes of that
+//! text, encoded here by the thread that packed the document (a reader thread in a cold build).
+//!
+//! Why: the writer is the one thread a refresh cannot share, and tokenizing took a tenth of it. A
+//! reader tokenizes with the same FTS5 tokenizer and options (`cjk::TOKENIZE`, from an in-memory
+//! connection of its own), and the index's tokenizer (`super::tally`) hands the encoded tokens to FTS5
+//! in order instead of tokenizing again. FTS5 sees the same tokens at the same positions, so the
+//! index is byte for byte what tokenizing the text would make; a test holds the two together.
+//!
+//! The encoding is self-describing: [`TAG`] first, a byte UTF-8 text never holds, then each token as
+//! its length (LEB128) and its bytes. Anything else is text and is tokenized as text, so a document
+//! packed where no tokenizer could be made (an SQLite without FTS5) still indexes correctly, only on
+//! the writer's time. FTS5 ignores the byte offsets a tokenizer reports for a document it inserts;
+//! replayed tokens carry their offsets in the encoding.
+
+use std::cell::RefCell;
+use std::ffi::{c_char, c_int, c_void};
+
+use rusqlite::{ffi, Connection};
+
+use super::cjk;
+use super::tokens::Tokenizer;
+
+/// The first byte of encoded tokens: never a byte of UTF-8 text.
+pub const TAG: u8 = 0xFF;
+
+/// A tokenizer for this thread: `tokenizer` is made from `_conn`'s FTS5 and is dropped first.
+struct Local {
+    tokenizer: Tokenizer,
+    _conn: Connection,
+}
+
+thread_local! {
+    /// `None` when no tokenizer could be made here (then documents go in as text).
+    static LOCAL: RefCell<Option<Option<Local>>> = const { RefCell::new(None) };
+}
+
+fn local() -> Option<Local> {
+    let conn = Connection::open_in_memory().ok()?;
+    let tokenizer = Tokenizer::new(&conn, cjk::TOKENIZE).ok()?;
+    Some(Local {
+        tokenizer,
+        _conn: conn,
+    })
+}
+
+/// What the index's FTS5 table is given for the split text `split`: its tokens encoded, or the text
+/// itself when this thread has no tokenizer or tokenizing fails.
+pub fn fts_input(split: &str) -> Vec<u8> {
+    LOCAL
+        .with(|cell| {
+            let mut cell = cell.try_borrow_mut().ok()?;
+            let local = cell.get_or_insert_with(local).as_ref()?;
+            encode(&local.tokenizer, split)
+        })
+        .unwrap_or_else(|| split.as_bytes().to_vec())
+}
+
+/// `split`'s tokens encoded, `None` when the tokenizer fails.
+fn encode(tokenizer: &Tokenizer, split: &str) -> Option<Vec<u8>> {
+    // Tokens are at most the text's bytes plus one length byte each for most; a short guess saves the
+    // doublings of a large document.
+    let mut out = Vec::with_capacity(split.len() / 2 + 16);
+    out.push(TAG);
+    tokenizer
+        .tokenize(split, ffi::FTS5_TOKENIZE_DOCUMENT, &mut |token, _| {
+            push_len(&mut out, token.len());
+            out.extend_from_slice(token);
+            true
+        })
+        .ok()?;
+    Some(out)
+}
+
+fn push_len(out: &mut Vec<u8>, mut n: usize) {
+    while n >= 0x80 {
+        out.push((n as u8 & 0x7F) | 0x80);
+        n >>= 7;
+    }
+    out.push(n as u8);
+}
+
+/// The next length at `at` and the position after it; `None` past the end or for an overlong one.
+fn read_len(bytes: &[u8], mut at: usize) -> Option<(usize, usize)> {
+    let mut n: usize = 0;
+    for shift in (0..35).step_by(7) {
+        let b = *bytes.get(at)?;
+        at += 1;
+        n |= usize::from(b & 0x7F) << shift;
+        if b & 0x80 == 0 {
+            return Some((n, at));
+        }
+    }
+    None
+}
+
+/// Whether `input` (a document's FTS5 input) holds encoded tokens.
+pub fn is_encoded(input: &[u8]) -> bool {
+    input.first() == Some(&TAG)
+}
+
+/// An FTS5 token callback (`xToken`).
+pub type XToken =
+    unsafe extern "C" fn(*mut c_void, c_int, *const c_char, c_int, c_int, c_int) -> c_int;
+
+/// Hands the tokens encoded in `input` (which [`is_encoded`]) to `x_token` with `ctx`, as a
+/// tokenizer would, stopping at the first code that is not `SQLITE_OK`. Damaged encoding is
+/// `SQLITE_CORRUPT`: nothing in the index is made from it.
+///
+/// # Safety
+/// `x_token` and `ctx` must be a valid FTS5 token callback and its context, as given to `xTokenize`.
+pub unsafe fn replay(input: &[u8], ctx: *mut c_void, x_token: XToken) -> c_int {
+    let mut at = 1;
+    while at < input.len() {
+        let Some((n, start)) = read_len(input, at) else {
+            return ffi::SQLITE_CORRUPT;
+        };
+        let end = start.saturating_add(n);
+        let (Some(token), Ok(start_c), Ok(end_c), Ok(n_c)) = (
+            input.get(start..end),
+            c_int::try_from(start),
+            c_int::try_from(end),
+            c_int::try_from(n),
+        ) else {
+            return ffi::SQLITE_CORRUPT;
+        };
+        // SAFETY: the caller's callback and context; `token` is valid for `n` bytes during the call.
+        let rc = unsafe { x_token(ctx, 0, token.as_ptr().cast::<c_char>(), n_c, start_c, end_c) };
+        if rc != ffi::SQLITE_OK {
+            return rc;
+        }
+        at = end;
+    }
+    ffi::SQLITE_OK
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use crate::index::tally;
+
+    fn tokens_of(input: &[u8]) -> Result<Vec<Vec<u8>>, c_int> {
+        unsafe extern "C" fn collect(
+            ctx: *mut c_void,
+            _flags: c_int,
+            token: *const c_char,
+            n: c_int,
+            _start: c_int,
+            _end: c_int,
+        ) -> c_int {
+            // SAFETY: `ctx` is the vector below; `token` holds `n` bytes.
+            unsafe {
+                let out = &mut *ctx.cast::<Vec<Vec<u8>>>();
+                out.push(std::slice::from_raw_parts(token.cast::<u8>(), n as usize).to_vec());
+            }
+            ffi::SQLITE_OK
+        }
+        let mut out: Vec<Vec<u8>> = Vec::new();
+        // SAFETY: `collect` is a token callback over `out`, alive for the call.
+        let rc = unsafe { replay(input, (&mut out as *mut Vec<Vec<u8>>).cast(), collect) };
+        if rc == ffi::SQLITE_OK {
+            Ok(out)
+        } else {
+            Err(rc)
+        }
+    }
+
+    #[test]
+    fn encoded_tokens_are_the_tokenizers_own() {
+        let conn = Connection::open_in_memory().unwrap();
+        let tokenizer = Tokenizer::new(&conn, cjk::TOKENIZE).unwrap();
+        let long = "x".repeat(300);
+        for text in [
+            "",
+            "The error, ERROR; érror\nnext",
+            "前面的测试文本",
+            long.as_str(),
+            "a-b_c d.e 1.5 ĲSSEL",
+        ] {
+            let split = cjk::split(text);
+            let input = fts_input(&split);
+            assert!(is_encoded(&input), "{text:?}");
+            let mut want = Vec::new();
+            tokenizer
+                .tokenize(&split, ffi::FTS5_TOKENIZE_DOCUMENT, &mut |t, _| {
+                    want.push(t.to_vec());
+                    true
+                })
+                .unwrap();
+            assert_eq!(tokens_of(&input).unwrap(), want, "{text:?}");
+        }
+    }
+
+    /// The index's FTS5 table, as the schema makes it, on a fresh in-memory database.
+    fn index_table() -> Connection {
+        let conn = Connection::open_in_memory().unwrap();
+        super::super::tally::register(&conn).unwrap();
+        conn.execute_batch(&format!(
+            "CREATE VIRTUAL TABLE fts USING fts5 (text, content = '', contentless_delete = 1, tokenize = \"{}\");
+             INSERT INTO fts (fts, rank) VALUES ('hashsize', 4096);",
+            cjk::INDEX_TOKENIZE
+        ))
+        .unwrap();
+        conn
+    }
+
+    fn shadow_rows(conn: &Connection) -> Vec<(String, Vec<u8>)> {
+        let mut rows = Vec::new();
+        for table in ["fts_data", "fts_idx", "fts_docsize"] {
+            let mut stmt = conn.prepare(&format!("SELECT * FROM {table}")).unwrap();
+            let n = stmt.column_count();
+            let got = stmt
+                .query_map([], |r| {
+                    let mut row = Vec::new();
+                    for i in 0..n {
+                        match r.get_ref(i)? {
+                            rusqlite::types::ValueRef::Blob(b) => row.extend_from_slice(b),
+                            other => row.extend_from_slice(format!("{other:?}").as_bytes()),
+                        }
+                        row.push(0);
+                    }
+                    Ok((table.to_string(), row))
+                })
+                .unwrap()
+                .collect::<Result<Vec<_>, _>>()
+                .unwrap();
+            rows.extend(got);
+        }
+        rows
+    }
+
+    /// The texts of the real DSH logs' lines, plus the cases tokenizing is tricky for.
+    fn texts() -> Vec<String> {
+        let dir =
+            std::path::Path::new(env!("CARGO_MANIFEST_DIR")).join("../../shared/fixtures/dsh-real");
+        let mut logs: Vec<_> = std::fs::read_dir(&dir)
+            .unwrap_or_else(|e| panic!("the real DSH logs at {}: {e}", dir.display()))
+            .map(|e| e.unwrap().path())
+            .filter(|p| p.extension().is_some_and(|x| x == "jsonl"))
+            .collect();
+        logs.sort();
+        assert!(logs.len() > 100, "the real DSH logs are all there");
+        let mut texts: Vec<String> = logs
+            .iter()
+            .step_by(8)
+            .flat_map(|p| {
+                std::fs::read_to_string(p)
+                    .unwrap()
+                    .lines()
+                    .map(str::to_string)
+                    .collect::<Vec<_>>()
+            })
+            .collect();
+        texts.extend(
+            [
+                "",
+                "   ",
+                "The the THE thé error",
+                "前面的测试文本和测试",
+                "ĲSSEL straße İstanbul",
+            ]
+            .map(str::to_string),
+        );
+        // A token longer than FTS5 keeps (it truncates both ways alike).
+        texts.push(format!("short {} after", "z".repeat(40_000)));
+        texts
+    }
+
+    #[test]
+    fn an_index_of_encoded_tokens_is_byte_for_byte_the_index_of_the_text() {
+        let texts = texts();
+        let tracked = [
+            (b"the".to_vec(), 1),
+            (b"error".to_vec(), 2),
+            (b"type".to_vec(), 1),
+            (vec![0xFF, b'p'], 1),
+        ];
+        let pairs = [((0, 1), 3)];
+        let mut built = Vec::new();
+        for encoded in [false, true] {
+            let conn = index_table();
+            let recorder = tally::Recorder::new(&tracked, &pairs, 64, 3);
+            let ((), mut recorder) = tally::record(recorder, || {
+                for (i, text) in texts.iter().enumerate() {
+                    let split = cjk::split(text);
+                    let input = if encoded {
+                        fts_input(&split)
+                    } else {
+                        split.as_bytes().to_vec()
+                    };
+                    assert_eq!(is_encoded(&input), encoded);
+                    // Text goes in as text, tokens as a blob, as the writer binds them.
+                    let value: rusqlite::types::Value = if encoded {
+                        input.into()
+                    } else {
+                        split.into_owned().into()
+                    };
+                    conn.execute(
+                        "INSERT INTO fts (rowid, text) VALUES (?1, ?2)",
+                        rusqlite::params![i as i64 + 1, value],
+                    )
+                    .unwrap();
+                }
+            });
+            let sample = recorder.take_sample().unwrap();
+            let mut untracked: Vec<_> = sample.untracked.into_iter().collect();
+            untracked.sort();
+            built.push((shadow_rows(&conn), recorder.docs, sample.tracked, untracked));
+        }
+        assert!(built[0].0.len() > 3, "the index holds something");
+        assert!(
+            built[0].1.iter().any(|d| !d.is_empty()),
+            "lists were reached"
+        );
+        assert!(built[1] == built[0], "the two indexes differ");
+    }
+
+    #[test]
+    fn text_is_never_taken_for_encoded_tokens_and_damage_is_refused() {
+        assert!(!is_encoded(b"plain text"));
+        assert!(
+            !is_encoded("ÿ is text".as_bytes()),
+            "UTF-8 never starts with 0xFF"
+        );
+        assert!(!is_encoded(b""));
+        // A length running past the end, and an unterminated length.
+        assert_eq!(tokens_of(&[TAG, 5, b'a']), Err(ffi::SQLITE_CORRUPT));
+        assert_eq!(tokens_of(&[TAG, 0x80]), Err(ffi::SQLITE_CORRUPT));
+        assert_eq!(tokens_of(&[TAG]), Ok(vec![]));
+    }
+}
