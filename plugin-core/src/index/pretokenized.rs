@@ -59,9 +59,9 @@ pub fn fts_input(split: &str) -> Vec<u8> {
 
 /// `split`'s tokens encoded, `None` when the tokenizer fails.
 fn encode(tokenizer: &Tokenizer, split: &str) -> Option<Vec<u8>> {
-    // Tokens are at most the text's bytes plus one length byte each for most; a short guess saves the
-    // doublings of a large document.
-    let mut out = Vec::with_capacity(split.len() / 2 + 16);
+    // Each token and its length byte take no more room than the token and the separator after it did
+    // in the text (folding rarely lengthens a character), so the text's length is room enough.
+    let mut out = Vec::with_capacity(split.len() + 16);
     out.push(TAG);
     tokenizer
         .tokenize(split, ffi::FTS5_TOKENIZE_DOCUMENT, &mut |token, _| {
