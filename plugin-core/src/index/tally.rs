@@ -1,8 +1,10 @@
 //! `dsh`: the index's FTS5 tokenizer. It is `unicode61` with the options of `cjk::TOKENIZE` (it creates
-//! one and hands every call to it), and while the writer inserts documents it also counts, per
-//! document, the occurrences of the tokens that have a token list (`super::common`), and samples which
-//! other tokens are common. So a common token's ranking keys are known as the documents go in, from
-//! the one tokenization FTS5 does anyway, without an FTS5 query per token. The same goes for pairs of
+//! one and hands every call to it), except for a document whose tokens were encoded where it was packed
+//! (`super::pretokenized`, a reader thread in a cold build): those it hands to FTS5 itself, in order,
+//! so the writer does not tokenize. While the writer inserts documents it also counts, per document,
+//! the occurrences of the tokens that have a token list (`super::common`), and samples which other
+//! tokens are common. So a common token's ranking keys are known as the documents go in, from the
+//! tokens FTS5 takes anyway, without an FTS5 query per token. The same goes for pairs of
 //! two different listed tokens at adjacent positions (the pair lists of `super::common`): a pair is
 //! counted where a listed token follows another one, and sampled only there, so a document's tokens
 //! cost one more lookup each only where two common words meet.
