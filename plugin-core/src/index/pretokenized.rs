@@ -105,8 +105,9 @@ pub type XToken =
     unsafe extern "C" fn(*mut c_void, c_int, *const c_char, c_int, c_int, c_int) -> c_int;
 
 /// Hands the tokens encoded in `input` (which [`is_encoded`]) to `x_token` with `ctx`, as a
-/// tokenizer would, stopping at the first code that is not `SQLITE_OK`. Damaged encoding is
-/// `SQLITE_CORRUPT`: nothing in the index is made from it.
+/// tokenizer would, stopping at the first code that is not `SQLITE_OK`. Damaged encoding fails the
+/// insert with `SQLITE_ERROR`, so its batch rolls back; not `SQLITE_CORRUPT`, which would say the
+/// index file is damaged and have it rebuilt, when the encoding is made in memory by this code.
 ///
 /// # Safety
 /// `x_token` and `ctx` must be a valid FTS5 token callback and its context, as given to `xTokenize`.
@@ -114,7 +115,7 @@ pub unsafe fn replay(input: &[u8], ctx: *mut c_void, x_token: XToken) -> c_int {
     let mut at = 1;
     while at < input.len() {
         let Some((n, start)) = read_len(input, at) else {
-            return ffi::SQLITE_CORRUPT;
+            return ffi::SQLITE_ERROR;
         };
         let end = start.saturating_add(n);
         let (Some(token), Ok(start_c), Ok(end_c), Ok(n_c)) = (
@@ -123,7 +124,7 @@ pub unsafe fn replay(input: &[u8], ctx: *mut c_void, x_token: XToken) -> c_int {
             c_int::try_from(end),
             c_int::try_from(n),
         ) else {
-            return ffi::SQLITE_CORRUPT;
+            return ffi::SQLITE_ERROR;
         };
         // SAFETY: the caller's callback and context; `token` is valid for `n` bytes during the call.
         let rc = unsafe { x_token(ctx, 0, token.as_ptr().cast::<c_char>(), n_c, start_c, end_c) };
@@ -325,8 +326,21 @@ mod tests {
         );
         assert!(!is_encoded(b""));
         // A length running past the end, and an unterminated length.
-        assert_eq!(tokens_of(&[TAG, 5, b'a']), Err(ffi::SQLITE_CORRUPT));
-        assert_eq!(tokens_of(&[TAG, 0x80]), Err(ffi::SQLITE_CORRUPT));
+        assert_eq!(tokens_of(&[TAG, 5, b'a']), Err(ffi::SQLITE_ERROR));
+        assert_eq!(tokens_of(&[TAG, 0x80]), Err(ffi::SQLITE_ERROR));
         assert_eq!(tokens_of(&[TAG]), Ok(vec![]));
+        // In the index's table: the insert fails, as an error and not as damage to the file, and
+        // leaves nothing.
+        let conn = index_table();
+        let before = shadow_rows(&conn);
+        let err = conn
+            .execute(
+                "INSERT INTO fts (rowid, text) VALUES (1, ?1)",
+                [vec![TAG, 1, b'a', 5, b'b']],
+            )
+            .unwrap_err();
+        assert_eq!(err.sqlite_error_code(), Some(rusqlite::ErrorCode::Unknown));
+        assert!(!crate::index::Index::is_damage(&err), "{err}");
+        assert_eq!(shadow_rows(&conn), before);
     }
 }
