@@ -845,20 +845,6 @@ fn delete_row(tx: &Connection, sid: i64) -> rusqlite::Result<()> {
     Ok(())
 }
 
-/// The stored labels of row `sid`'s documents with seq below `below`.
-pub fn labels(conn: &Connection, sid: i64, below: u64) -> rusqlite::Result<Vec<(u64, Label)>> {
-    let (lo, hi) = rowid_range(sid);
-    let below = lo
-        .saturating_add(i64::try_from(below).unwrap_or(i64::MAX))
-        .min(hi.saturating_add(1));
-    let mut stmt =
-        conn.prepare_cached("SELECT seq, surface FROM docs WHERE rowid >= ?1 AND rowid < ?2")?;
-    let rows = stmt.query_map(params![lo, below], |r| {
-        Ok((r.get::<_, i64>(0)? as u64, label_of(r.get(1)?)))
-    })?;
-    rows.collect()
-}
-
 /// Deletes row `sid` and its documents, as one write step.
 pub fn delete_session(conn: &mut Connection, sid: i64, generation: u64) -> rusqlite::Result<()> {
     step(conn, |tx| {
