@@ -100,6 +100,8 @@ pub(crate) struct PrefixHasher {
     before_chunks: usize,
     before_partial: Option<Vec<u8>>,
     before_len: usize,
+    /// A chunk-sized buffer to take `partial`'s place when `partial` becomes `before_partial`.
+    spare: Vec<u8>,
 }
 
 impl PrefixHasher {
@@ -111,6 +113,7 @@ impl PrefixHasher {
             chunks,
             partial,
             before_partial: None,
+            spare: Vec::new(),
         }
     }
 
@@ -125,7 +128,10 @@ impl PrefixHasher {
     pub(crate) fn begin_unit(&mut self) {
         self.before_chunks = self.chunks.len();
         self.before_len = self.partial.len();
-        self.before_partial = None;
+        if let Some(mut before) = self.before_partial.take() {
+            before.clear();
+            self.spare = before;
+        }
     }
 
     pub(crate) fn extend(&mut self, bytes: &[u8]) {
@@ -135,22 +141,29 @@ impl PrefixHasher {
         }
         let mut rest = bytes;
         while self.partial.len() + rest.len() >= PREFIX_CHUNK {
-            if self.before_partial.is_none() {
-                // The partial chunk as the unit began: when the unit arrived in pieces, the earlier
-                // ones are in `partial` too, and are not before the unit.
-                let before = self.partial.get(..self.before_len).unwrap_or_default();
-                self.before_partial = Some(before.to_vec());
-            }
-            let take = PREFIX_CHUNK - self.partial.len();
+            let (piece, after) = rest.split_at(PREFIX_CHUNK - self.partial.len());
             let hash = if self.partial.is_empty() {
-                blake3::hash(&rest[..take])
+                blake3::hash(piece)
             } else {
-                self.partial.extend_from_slice(&rest[..take]);
+                self.partial.extend_from_slice(piece);
                 blake3::hash(&self.partial)
             };
             self.chunks.push(*hash.as_bytes());
-            self.partial.clear();
-            rest = &rest[take..];
+            if self.before_partial.is_none() {
+                // The first chunk to end inside this unit: the partial chunk as the unit began is
+                // kept by setting its buffer aside, cut back to it (when the unit arrived in pieces,
+                // the earlier ones are in `partial` too, and are not before the unit), not by a copy
+                // of up to a chunk for every chunk of a log read a line at a time.
+                self.partial.truncate(self.before_len);
+                let spare = std::mem::take(&mut self.spare);
+                self.before_partial = Some(std::mem::replace(&mut self.partial, spare));
+                if self.partial.capacity() == 0 {
+                    self.partial.reserve_exact(PREFIX_CHUNK);
+                }
+            } else {
+                self.partial.clear();
+            }
+            rest = after;
         }
         self.partial.extend_from_slice(rest);
     }

@@ -55,7 +55,8 @@ pub(crate) enum Parsed {
 /// Parses one line (its LF included or not). Invalid UTF-8 and lone surrogate escapes take the lossy
 /// path of [`parse_lossy`], as Node would read them.
 pub(crate) fn parse_line(line: &[u8]) -> Result<Parsed, serde_json::Error> {
-    let Ok(text) = std::str::from_utf8(line) else {
+    // `basic` says only whether the bytes are UTF-8; where they are not, the lossy parse finds out how.
+    let Ok(text) = simdutf8::basic::from_utf8(line) else {
         return parse_lossy(line).map(Parsed::Value);
     };
     if let Some(parsed) = quick::read(text) {
