@@ -13,6 +13,11 @@
 //! then. A barrier that cannot be set up or answers late makes the look list everything: slower, never
 //! stale. Cost: one small file write and one wake-up of notify's thread per look.
 //!
+//! A long-lived host's refresh sets the watch up on a thread of its own ([`RootWatch::start`]): adding
+//! one inotify watch per folder is about half a second for a root of 10,000 sessions, which its first
+//! search (or cold build) need not wait for. Until it is set up, and at the first look after, a look
+//! lists everything, since a folder not yet watched reported nothing.
+//!
 //! notify runs its own event thread and does not join it on drop. The handler owns a channel sender whose
 //! only job is to be dropped with it: when the watcher is dropped, notify's thread drops the handler as it
 //! exits, the channel disconnects, and [`RootWatch`]'s `Drop` waits for exactly that, so the thread has
@@ -120,18 +125,46 @@ impl Barrier {
     }
 }
 
+/// The running watch: notify's watcher, and the barrier in a folder it also watches.
+struct Installed {
+    /// Watching while it lives; dropped before the barrier's folder is removed.
+    _watcher: notify::RecommendedWatcher,
+    barrier: Option<Barrier>,
+}
+
+/// Where setting the watch up stands.
+enum Setup {
+    /// On a thread of its own ([`RootWatch::start`]).
+    Installing(std::thread::JoinHandle<Option<Installed>>),
+    /// Done; `None` when no watch could be set up.
+    Done(Option<Installed>),
+}
+
 /// A watch of one folder tree.
 pub struct RootWatch {
     dirty: Arc<AtomicBool>,
     changed: Arc<Mutex<Changed>>,
-    watcher: Option<notify::RecommendedWatcher>,
+    setup: Mutex<Setup>,
     stopped: Option<mpsc::Receiver<()>>,
-    barrier: Option<Barrier>,
 }
 
 impl RootWatch {
-    /// Watches `root` recursively. Never fails: without a watch, [`RootWatch::take_dirty`] is always true.
+    /// Watches `root` recursively, returning once every folder is watched. Never fails: without a
+    /// watch, [`RootWatch::take_dirty`] is always true.
     pub fn new(root: Option<&Path>) -> Self {
+        Self::create(root, false)
+    }
+
+    /// [`RootWatch::new`], but the watches are added on a thread of their own: one inotify watch per
+    /// folder is about half a second for a root of 10,000 sessions, which a long-lived host's first
+    /// search need not wait for. Until they are all added, and once more at the first look after,
+    /// [`RootWatch::take`] says [`Pending::Everything`]: a change in a folder not yet watched was
+    /// never reported, so the look that follows lists everything.
+    pub fn start(root: Option<&Path>) -> Self {
+        Self::create(root, true)
+    }
+
+    fn create(root: Option<&Path>, background: bool) -> Self {
         let dirty = Arc::new(AtomicBool::new(true));
         let changed = Arc::new(Mutex::new(Changed {
             paths: HashSet::new(),
@@ -140,83 +173,115 @@ impl RootWatch {
         let unwatched = |dirty, changed| Self {
             dirty,
             changed,
-            watcher: None,
+            setup: Mutex::new(Setup::Done(None)),
             stopped: None,
-            barrier: None,
         };
-        let Some(root) = root else {
+        // A root that is not there cannot be watched; said at once rather than by the setup.
+        let Some(root) = root.filter(|r| r.is_dir()) else {
             return unwatched(dirty, changed);
         };
         let (alive, stopped) = mpsc::channel::<()>();
         let flag = dirty.clone();
         let record = changed.clone();
-        sweep_barriers_of_dead_processes();
-        let barrier_dir = tempfile::Builder::new()
-            .prefix(&format!("{BARRIER_PREFIX}{}-", std::process::id()))
-            .tempdir()
-            .ok();
-        let barrier_path = barrier_dir.as_ref().map(|d| d.path().to_path_buf());
-        let seen = Arc::new(Seen::default());
-        let seen_here = seen.clone();
-        let handler = move |event: notify::Result<notify::Event>| {
-            // Held so that it is dropped, with this closure, when notify's thread exits.
-            let _ = &alive;
-            if let (Ok(e), Some(dir)) = (&event, &barrier_path) {
-                if e.paths.iter().all(|p| p.starts_with(dir)) && !e.paths.is_empty() {
-                    // One close per barrier write: the only barrier event counted.
-                    if e.kind == EventKind::Access(AccessKind::Close(AccessMode::Write)) {
-                        *seen_here.count.lock().unwrap_or_else(|p| p.into_inner()) += 1;
-                        seen_here.arrived.notify_all();
-                    }
-                    return;
-                }
-            }
-            let mut changed = record.lock().unwrap_or_else(|p| p.into_inner());
-            match event {
-                // Reading a log (ours included) is not a change.
-                Ok(e) if matches!(e.kind, EventKind::Access(_)) => return,
-                Ok(e) if !e.need_rescan() && !e.paths.is_empty() => {
-                    changed.paths.extend(e.paths);
-                    if changed.paths.len() > MAX_PATHS {
-                        changed.overflow = true;
+        let root = root.to_path_buf();
+        let install = move || {
+            sweep_barriers_of_dead_processes();
+            let barrier_dir = tempfile::Builder::new()
+                .prefix(&format!("{BARRIER_PREFIX}{}-", std::process::id()))
+                .tempdir()
+                .ok();
+            let barrier_path = barrier_dir.as_ref().map(|d| d.path().to_path_buf());
+            let seen = Arc::new(Seen::default());
+            let seen_here = seen.clone();
+            let handler = move |event: notify::Result<notify::Event>| {
+                // Held so that it is dropped, with this closure, when notify's thread exits.
+                let _ = &alive;
+                if let (Ok(e), Some(dir)) = (&event, &barrier_path) {
+                    if e.paths.iter().all(|p| p.starts_with(dir)) && !e.paths.is_empty() {
+                        // One close per barrier write: the only barrier event counted.
+                        if e.kind == EventKind::Access(AccessKind::Close(AccessMode::Write)) {
+                            *seen_here.count.lock().unwrap_or_else(|p| p.into_inner()) += 1;
+                            seen_here.arrived.notify_all();
+                        }
+                        return;
                     }
                 }
-                _ => changed.overflow = true,
-            }
-            drop(changed);
-            flag.store(true, Ordering::SeqCst);
+                let mut changed = record.lock().unwrap_or_else(|p| p.into_inner());
+                match event {
+                    // Reading a log (ours included) is not a change.
+                    Ok(e) if matches!(e.kind, EventKind::Access(_)) => return,
+                    Ok(e) if !e.need_rescan() && !e.paths.is_empty() => {
+                        changed.paths.extend(e.paths);
+                        if changed.paths.len() > MAX_PATHS {
+                            changed.overflow = true;
+                        }
+                    }
+                    _ => changed.overflow = true,
+                }
+                drop(changed);
+                flag.store(true, Ordering::SeqCst);
+            };
+            let mut watcher = notify::recommended_watcher(handler).ok()?;
+            watcher.watch(&root, RecursiveMode::Recursive).ok()?;
+            let barrier = barrier_dir.and_then(|dir| {
+                watcher
+                    .watch(dir.path(), RecursiveMode::NonRecursive)
+                    .ok()?;
+                let file = dir.path().join("barrier");
+                Some(Barrier {
+                    _dir: dir,
+                    file,
+                    written: Mutex::new(0),
+                    seen,
+                })
+            });
+            Some(Installed {
+                _watcher: watcher,
+                barrier,
+            })
         };
-        let watcher = notify::recommended_watcher(handler).and_then(|mut w| {
-            w.watch(root, RecursiveMode::Recursive)?;
-            Ok(w)
-        });
-        match watcher {
-            Ok(mut w) => {
-                let barrier = barrier_dir.and_then(|dir| {
-                    w.watch(dir.path(), RecursiveMode::NonRecursive).ok()?;
-                    let file = dir.path().join("barrier");
-                    Some(Barrier {
-                        _dir: dir,
-                        file,
-                        written: Mutex::new(0),
-                        seen,
-                    })
-                });
-                Self {
-                    dirty,
-                    changed,
-                    watcher: Some(w),
-                    stopped: Some(stopped),
-                    barrier,
-                }
-            }
-            Err(_) => unwatched(dirty, changed),
+        let setup = if background {
+            // Without a thread, no watch: every look lists everything (slower, never stale).
+            std::thread::Builder::new()
+                .name("dsh-watch-setup".into())
+                .spawn(install)
+                .map_or(Setup::Done(None), Setup::Installing)
+        } else {
+            Setup::Done(install())
+        };
+        Self {
+            dirty,
+            changed,
+            setup: Mutex::new(setup),
+            stopped: Some(stopped),
         }
     }
 
-    /// Whether a watch is running.
+    /// The setup as it stands, a finished one taken in first: as the folders not yet watched while
+    /// it ran reported nothing, the next look lists everything.
+    fn setup(&self) -> std::sync::MutexGuard<'_, Setup> {
+        let mut setup = self.setup.lock().unwrap_or_else(|p| p.into_inner());
+        if matches!(&*setup, Setup::Installing(h) if h.is_finished()) {
+            if let Setup::Installing(handle) = std::mem::replace(&mut *setup, Setup::Done(None)) {
+                *setup = Setup::Done(handle.join().ok().flatten());
+            }
+            self.mark_dirty();
+        }
+        setup
+    }
+
+    /// Whether the watch is set up (or could not be): no longer being set up (tests only).
+    #[cfg(test)]
+    pub(crate) fn is_set_up(&self) -> bool {
+        matches!(&*self.setup(), Setup::Done(_))
+    }
+
+    /// Whether a watch is running or being set up.
     pub fn is_watching(&self) -> bool {
-        self.watcher.is_some()
+        match &*self.setup() {
+            Setup::Installing(_) => true,
+            Setup::Done(installed) => installed.is_some(),
+        }
     }
 
     /// Whether something may have changed since the last call; lowers the flag. Always true without a
@@ -225,16 +290,18 @@ impl RootWatch {
         self.take() != Pending::Nothing
     }
 
-    /// What changed since the last call; forgets it. Always [`Pending::Everything`] without a watch, and
-    /// on the first call.
+    /// What changed since the last call; forgets it. Always [`Pending::Everything`] without a watch, on
+    /// the first call, while the watch is being set up and on the first call after.
     pub fn take(&self) -> Pending {
-        if self.watcher.is_none() {
+        let setup = self.setup();
+        let Setup::Done(Some(installed)) = &*setup else {
             return Pending::Everything;
-        }
-        if !self.barrier.as_ref().is_some_and(Barrier::pass) {
+        };
+        if !installed.barrier.as_ref().is_some_and(Barrier::pass) {
             // Events may still be on their way: list everything rather than miss one.
             self.mark_dirty();
         }
+        drop(setup);
         if !self.dirty.swap(false, Ordering::SeqCst) {
             return Pending::Nothing;
         }
@@ -251,7 +318,7 @@ impl RootWatch {
 
     /// Whether a change was reported and not yet taken, without lowering the flag.
     pub fn is_dirty(&self) -> bool {
-        self.dirty.load(Ordering::SeqCst)
+        matches!(&*self.setup(), Setup::Installing(_)) || self.dirty.load(Ordering::SeqCst)
     }
 
     /// Makes the next look list everything (e.g. after a failed refresh).
@@ -266,7 +333,13 @@ impl RootWatch {
 
 impl Drop for RootWatch {
     fn drop(&mut self) {
-        drop(self.watcher.take());
+        let setup = self.setup.get_mut().unwrap_or_else(|p| p.into_inner());
+        let installed = match std::mem::replace(setup, Setup::Done(None)) {
+            // notify cannot be stopped halfway through adding watches: wait for it.
+            Setup::Installing(handle) => handle.join().ok().flatten(),
+            Setup::Done(installed) => installed,
+        };
+        drop(installed);
         if let Some(stopped) = self.stopped.take() {
             // Disconnected (not a message) is the signal; nothing is ever sent.
             let _ = stopped.recv_timeout(JOIN_TIMEOUT);
@@ -327,6 +400,55 @@ mod tests {
             started.elapsed() < JOIN_TIMEOUT,
             "notify's thread stopped on drop"
         );
+    }
+
+    #[test]
+    fn a_watch_set_up_in_the_background_lists_everything_until_it_watches_then_reports_paths() {
+        let dir = tempfile::tempdir().unwrap();
+        for i in 0..200 {
+            std::fs::create_dir_all(dir.path().join(format!("p{i}/s"))).unwrap();
+        }
+        let w = RootWatch::start(Some(dir.path()));
+        assert!(w.is_watching(), "a watch being set up counts as watching");
+        // Every look lists everything while it is set up, and so does the first look after it is.
+        let deadline = Instant::now() + Duration::from_secs(10);
+        while !w.is_set_up() {
+            assert!(w.is_dirty());
+            assert_eq!(w.take(), Pending::Everything);
+            assert!(Instant::now() < deadline, "the watch was set up in time");
+            std::thread::sleep(Duration::from_millis(1));
+        }
+        assert!(w.is_dirty(), "set up, not yet looked at");
+        assert_eq!(w.take(), Pending::Everything);
+        assert!(matches!(&*w.setup(), Setup::Done(Some(_))));
+        assert_eq!(w.take(), Pending::Nothing, "nothing changed since");
+        let log = dir.path().join("p199/s/x.jsonl");
+        std::fs::write(&log, "x").unwrap();
+        match w.take() {
+            Pending::Paths(paths) => assert!(paths.contains(&log), "{paths:?}"),
+            other => panic!("a write in the deepest folder: {other:?}"),
+        }
+    }
+
+    #[test]
+    fn a_watch_dropped_while_being_set_up_stops_its_threads() {
+        let dir = tempfile::tempdir().unwrap();
+        for i in 0..500 {
+            std::fs::create_dir_all(dir.path().join(format!("p{i}"))).unwrap();
+        }
+        let w = RootWatch::start(Some(dir.path()));
+        let started = Instant::now();
+        drop(w);
+        assert!(
+            started.elapsed() < JOIN_TIMEOUT,
+            "setup and notify's thread stopped"
+        );
+        let missing = RootWatch::start(Some(Path::new("/no/such/root")));
+        assert!(
+            !missing.is_watching(),
+            "a root that is not there is not watched"
+        );
+        assert_eq!(missing.take(), Pending::Everything);
     }
 
     #[test]

@@ -49,6 +49,17 @@ pub(super) fn event_lines(search: &Search, corpus: &Corpus, id: &str, q: &str) -
 /// (inotify reports asynchronously).
 pub(super) fn settle(search: &Search) {
     let deadline = Instant::now() + Duration::from_secs(5);
+    // A watch still being set up reports nothing yet (every look lists everything meanwhile).
+    while Instant::now() < deadline {
+        let set_up = match &*search.lock() {
+            State::Open(engine) => engine.watch_set_up(),
+            _ => None,
+        };
+        if set_up != Some(false) {
+            break;
+        }
+        std::thread::sleep(Duration::from_millis(2));
+    }
     while Instant::now() < deadline {
         let pending = match &*search.lock() {
             State::Open(engine) => engine.change_pending(),

@@ -351,6 +351,9 @@ fn a_grown_log_is_read_from_its_checkpoint_and_its_crash_closers_replaced() {
         .events(json!({"sessionId": "g", "query": "interrupted"}))
         .unwrap()
         .items;
+    // The watch is set up beside the first search, and the first look after it lists the root.
+    e.settle();
+    assert_eq!(e.ids("plum"), ["g"]);
     // The turn goes on for real: appended bytes only.
     grow_plum_log(&mut log, &path);
     let listings = e.counts().listings;

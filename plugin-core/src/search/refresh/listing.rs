@@ -115,6 +115,13 @@ impl Engine {
         watch.is_watching().then(|| watch.is_dirty())
     }
 
+    /// Whether the watch of the sessions root is no longer being set up (tests only; `None`
+    /// without one).
+    #[cfg(test)]
+    pub fn watch_set_up(&self) -> Option<bool> {
+        self.watch.as_ref().map(|(_, w)| w.is_set_up())
+    }
+
     pub fn is_watching(&self) -> bool {
         self.watch.as_ref().is_some_and(|(_, w)| w.is_watching())
     }

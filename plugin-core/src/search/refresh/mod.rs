@@ -577,7 +577,8 @@ impl Engine {
                 *r != root || (!w.is_watching() && root.as_deref().is_some_and(Path::is_dir))
             };
             if self.watch.as_ref().is_none_or(rewatch) {
-                self.watch = Some((root.clone(), RootWatch::new(root.as_deref())));
+                // Set up beside this refresh: until it is, every look lists everything.
+                self.watch = Some((root.clone(), RootWatch::start(root.as_deref())));
                 self.listing = None;
             }
         } else if self.unwatched_root != root {
