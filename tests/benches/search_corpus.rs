@@ -26,8 +26,8 @@
 //! the first searches of common words and phrases alone, over a copy of the index in the work folder,
 //! with `--without-naive` without the naive index's answers and `--pause SECS` waiting before each
 //! of ours;
-//! `--only build`: the cold builds, ours and naive, then the no-change check and appended events on
-//! ours; `--appends N`: how many; `--only append`: the no-change check and appended events alone, over
+//! `--only build`: the cold builds, ours and naive, then opening ours with its first answer (as a
+//! one-shot process and as a long-lived host), the no-change check and appended events on ours; `--appends N`: how many; `--only append`: the no-change check and appended events alone, over
 //! the indexes in the work folder, each built first when missing).
 
 // The allocator the plugin and the host ship with, so a build here allocates as theirs does.
