@@ -8,6 +8,7 @@ use std::time::{Duration, Instant};
 use host_api::abi::wire::search::SessionEventSearchRequest;
 use serde_json::json;
 
+use super::refresh::Engine;
 use super::{Search, State};
 use crate::config::Config;
 use crate::corpus::testing::{corpus_and_host, FakeState};
@@ -49,27 +50,18 @@ pub(super) fn event_lines(search: &Search, corpus: &Corpus, id: &str, q: &str) -
 /// (inotify reports asynchronously).
 pub(super) fn settle(search: &Search) {
     let deadline = Instant::now() + Duration::from_secs(5);
+    let ask = |question: fn(&Engine) -> Option<bool>| match &*search.lock() {
+        State::Open(engine) => question(engine),
+        _ => None,
+    };
+    let wait_while = |waiting: &dyn Fn() -> bool| {
+        while Instant::now() < deadline && waiting() {
+            std::thread::sleep(Duration::from_millis(2));
+        }
+    };
     // A watch still being set up reports nothing yet (every look lists everything meanwhile).
-    while Instant::now() < deadline {
-        let set_up = match &*search.lock() {
-            State::Open(engine) => engine.watch_set_up(),
-            _ => None,
-        };
-        if set_up != Some(false) {
-            break;
-        }
-        std::thread::sleep(Duration::from_millis(2));
-    }
-    while Instant::now() < deadline {
-        let pending = match &*search.lock() {
-            State::Open(engine) => engine.change_pending(),
-            _ => None,
-        };
-        if pending != Some(false) {
-            return;
-        }
-        std::thread::sleep(Duration::from_millis(2));
-    }
+    wait_while(&|| ask(Engine::watch_set_up) == Some(false));
+    wait_while(&|| ask(Engine::change_pending) == Some(false));
 }
 
 /// Puts back the modification and access times `meta` recorded (an edit that hides its mtime).
