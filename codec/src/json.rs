@@ -8,6 +8,7 @@ use std::borrow::Cow;
 use std::fmt;
 
 pub(crate) mod check;
+pub(crate) mod walk;
 
 use serde::de::{self, Deserialize, Deserializer, MapAccess, SeqAccess, Visitor};
 use serde_json::Value;

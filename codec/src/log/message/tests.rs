@@ -9,7 +9,7 @@ use super::*;
 use crate::json::parse_lossy;
 use crate::log::event::Event;
 use crate::log::legacy::LegacyUpgrader;
-use crate::log::line::{parse_line, Parsed};
+use crate::log::line::{parse_line, parse_line_quick, parse_line_serde, Parsed};
 use crate::log::repair::CloserTracker;
 use crate::log::validate;
 use crate::surface::SurfaceFold;
@@ -447,4 +447,142 @@ fn a_message_payload_builds_its_data_from_the_line_on_first_look() {
     changed.data["id"] = json!("v");
     assert!(changed.data.message_facts("user/message").is_none());
     let _: Value = changed.data.into_value();
+}
+
+/// The event and facts a line read as a message gives, or how its envelope is refused; `None` if it
+/// was not read as a message.
+type AsMessage = Result<(Event, Option<MessageFacts>), String>;
+
+fn as_message(parsed: Option<Parsed>) -> Option<AsMessage> {
+    let Some(Parsed::Message(parts)) = parsed else {
+        return None;
+    };
+    Some(match parts.into_event() {
+        Ok(event) => {
+            let facts = event.data.message_facts(&event.kind).cloned();
+            Ok((event, facts))
+        }
+        Err(error) => Err(error.to_string()),
+    })
+}
+
+/// Reads `line` with the hand-written reading and with serde's typed one: each takes it exactly
+/// when the other does, and both give the same event and facts. Returns whether they took it.
+fn both_readings_agree(line: &str) -> bool {
+    let quick = as_message(parse_line_quick(line));
+    let serde = as_message(parse_line_serde(line.as_bytes()).ok());
+    assert_eq!(quick, serde, "{line}");
+    matches!(quick, Some(Ok((_, Some(_)))))
+}
+
+#[test]
+fn the_hand_reading_of_messages_as_dsh_writes_them_is_serdes_typed_reading() {
+    for seed in 1..=3_000u64 {
+        let mut rng = Rng(seed);
+        for kind in [
+            MessageKind::User,
+            MessageKind::Assistant,
+            MessageKind::ToolResult,
+        ] {
+            let data = canonical(&mut rng, kind).text();
+            // Without `surfaceOp` and with `sourceEventSeqs` too: both are how DSH writes messages.
+            let seqs = format!(
+                r#"{{"type":"{}","seq":3,"time":7,"data":{data},"sourceEventSeqs":[1, 2],"surfaceOp":"append"}}"#,
+                kind_name(kind)
+            );
+            for line in [line_of(kind, &data), seqs] {
+                assert!(both_readings_agree(&line), "seed {seed}: {line}");
+            }
+        }
+    }
+}
+
+#[test]
+fn the_hand_reading_takes_exactly_the_messages_serdes_typed_reading_takes() {
+    let mut taken = 0;
+    for seed in 1..=20_000u64 {
+        let mut rng = Rng(seed);
+        let kind = [
+            MessageKind::User,
+            MessageKind::Assistant,
+            MessageKind::ToolResult,
+        ][rng.below(3)];
+        let mut data = canonical(&mut rng, kind);
+        for _ in 0..1 + rng.below(3) {
+            mutate(&mut rng, &mut data);
+        }
+        if both_readings_agree(&line_of(kind, &data.text())) {
+            taken += 1;
+        }
+    }
+    assert!(taken > 2_000, "only {taken} lines read typed");
+}
+
+#[test]
+fn envelopes_the_hand_reading_does_not_answer_for_are_left_to_serde() {
+    let data = r#"{"id":"u","role":"user","content":[],"source":{"kind":"user"}}"#;
+    for line in [
+        format!(r#"{{"type":"user/message","seq":0,"time":0,"data":{data},"x":1}}"#),
+        format!(r#"{{"type":"user/message","seq":0,"seq":1,"time":0,"data":{data}}}"#),
+        format!(r#"{{"type":"user/message","seq":0,"time":0,"data":{data},"data":{data}}}"#),
+        format!(
+            r#"{{"type":"user/message","seq":0,"time":0,"data":{data},"sourceEventSeqs":[01]}}"#
+        ),
+        format!(r#"{{"type":"user/message","seq":0,"time":0,"data":{data}}} x"#),
+        format!(r#"{{"type":"user/message","seq":0,"time":0,"data":{data}"#),
+        format!(r#"{{"type":"user/message","seq":0,"time":0,"d\u0061ta":{data}}}"#),
+        r#"{"type":"user/message","seq":0,"time":0}"#.to_owned(),
+    ] {
+        assert!(parse_line_quick(&line).is_none(), "{line}");
+    }
+    // Envelope values the hand reading passes to serde_json read as serde reads them, and an
+    // envelope the envelope check refuses is refused the same.
+    let refused = format!(
+        r#"{{"type":"user/message","seq":0,"time":-0,"data":{data},"ignorable":{{"a":[1]}}}}"#
+    );
+    assert!(!both_readings_agree(&refused));
+    assert!(matches!(
+        as_message(parse_line_quick(&refused)),
+        Some(Err(_))
+    ));
+    for line in [
+        format!(r#"{{"type":"user/message","seq":1.0,"time":0,"data":{data},"ignorable":true}}"#),
+        format!(
+            r#" {{ "type" : "user/message" , "time" : 1234567890123456 , "data" : {data} , "seq" : 2 }} "#
+        ),
+    ] {
+        assert!(both_readings_agree(&line), "{line}");
+    }
+}
+
+#[test]
+fn the_hand_reading_of_every_real_message_is_serdes_typed_reading() {
+    let Some(logs) = dsh_fixtures::real_fixture_logs() else {
+        return;
+    };
+    let (mut messages, mut taken) = (0, 0);
+    for log in logs {
+        let bytes = std::fs::read(&log).unwrap();
+        for line in bytes.split(|&b| b == b'\n') {
+            let Ok(line) = std::str::from_utf8(line) else {
+                continue;
+            };
+            let is_message = [
+                "\"user/message\"",
+                "\"assistant/message\"",
+                "\"tool/result\"",
+            ]
+            .iter()
+            .any(|kind| line.contains(kind));
+            if is_message {
+                messages += 1;
+                taken += usize::from(both_readings_agree(line));
+            }
+        }
+    }
+    assert!(messages > 500, "{messages} message lines");
+    assert!(
+        taken * 10 > messages * 9,
+        "{taken} of {messages} read by hand"
+    );
 }
