@@ -8,7 +8,6 @@ use std::borrow::Cow;
 use std::fmt;
 
 pub(crate) mod check;
-pub(crate) mod walk;
 
 use serde::de::{self, Deserialize, Deserializer, MapAccess, SeqAccess, Visitor};
 use serde_json::Value;

@@ -19,9 +19,6 @@
 //! read are still parsed ([`Skip`], or a `Value` where the fold's key keeps them) with the checks a
 //! `Value` parse makes, at the same depth of the same line: a line this path accepts is one the general
 //! parse accepts, and its payload builds later without fail.
-//!
-//! [`quick`] reads the same `data` by hand, one walk of its bytes instead of serde's visitor per level,
-//! to the same facts wherever this parse gives them; the shape checks both make are shared.
 
 use std::fmt;
 use std::sync::Arc;
@@ -202,7 +199,22 @@ impl<'de> Visitor<'de> for DataSeed {
                         keep(&mut map, &mut kept, key)?;
                     }
                 }
-                tool_result(&mut text, kept, message.ok_or_else(general)?).ok_or_else(general)?
+                let message = message.ok_or_else(general)?;
+                // `join([contentText(content), error?.name, error?.code])`: after the content.
+                if let Some(error) = kept.get("error") {
+                    text.part(error.get("name"));
+                    text.part(error.get("code"));
+                }
+                let mut reduced = message.kept;
+                let mut block = message.block.ok_or_else(general)?;
+                block.insert("content".into(), Value::Null);
+                reduced.insert("content".into(), Value::Array(vec![Value::Object(block)]));
+                kept.insert("message".into(), Value::Object(reduced));
+                let closing = Closing::ToolResult {
+                    call_id: message.call_id,
+                    key: Arc::new(Value::Object(kept)),
+                };
+                (message.read, closing)
             }
         };
         Ok(MessageFacts {
@@ -330,56 +342,27 @@ impl MessageVisitor<'_> {
                 keep(&mut map, &mut kept, key)?;
             }
         }
-        tool_message(kept, block.ok_or_else(general)?).ok_or_else(general)
+        let block: Map<String, Value> = block.ok_or_else(general)?;
+        let source = kept.get("source").and_then(Value::as_object);
+        let call_id = source.and_then(|s| non_empty(s.get("callId")));
+        let shaped = non_empty(kept.get("id")).is_some()
+            && kept.get("role").and_then(Value::as_str) == Some(self.kind.role())
+            && source.and_then(|s| s.get("kind")).and_then(Value::as_str) == Some("tool")
+            && call_id.is_some()
+            && block.get("toolCallId").and_then(Value::as_str) == call_id;
+        let (true, Some(call_id), Some(id)) = (shaped, call_id, non_empty(kept.get("id"))) else {
+            return Err(general());
+        };
+        Ok(ToolMessageRead {
+            read: MessageRead {
+                id: id.to_owned(),
+                call_ids: Vec::new(),
+            },
+            call_id: call_id.to_owned(),
+            block: Some(block),
+            kept,
+        })
     }
-}
-
-/// A tool result's message from its keys but `content` and its one content block's keys but
-/// `content`, if it passes the shape check: a non-empty id, the role, a `tool` source whose non-empty
-/// `callId` the block's `toolCallId` repeats.
-fn tool_message(kept: Map<String, Value>, block: Map<String, Value>) -> Option<ToolMessageRead> {
-    let source = kept.get("source").and_then(Value::as_object);
-    let call_id = source.and_then(|s| non_empty(s.get("callId")));
-    let shaped = kept.get("role").and_then(Value::as_str) == Some(MessageKind::ToolResult.role())
-        && source.and_then(|s| s.get("kind")).and_then(Value::as_str) == Some("tool")
-        && call_id.is_some()
-        && block.get("toolCallId").and_then(Value::as_str) == call_id;
-    let (true, Some(call_id), Some(id)) = (shaped, call_id, non_empty(kept.get("id"))) else {
-        return None;
-    };
-    Some(ToolMessageRead {
-        read: MessageRead {
-            id: id.to_owned(),
-            call_ids: Vec::new(),
-        },
-        call_id: call_id.to_owned(),
-        block: Some(block),
-        kept,
-    })
-}
-
-/// A tool result's message and closing from its `data`'s other keys (in order) and its message as
-/// read, the error's name and code joined after the content's text.
-fn tool_result(
-    text: &mut Joiner,
-    mut kept: Map<String, Value>,
-    message: ToolMessageRead,
-) -> Option<(MessageRead, Closing)> {
-    // `join([contentText(content), error?.name, error?.code])`: after the content.
-    if let Some(error) = kept.get("error") {
-        text.part(error.get("name"));
-        text.part(error.get("code"));
-    }
-    let mut reduced = message.kept;
-    let mut block = message.block?;
-    block.insert("content".into(), Value::Null);
-    reduced.insert("content".into(), Value::Array(vec![Value::Object(block)]));
-    kept.insert("message".into(), Value::Object(reduced));
-    let closing = Closing::ToolResult {
-        call_id: message.call_id,
-        key: Arc::new(Value::Object(kept)),
-    };
-    Some((message.read, closing))
 }
 
 /// A user or assistant message's `source`: an object with a non-empty string `kind`; an assistant's
@@ -417,30 +400,20 @@ impl<'de> Visitor<'de> for SourceSeed {
             once(&mut seen, bit)?;
             *slot = Some(map.next_value::<Str<'de>>()?);
         }
-        fn text<'s>(s: &'s Option<Str<'_>>) -> Option<&'s str> {
-            s.as_ref().map(Str::as_str)
-        }
-        if source_shaped(self.0, text(&kind), text(&provider), text(&model)) {
+        let filled = |s: &Option<Str<'_>>| s.as_ref().is_some_and(|s| !s.as_str().is_empty());
+        let shaped = match self.0 {
+            MessageKind::Assistant => {
+                kind.as_ref().map(Str::as_str) == Some("model")
+                    && filled(&provider)
+                    && filled(&model)
+            }
+            MessageKind::User | MessageKind::ToolResult => filled(&kind),
+        };
+        if shaped {
             Ok(())
         } else {
             Err(general())
         }
-    }
-}
-
-/// Whether a user or assistant message's `source` passes the shape check, from its `kind`,
-/// `provider` and `model` strings: a non-empty kind; an assistant's is `model`, with a non-empty
-/// provider and model.
-fn source_shaped(
-    message: MessageKind,
-    kind: Option<&str>,
-    provider: Option<&str>,
-    model: Option<&str>,
-) -> bool {
-    let filled = |s: Option<&str>| s.is_some_and(|s| !s.is_empty());
-    match message {
-        MessageKind::Assistant => kind == Some("model") && filled(provider) && filled(model),
-        MessageKind::User | MessageKind::ToolResult => filled(kind),
     }
 }
 
@@ -619,8 +592,6 @@ impl<'de> Visitor<'de> for Block<'_> {
         Ok(block)
     }
 }
-
-pub(crate) mod quick;
 
 #[cfg(test)]
 mod tests;

@@ -1,8 +1,6 @@
 //! The commonest lines read without serde: `{"type":…,"seq":…,"time":…,"data":…}` of a type whose
 //! `data` no check reads (chunk lines, steps, titles, compaction records), turn starts and ends of the
-//! shapes no check refuses or changes, packed rows of the shape DSH writes, and message events
-//! (`type` first, then envelope keys only, each once; `data` read by
-//! [`crate::log::message::quick`], which answers exactly where the typed serde parse of `data` does).
+//! shapes no check refuses or changes, and packed rows of the shape DSH writes.
 //!
 //! For the first, the read needs the type, the seq, the time, and to know that `data` parses; for a
 //! row, its few fields and its texts' places. serde costs a token at a time through its visitors for
@@ -20,11 +18,10 @@
 
 use serde_json::{Number, Value};
 
-use super::{scan_gaps, scan_seqs, Parsed};
+use super::{scan_gaps, Parsed};
 use crate::json::check::{key, number_end, skip_ws, string_end, value_end};
-use crate::json::walk::Text;
 use crate::log::event::{EnvelopeKey, EnvelopeParts};
-use crate::log::message::{self, MessageKind};
+use crate::log::message::MessageKind;
 use crate::log::packed::{RowKind, TypedRow};
 use crate::log::payload::{is_lazy_kind, Payload};
 use crate::log::row::RowTexts;
@@ -55,11 +52,9 @@ pub(super) fn read(line: &str) -> Option<Parsed> {
         "assistant/chunk" => Data::Any,
         "turn/start" => Data::TurnStart,
         "turn/end" => Data::TurnEnd,
-        _ => match MessageKind::of(kind) {
-            Some(message) => return message_line(line, kind, message, rest).map(Parsed::Message),
-            None if is_lazy_kind(kind) => Data::Any,
-            None => return None,
-        },
+        _ if MessageKind::of(kind).is_some() => return None,
+        _ if is_lazy_kind(kind) => Data::Any,
+        _ => return None,
     };
     plain_line(line, kind, rest, shape).map(Parsed::Plain)
 }
@@ -107,54 +102,6 @@ fn plain_line(line: &str, kind: &str, mut at: usize, shape: Data) -> Option<Box<
     parts.set(EnvelopeKey::Time, time?);
     parts.set_data(Payload::line(line));
     Some(parts)
-}
-
-/// The rest of a message event's line, from `at` (past its `type`): its `data` read to its facts
-/// ([`message::quick`]), any other envelope key once; `None` for any other key, as the serde parse's
-/// typed reading sends those lines to the general one.
-fn message_line(
-    line: &str,
-    tag: &str,
-    kind: MessageKind,
-    mut at: usize,
-) -> Option<Box<EnvelopeParts>> {
-    let bytes = line.as_bytes();
-    let text = Text::new(line);
-    let mut parts = Box::<EnvelopeParts>::default();
-    parts.set(EnvelopeKey::Type, Value::String(tag.to_owned()));
-    let mut seen = 1u8 << (EnvelopeKey::Type as u8);
-    while bytes.get(at) == Some(&b',') {
-        let (name, after) = key(bytes, skip_ws(bytes, at + 1))?;
-        let key = EnvelopeKey::of(std::str::from_utf8(name).ok()?)?;
-        let bit = 1u8 << (key as u8);
-        if seen & bit != 0 {
-            return None;
-        }
-        seen |= bit;
-        at = match key {
-            EnvelopeKey::Data => {
-                let (facts, end) = message::quick::data(line, kind, after)?;
-                parts.set_data(Payload::message(line, facts));
-                end
-            }
-            EnvelopeKey::SourceEventSeqs => {
-                let (seqs, end) = scan_seqs(bytes, after)?;
-                parts.set(key, seqs);
-                end
-            }
-            _ => {
-                let (value, end) = match integer(bytes, after) {
-                    Some(read) => read,
-                    None => text.value(after, 1)?,
-                };
-                parts.set(key, value);
-                end
-            }
-        };
-        at = skip_ws(bytes, at);
-    }
-    // Without `data`, the message shape check (before the envelope's) refuses the event.
-    (closes(bytes, at) && parts.data().is_some()).then_some(parts)
 }
 
 /// A turn start's `data` at `at` that is exactly `{"turn": <integer>}`, and where it ends.
