@@ -27,7 +27,8 @@
 //! with `--without-naive` without the naive index's answers and `--pause SECS` waiting before each
 //! of ours;
 //! `--only build`: the cold builds, ours and naive, then opening ours with its first answer (as a
-//! one-shot process and as a long-lived host), the no-change check and appended events on ours; `--appends N`: how many; `--only append`: the no-change check and appended events alone, over
+//! one-shot process and as a long-lived host), the no-change check and appended events on ours;
+//! `--appends N`: how many; `--only append`: the no-change check and appended events alone, over
 //! the indexes in the work folder, each built first when missing).
 
 // The allocator the plugin and the host ship with, so a build here allocates as theirs does.
