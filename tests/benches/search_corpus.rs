@@ -28,8 +28,11 @@
 //! of ours;
 //! `--only build`: the cold builds, ours and naive, then opening ours with its first answer (as a
 //! one-shot process and as a long-lived host), the no-change check and appended events on ours;
-//! `--appends N`: how many; `--only append`: the no-change check and appended events alone, over
-//! the indexes in the work folder, each built first when missing).
+//! `--appends N`: how many; `--builds N`: how many pairs of cold builds, interleaved (naive first in
+//! odd pairs, ours first in even ones), each pair's ratio printed and the table showing each side's
+//! median, since one pair moves by a fifth either way on a shared machine; `--only append`: the
+//! no-change check and appended events alone, over the indexes in the work folder, each built first
+//! when missing).
 
 // The allocator the plugin and the host ship with, so a build here allocates as theirs does.
 dsh_alloc::install!();
@@ -107,6 +110,8 @@ struct Options {
     only_append: bool,
     /// `--appends N`: how many appended events `--only build` measures.
     appends: usize,
+    /// `--builds N`: how many interleaved pairs of cold builds (naive and ours) are run.
+    builds: usize,
 }
 
 enum Mode {
@@ -143,6 +148,7 @@ fn parse_args(args: &[String]) -> Result<Mode, String> {
     let mut only_build = false;
     let mut only_append = false;
     let mut appends = APPEND_RUNS;
+    let mut builds = 1;
     let mut it = args.iter();
     while let Some(arg) = it.next() {
         let mut value = |name: &str| {
@@ -187,6 +193,7 @@ fn parse_args(args: &[String]) -> Result<Mode, String> {
             }
             "--work" => work = Some(PathBuf::from(value("--work")?)),
             "--appends" => appends = number::<usize>("--appends", &value("--appends")?)?.max(1),
+            "--builds" => builds = number::<usize>("--builds", &value("--builds")?)?.max(1),
             "--only" => match value("--only")?.as_str() {
                 "one-shot" => only_one_shot = true,
                 "contention" => (only_one_shot, only_contention) = (true, true),
@@ -231,6 +238,7 @@ fn parse_args(args: &[String]) -> Result<Mode, String> {
         only_build,
         only_append,
         appends,
+        builds,
     }))
 }
 
@@ -732,6 +740,69 @@ fn cpu_rows(naive: Option<Build>, ours: Option<Build>, rows: &mut Vec<Row>) {
     }
 }
 
+/// Runs `pairs` pairs of cold builds, naive and ours, alternating which goes first, and sums each
+/// side up: the median of its times and CPU figures, the largest peak RSS (the aim bounds every
+/// build), the last index. Each pair's throughput ratio is printed as it comes, so the spread shows.
+fn cold_builds(
+    root: &Path,
+    naive_db: &Path,
+    ours_db: &Path,
+    pairs: usize,
+) -> (Option<Build>, Option<Build>) {
+    let (mut naive, mut ours) = (Vec::new(), Vec::new());
+    for pair in 0..pairs {
+        let mut run = |which: &str| match which {
+            "naive" => naive.extend(or_note(
+                "naive build",
+                build_in_child("naive", root, naive_db),
+            )),
+            _ => ours.extend(or_note("our build", build_in_child("ours", root, ours_db))),
+        };
+        let order = if pair.is_multiple_of(2) {
+            ["naive", "ours"]
+        } else {
+            ["ours", "naive"]
+        };
+        for which in order {
+            run(which);
+        }
+        if pairs > 1 {
+            if let (Some(n), Some(o)) = (naive.last(), ours.last()) {
+                println!(
+                    "cold builds, pair {} of {pairs}: naive {:.1} s, ours {:.1} s, ours ÷ naive throughput {:.2}×",
+                    pair + 1,
+                    n.secs,
+                    o.secs,
+                    n.secs / o.secs
+                );
+            }
+        }
+    }
+    (summed_builds(&naive), summed_builds(&ours))
+}
+
+/// One side's builds as one: medians of the timings, the largest peak, the last size and count.
+fn summed_builds(builds: &[Build]) -> Option<Build> {
+    let last = *builds.last()?;
+    let median = |f: fn(&Build) -> f64| {
+        let mut v: Vec<f64> = builds.iter().map(f).collect();
+        v.sort_by(f64::total_cmp);
+        let mid = v.len() / 2;
+        if v.len().is_multiple_of(2) {
+            (v[mid - 1] + v[mid]) / 2.0
+        } else {
+            v[mid]
+        }
+    };
+    Some(Build {
+        secs: median(|b| b.secs),
+        cpu_secs: median(|b| b.cpu_secs),
+        writer_cpu_secs: median(|b| b.writer_cpu_secs),
+        peak_kb: builds.iter().map(|b| b.peak_kb).max().unwrap_or(0),
+        ..last
+    })
+}
+
 /// Checks a result against the known answer; a wrong answer makes a timing meaningless, so it is shown.
 fn check_sessions(engine: &str, term: &str, hits: &[Hit], expected: &BTreeSet<&str>) -> bool {
     let got: BTreeSet<&str> = hits.iter().map(|h| h.session.as_str()).collect();
@@ -862,8 +933,7 @@ fn measure(
 
     // Cold builds, each in its own process.
     println!("cold builds … (load average {})", load_average());
-    let naive_build = or_note("naive build", build_in_child("naive", root, &naive_db));
-    let ours_build = or_note("our build", build_in_child("ours", root, &ours_db));
+    let (naive_build, ours_build) = cold_builds(root, &naive_db, &ours_db, opts.builds);
     let mbps = |b: &Option<Build>| b.map(|b| corpus_mb / b.secs);
     let naive_mbps = mbps(&naive_build);
     let ours_mbps = mbps(&ours_build);

@@ -44,6 +44,10 @@ pub const SCHEMA_VERSION: i32 = 11;
 /// FTS5's `hashsize` for the index's table, in bytes (see [`apply`]).
 pub const FTS_HASHSIZE: i64 = 8 << 20;
 
+/// FTS5's `automerge` for the index's table: how many segments of one level are merged into one
+/// (see [`apply`]).
+pub const FTS_AUTOMERGE: i64 = 16;
+
 /// Every table the current schema creates (FTS5 shadow tables included).
 const OUR_TABLES: [&str; 14] = [
     "state",
@@ -260,6 +264,15 @@ pub fn apply(conn: &mut Connection, verdict: Verdict) -> Result<(), SchemaError>
         "INSERT INTO fts (fts, rank) VALUES ('hashsize', ?1)",
         [FTS_HASHSIZE],
     )?;
+    // FTS5 merges a level's segments into one on the next level once the level holds `automerge` of
+    // them (4 by default), incrementally after each flush. At 4, a cold build of 1 GB rewrote every
+    // posting about three times over, 18% of the writer's CPU in `perf`; at 16, fewer and wider merges
+    // do a fraction of that (13% less wall and writer time over five interleaved pairs of builds), and the build ends with about
+    // as many segments as before (13 against 12), so a query reads as many b-trees.
+    tx.execute(
+        "INSERT INTO fts (fts, rank) VALUES ('automerge', ?1)",
+        [FTS_AUTOMERGE],
+    )?;
     let has_state: bool = tx.query_row("SELECT count(*) > 0 FROM state", [], |r| r.get(0))?;
     if !has_state {
         tx.execute(
@@ -333,6 +346,18 @@ mod tests {
             .query_row("SELECT count(*) FROM docs", [], |r| r.get(0))
             .unwrap();
         assert_eq!(docs, 1, "no rebuild: the documents stay");
+    }
+
+    #[test]
+    fn the_fts_table_keeps_its_flush_and_merge_settings() {
+        let mut conn = Connection::open_in_memory().unwrap();
+        apply(&mut conn, Verdict::Create).unwrap();
+        let setting = |k: &str| -> i64 {
+            conn.query_row("SELECT v FROM fts_config WHERE k = ?1", [k], |r| r.get(0))
+                .unwrap()
+        };
+        assert_eq!(setting("hashsize"), FTS_HASHSIZE);
+        assert_eq!(setting("automerge"), FTS_AUTOMERGE);
     }
 
     #[test]
