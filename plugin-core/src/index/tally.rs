@@ -22,7 +22,6 @@
 use std::cell::RefCell;
 use std::collections::HashMap;
 use std::ffi::{c_char, c_int, c_void, CStr};
-use std::hash::{BuildHasherDefault, Hasher};
 use std::ptr;
 
 use rusqlite::ffi;
@@ -43,36 +42,24 @@ pub const MAX_SAMPLED_TOKEN: usize = 32;
 /// memory whatever the vocabulary.
 const SAMPLE_CAP: usize = 16_384;
 
-/// A small, fast hash for short token bytes (FNV-1a): one is computed per token of every inserted
-/// document, where SipHash's cost showed.
-#[derive(Default)]
-pub struct Fnv(u64);
-
-impl Hasher for Fnv {
-    fn finish(&self) -> u64 {
-        self.0
-    }
-    fn write(&mut self, bytes: &[u8]) {
-        let mut h = if self.0 == 0 {
-            0xcbf2_9ce4_8422_2325
-        } else {
-            self.0
-        };
-        for &b in bytes {
-            h ^= u64::from(b);
-            h = h.wrapping_mul(0x0100_0000_01b3);
-        }
-        self.0 = h;
-    }
-}
-
-pub type FastMap<K, V> = HashMap<K, V, BuildHasherDefault<Fnv>>;
+/// The maps of token bytes and list pairs, looked up once per token of every inserted document:
+/// foldhash reads a short token in one or two words where a byte-at-a-time hash (FNV-1a, which it
+/// replaced) took a multiply per byte. Fixed rather than per-process seeds, so what the sample's maps
+/// yield, in which order, is the same in every run.
+pub type FastMap<K, V> = HashMap<K, V, foldhash::fast::FixedState>;
 
 /// What the writer learns from one armed insert.
 #[derive(Debug, Default)]
 pub struct Recorder {
-    /// Token → index of its list in the writer's order.
-    tracked: FastMap<Box<[u8]>, u16>,
+    /// Token → index of its list in the writer's order, for tokens of at most [`Short::MAX`] bytes
+    /// (nearly every occurrence): the key is held inline, so a lookup compares two words instead of
+    /// following a pointer to the key's bytes (a cache miss under the writer's FTS5 buffers).
+    tracked: FastMap<Short, u16>,
+    /// The same for longer tokens and for pair lists' keys.
+    tracked_long: FastMap<Box<[u8]>, u16>,
+    /// Per list: whether some pair list starts with its token, so the pair of two adjacent listed
+    /// tokens is looked up only where it can have a list (or is being sampled).
+    starts_pair: Vec<bool>,
     /// (first token's list, second token's list) → index of the pair's list.
     pairs: FastMap<(u16, u16), u16>,
     /// The list of the document's previous token, when that token has one.
@@ -85,6 +72,49 @@ pub struct Recorder {
     /// Per tokenized document, in order: `(list, occurrences)` for the lists it may reach.
     pub docs: Vec<Vec<(u16, u32)>>,
     sample: Option<Sample>,
+}
+
+/// A token of at most [`Short::MAX`] bytes as a fixed-size key: its first and last eight bytes
+/// (overlapping when shorter; four and four below eight; the first, middle and last below four) and
+/// its length, which together determine every byte.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Hash)]
+struct Short {
+    head: u64,
+    tail: u64,
+    len: u8,
+}
+
+impl Short {
+    const MAX: usize = 16;
+
+    fn of(token: &[u8]) -> Option<Self> {
+        let n = token.len();
+        let word = |at: usize| {
+            let mut b = [0; 8];
+            b.copy_from_slice(&token[at..at + 8]);
+            u64::from_le_bytes(b)
+        };
+        let half = |at: usize| {
+            let mut b = [0; 4];
+            b.copy_from_slice(&token[at..at + 4]);
+            u64::from(u32::from_le_bytes(b))
+        };
+        let (head, tail) = match n {
+            0 => (0, 0),
+            1..=3 => (
+                u64::from(token[0]) | u64::from(token[n / 2]) << 8 | u64::from(token[n - 1]) << 16,
+                0,
+            ),
+            4..=7 => (half(0), half(n - 4)),
+            8..=Self::MAX => (word(0), word(n - 8)),
+            _ => return None,
+        };
+        Some(Self {
+            head,
+            tail,
+            len: n as u8,
+        })
+    }
 }
 
 /// Document frequencies over documents spread evenly over an insert.
@@ -122,7 +152,16 @@ impl Recorder {
             tracked: tokens
                 .iter()
                 .enumerate()
+                .filter_map(|(i, (t, _))| Some((Short::of(t)?, i as u16)))
+                .collect(),
+            tracked_long: tokens
+                .iter()
+                .enumerate()
+                .filter(|(_, (t, _))| Short::of(t).is_none())
                 .map(|(i, (t, _))| (t.clone().into_boxed_slice(), i as u16))
+                .collect(),
+            starts_pair: (0..tokens.len())
+                .map(|i| pairs.iter().any(|&((first, _), _)| usize::from(first) == i))
                 .collect(),
             pairs: pairs.iter().copied().collect(),
             prev: None,
@@ -160,11 +199,15 @@ impl Recorder {
     }
 
     fn token(&mut self, token: &[u8], sampling: bool) {
-        let list = self.tracked.get(token).copied();
+        let list = match Short::of(token) {
+            Some(short) => self.tracked.get(&short),
+            None => self.tracked_long.get(token),
+        }
+        .copied();
         if let (Some(first), Some(second)) = (self.prev, list) {
             // A pair of one token twice is left out: its instances overlap ("the the the"), so its
             // count would not be the phrase's merged span count.
-            if first != second {
+            if first != second && (sampling || self.starts_pair[usize::from(first)]) {
                 self.pair(first, second, sampling);
             }
         }
@@ -506,6 +549,47 @@ mod tests {
             cjk::INDEX_TOKENIZE
         ))
         .unwrap();
+    }
+
+    #[test]
+    fn a_short_key_stands_for_exactly_one_token() {
+        // Every token of up to `Short::MAX` bytes over a two-letter alphabet: equal keys only for
+        // equal tokens, whatever the overlap of the words read.
+        let mut seen: HashMap<Short, Vec<u8>> = HashMap::new();
+        for n in 0..=Short::MAX {
+            for bits in 0..1u32 << n {
+                let token: Vec<u8> = (0..n)
+                    .map(|i| if bits >> i & 1 == 1 { b'b' } else { b'a' })
+                    .collect();
+                let key = Short::of(&token).unwrap();
+                if let Some(other) = seen.insert(key, token.clone()) {
+                    panic!("{other:?} and {token:?} share a key");
+                }
+            }
+        }
+        assert_eq!(Short::of(&[b'a'; Short::MAX + 1]), None);
+    }
+
+    #[test]
+    fn long_tokens_and_pairs_are_counted_like_short_ones() {
+        let long = b"internationalization".to_vec();
+        let tracked = [
+            (long.clone(), 1),
+            (b"the".to_vec(), 1),
+            (b"x y".to_vec(), 1),
+        ];
+        let mut rec = Recorder::new(&tracked, &[((1, 0), 2)], 0, 1);
+        for token in ["the", "internationalization", "internationalization", "of"] {
+            rec.token(token.as_bytes(), false);
+        }
+        rec.end_doc(false);
+        let mut got = rec.docs[0].clone();
+        got.sort();
+        assert_eq!(
+            got,
+            [(0, 2), (1, 1), (2, 1)],
+            "the long token twice, its pair once"
+        );
     }
 
     #[test]
