@@ -4,6 +4,7 @@
 
 use std::collections::BTreeSet;
 use std::panic::{catch_unwind, AssertUnwindSafe};
+use std::path::PathBuf;
 use std::sync::{Arc, Mutex};
 
 use abi_stable::{
@@ -58,6 +59,15 @@ pub struct Service {
 /// The most distinct ignored request fields one instance remembers.
 const UNKNOWN_FIELDS_KEPT: usize = 64;
 
+/// `root` made absolute against this process's folder, without resolving symbolic links or `..`
+/// (`std::path::absolute`). The index keys every log by its path: a root named relatively, from
+/// another folder or by another process, must name the same logs as its absolute spelling, or every
+/// log would look moved and be read and indexed again (a minute at 1 GB), and two processes naming
+/// one root two ways would undo each other's rows.
+fn absolute(root: PathBuf) -> PathBuf {
+    std::path::absolute(&root).unwrap_or(root)
+}
+
 impl Service {
     /// Builds an instance: the merged corpus, and the index when the config names one.
     pub fn open(
@@ -75,18 +85,22 @@ impl Service {
         fault: Option<Fault>,
         panic_on_drop: bool,
     ) -> Result<Self, PluginError> {
-        let sessions_root = config.sessions_root.clone().or_else(|| {
-            host.sessions_root()
-                .into_option()
-                .map(|s| s.to_string().into())
-        });
+        let sessions_root = config
+            .sessions_root
+            .clone()
+            .or_else(|| {
+                host.sessions_root()
+                    .into_option()
+                    .map(|s| s.to_string().into())
+            })
+            .map(absolute);
         let team = config
             .index
             .as_deref()
             .map(|url| Arc::new(TeamSearch::new(&config, url, sessions_root.clone())));
         let mut corpus = Corpus::new(host.clone(), sessions_root).with_sources(SourceRoots {
-            claude_projects: config.claude_projects.clone(),
-            codex_home: config.codex_home.clone(),
+            claude_projects: config.claude_projects.clone().map(absolute),
+            codex_home: config.codex_home.clone().map(absolute),
         });
         // Sessions other collections published are listed, read and cited like local ones.
         if let Some(team) = &team {

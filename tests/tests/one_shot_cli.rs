@@ -134,3 +134,47 @@ fn an_unchanged_root_one_shot_search_opens_no_log_and_sets_up_no_watch() {
         "another log was opened: {opened:?}"
     );
 }
+
+/// The index keys logs by path, and took the root as the host named it: the same folder named
+/// relatively (from its parent folder) looked like 10,000 moved sessions, each read and indexed again
+/// (a minute at 1 GB), and a process naming it the other way undid those rows again.
+#[test]
+fn a_root_named_relatively_is_the_same_root_as_its_absolute_name() {
+    let env = demo_env();
+    let home = env.root().join("home");
+    std::fs::create_dir_all(&home).unwrap();
+    let diagnostics = |sessions: &Path, index: &Path| {
+        let args = ["--json", "diagnostics"];
+        let out = tests::host::sample_host(&env.plugins, sessions, index)
+            .env("HOME", &home)
+            .current_dir(env.root())
+            .args(args)
+            .output()
+            .unwrap();
+        tests::host::json_of(&args, &out)
+    };
+    let built = diagnostics(&env.sessions, &env.index);
+    let indexed = built["indexedSessions"].as_u64().unwrap();
+    assert!(indexed > 0, "{built}");
+    assert_eq!(built["wholeReads"].as_u64(), Some(indexed), "{built}");
+    // The same root and index, named from the folder that holds them.
+    let relative = diagnostics(Path::new("sessions"), Path::new("index.sqlite"));
+    assert_eq!(
+        relative["indexedSessions"].as_u64(),
+        Some(indexed),
+        "{relative}"
+    );
+    assert_eq!(
+        relative["wholeReads"].as_u64(),
+        Some(0),
+        "a relative name of an indexed root read its logs again: {relative}"
+    );
+    assert_eq!(
+        relative["sources"][0]["path"].as_str().map(Path::new),
+        Some(env.sessions.as_path()),
+        "the root is reported by its absolute name: {relative}"
+    );
+    // And back: nothing to read either way.
+    let absolute = diagnostics(&env.sessions, &env.index);
+    assert_eq!(absolute["wholeReads"].as_u64(), Some(0), "{absolute}");
+}
