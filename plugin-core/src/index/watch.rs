@@ -270,8 +270,7 @@ impl RootWatch {
         setup
     }
 
-    /// Whether the watch is set up (or could not be): no longer being set up (tests only).
-    #[cfg(test)]
+    /// Whether the watch is set up (or could not be): no longer being set up.
     pub(crate) fn is_set_up(&self) -> bool {
         matches!(&*self.setup(), Setup::Done(_))
     }

@@ -1033,6 +1033,16 @@ impl Search {
     }
 
     /// What is indexed and what was left out, after bringing the index up to date.
+    /// Whether a long-lived engine's watch of the sessions root is no longer being set up (`None`
+    /// without a watch or an open index). Until it is, every look lists the whole root; benchmarks
+    /// that measure a search's own cost wait for it.
+    pub fn watch_set_up(&self) -> Option<bool> {
+        match &*self.lock() {
+            State::Open(engine) => engine.watch_set_up(),
+            _ => None,
+        }
+    }
+
     pub fn diagnostics(
         &self,
         corpus: &Corpus,

@@ -117,6 +117,11 @@ impl Ours {
     }
 
     /// Whether the index watches the sessions root (then a no-change check need not list it).
+    /// Whether the engine's watch of the root is set up (`None` without one).
+    pub fn watch_set_up(&self) -> Option<bool> {
+        self.search.watch_set_up()
+    }
+
     pub fn watching(&mut self) -> Result<bool, String> {
         let diagnostics = self
             .search

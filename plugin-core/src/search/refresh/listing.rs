@@ -115,9 +115,7 @@ impl Engine {
         watch.is_watching().then(|| watch.is_dirty())
     }
 
-    /// Whether the watch of the sessions root is no longer being set up (tests only; `None`
-    /// without one).
-    #[cfg(test)]
+    /// Whether the watch of the sessions root is no longer being set up (`None` without one).
     pub fn watch_set_up(&self) -> Option<bool> {
         self.watch.as_ref().map(|(_, w)| w.is_set_up())
     }
