@@ -1032,7 +1032,6 @@ impl Search {
         })
     }
 
-    /// What is indexed and what was left out, after bringing the index up to date.
     /// Whether a long-lived engine's watch of the sessions root is no longer being set up (`None`
     /// without a watch or an open index). Until it is, every look lists the whole root; benchmarks
     /// that measure a search's own cost wait for it.
@@ -1043,6 +1042,7 @@ impl Search {
         }
     }
 
+    /// What is indexed and what was left out, after bringing the index up to date.
     pub fn diagnostics(
         &self,
         corpus: &Corpus,
