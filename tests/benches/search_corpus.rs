@@ -751,20 +751,16 @@ fn cold_builds(
 ) -> (Option<Build>, Option<Build>) {
     let (mut naive, mut ours) = (Vec::new(), Vec::new());
     for pair in 0..pairs {
-        let mut run = |which: &str| match which {
-            "naive" => naive.extend(or_note(
-                "naive build",
-                build_in_child("naive", root, naive_db),
-            )),
-            _ => ours.extend(or_note("our build", build_in_child("ours", root, ours_db))),
-        };
-        let order = if pair.is_multiple_of(2) {
-            ["naive", "ours"]
-        } else {
-            ["ours", "naive"]
-        };
-        for which in order {
-            run(which);
+        let naive_first = pair.is_multiple_of(2);
+        for is_naive in [naive_first, !naive_first] {
+            if is_naive {
+                naive.extend(or_note(
+                    "naive build",
+                    build_in_child("naive", root, naive_db),
+                ));
+            } else {
+                ours.extend(or_note("our build", build_in_child("ours", root, ours_db)));
+            }
         }
         if pairs > 1 {
             if let (Some(n), Some(o)) = (naive.last(), ours.last()) {

@@ -148,21 +148,23 @@ impl Recorder {
         sample: usize,
         stride: usize,
     ) -> Self {
+        let (mut tracked, mut tracked_long) = (FastMap::default(), FastMap::default());
+        for (i, (t, _)) in tokens.iter().enumerate() {
+            match Short::of(t) {
+                Some(short) => tracked.insert(short, i as u16),
+                None => tracked_long.insert(t.clone().into_boxed_slice(), i as u16),
+            };
+        }
+        let mut starts_pair = vec![false; tokens.len()];
+        for &((first, _), _) in pairs {
+            if let Some(starts) = starts_pair.get_mut(usize::from(first)) {
+                *starts = true;
+            }
+        }
         Self {
-            tracked: tokens
-                .iter()
-                .enumerate()
-                .filter_map(|(i, (t, _))| Some((Short::of(t)?, i as u16)))
-                .collect(),
-            tracked_long: tokens
-                .iter()
-                .enumerate()
-                .filter(|(_, (t, _))| Short::of(t).is_none())
-                .map(|(i, (t, _))| (t.clone().into_boxed_slice(), i as u16))
-                .collect(),
-            starts_pair: (0..tokens.len())
-                .map(|i| pairs.iter().any(|&((first, _), _)| usize::from(first) == i))
-                .collect(),
+            tracked,
+            tracked_long,
+            starts_pair,
             pairs: pairs.iter().copied().collect(),
             prev: None,
             least: tokens.iter().map(|(_, l)| (*l).max(1)).collect(),
@@ -233,10 +235,8 @@ impl Recorder {
         }
     }
 
+    /// Called only where the pair can have a list or is being sampled (see `starts_pair`).
     fn pair(&mut self, first: u16, second: u16, sampling: bool) {
-        if self.pairs.is_empty() && !sampling {
-            return;
-        }
         if let Some(&i) = self.pairs.get(&(first, second)) {
             self.count(i);
             return;
