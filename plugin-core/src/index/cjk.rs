@@ -65,7 +65,7 @@ pub fn sanitize(text: &str) -> Cow<'_, str> {
 pub fn split(text: &str) -> Cow<'_, str> {
     // Every CJK character is U+1100 or above, so its UTF-8 lead byte is 0xE1 or above: most texts are
     // ruled out by a byte scan instead of decoding each character.
-    if text.bytes().all(|b| b < 0xE1) || !text.chars().any(is_cjk) {
+    if !has_byte_from(text.as_bytes(), 0xE1) || !text.chars().any(is_cjk) {
         return Cow::Borrowed(text);
     }
     let mut out = String::with_capacity(text.len() + text.len() / 2);
@@ -79,6 +79,19 @@ pub fn split(text: &str) -> Cow<'_, str> {
         }
     }
     Cow::Owned(out)
+}
+
+/// Whether some byte of `bytes` is `least` or more. Scanned 32 bytes at a time without a branch per
+/// byte, which the compiler turns into vector compares: a byte-at-a-time scan that stops at the first
+/// hit was 2% of a reader's CPU in a cold build.
+fn has_byte_from(bytes: &[u8], least: u8) -> bool {
+    let mut chunks = bytes.chunks_exact(32);
+    for chunk in &mut chunks {
+        if chunk.iter().fold(false, |hit, &b| hit | (b >= least)) {
+            return true;
+        }
+    }
+    chunks.remainder().iter().any(|&b| b >= least)
 }
 
 /// Undoes [`split`].
