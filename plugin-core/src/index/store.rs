@@ -119,19 +119,27 @@ pub fn label_of(code: i64) -> Label {
 /// 1/2.7.
 const COMPRESS_FROM: usize = 1024;
 
-/// The stored form of a document text: a tag byte (0 plain, 1 zstd) and the bytes.
-pub fn pack_text(text: &str) -> Vec<u8> {
+/// `bytes` as one zstd frame at level 1, on this thread's compression context: making a context per
+/// call cost as much as compressing a document's text, and a reader thread compresses thousands.
+pub fn compress(bytes: &[u8]) -> Option<Vec<u8>> {
     thread_local! {
-        // One compression context per thread: making one per text cost as much as compressing.
         static COMPRESSOR: std::cell::RefCell<Option<zstd::bulk::Compressor<'static>>> =
             std::cell::RefCell::new(zstd::bulk::Compressor::new(1).ok());
     }
+    COMPRESSOR.with(|c| {
+        let mut c = c.try_borrow_mut().ok();
+        match c.as_mut().and_then(|c| c.as_mut()) {
+            Some(c) => c.compress(bytes).ok(),
+            // No context could be made here (or this is a call within one): a context of its own.
+            None => zstd::bulk::compress(bytes, 1).ok(),
+        }
+    })
+}
+
+/// The stored form of a document text: a tag byte (0 plain, 1 zstd) and the bytes.
+pub fn pack_text(text: &str) -> Vec<u8> {
     if text.len() >= COMPRESS_FROM {
-        let packed = COMPRESSOR.with(|c| match c.borrow_mut().as_mut() {
-            Some(c) => c.compress(text.as_bytes()).ok(),
-            None => zstd::bulk::compress(text.as_bytes(), 1).ok(),
-        });
-        if let Some(packed) = packed {
+        if let Some(packed) = compress(text.as_bytes()) {
             if packed.len() + 1 < text.len() {
                 let mut out = Vec::with_capacity(packed.len() + 1);
                 out.push(1);

@@ -35,7 +35,7 @@ pub(super) struct StoredResume {
 /// compress well). `None` if it cannot be encoded; the log is then read whole when it grows.
 pub(super) fn encode_resume(fold: &SurfaceFold, checkpoint: &ReadCheckpoint) -> Option<Vec<u8>> {
     let json = serde_json::to_vec(&StoredResumeRef { fold, checkpoint }).ok()?;
-    zstd::bulk::compress(&json, 1).ok()
+    store::compress(&json)
 }
 
 /// Undoes [`encode_resume`]. A stored state that does not decode is ignored: the log is read whole,
