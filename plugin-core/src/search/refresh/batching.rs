@@ -14,6 +14,9 @@ pub(super) struct Batching {
     pub(super) steps: u64,
     pub(super) bytes: u64,
     pub(super) limit: u64,
+    /// While a checkpointer copies the log beside the writer: log bytes committed since the writer's
+    /// last own checkpoint (`index::checkpointer::restart_point`).
+    since_restart: Option<u64>,
 }
 
 impl Batching {
@@ -23,7 +26,14 @@ impl Batching {
             steps: 0,
             bytes: 0,
             limit: 1,
+            since_restart: None,
         }
+    }
+
+    /// A checkpointer runs beside the writer: every `checkpointer::RESTART_EVERY` bytes of logs, the
+    /// writer checkpoints between two batches so that the write-ahead log starts over.
+    pub(super) fn restart_the_log(&mut self) {
+        self.since_restart = Some(0);
     }
 
     /// Opens a batch before a write step when none is open.
@@ -48,7 +58,15 @@ impl Batching {
                 // The refresh goes on, so far past one step: the token lists stay in memory until
                 // its last commit ([`Self::commit`]) instead of being rewritten at each batch. A
                 // refresh of one step (an append) never holds them.
+                let committed = self.bytes;
                 self.commit_with(conn, store::commit_batch_holding_lists)?;
+                if let Some(since) = self.since_restart.as_mut() {
+                    *since = since.saturating_add(committed);
+                    if *since >= checkpointer::RESTART_EVERY {
+                        checkpointer::restart_point(conn);
+                        *since = 0;
+                    }
+                }
             } else {
                 self.commit(conn)?;
             }

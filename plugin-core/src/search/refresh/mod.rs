@@ -44,7 +44,7 @@ use host_api::abi::{ErrorCode, LiveSession, PluginError};
 use serde::{Deserialize, Serialize};
 
 use crate::corpus::{Corpus, LoadedSession, SessionData};
-use crate::index::checkpointer::Checkpointer;
+use crate::index::checkpointer::{self, Checkpointer};
 use crate::index::store::{
     self, Doc, PackedDoc, Replacement, RowKey, SessionRow, Source, Visibility,
 };
@@ -764,6 +764,9 @@ impl Engine {
                 Checkpointer::start(self.index.path(), conn)
             })
             .flatten();
+        if checkpointer.is_some() {
+            batching.restart_the_log();
+        }
         let outcome = (|| -> Result<(), PluginError> {
             for sid in &deletes {
                 batching.before(self.conn()?)?;
