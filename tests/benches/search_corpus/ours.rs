@@ -21,12 +21,20 @@ pub struct Ours {
     corpus: Corpus,
 }
 
-/// One cold build of the index at `index` over `root`; returns the documents indexed.
-pub fn cold_build(root: &Path, index: &Path) -> Result<u64, String> {
+/// One cold build of the index at `index` over `root`, as a long-lived host makes it: opened, brought
+/// up to date and closed (the close copies what the write-ahead log still holds into the index file).
+pub fn cold_build(root: &Path, index: &Path) -> Result<(), String> {
     let ours = Ours::open(root, index)?;
     ours.search
         .refresh(&ours.corpus, &|| false, &|_, _| {})
         .map_err(err)?;
+    Ok(())
+}
+
+/// The documents the index at `index` holds for `root`, as a one-shot process reports them (and the
+/// sessions it skipped, if any, on stderr).
+pub fn indexed_documents(root: &Path, index: &Path) -> Result<u64, String> {
+    let ours = Ours::open_one_shot(root, index)?;
     let diagnostics = ours
         .search
         .diagnostics(&ours.corpus, &|| false)
