@@ -112,12 +112,14 @@ pub fn label_of(code: i64) -> Label {
     }
 }
 
-/// Texts shorter than this are stored as they are. Below about 1 KiB zstd's fixed cost per text (its
+/// Texts shorter than this are stored as they are. Below a few KiB zstd's fixed cost per text (its
 /// entropy tables) dominates: on the generated 1 GB corpus, texts of 200-500 bytes compressed at 57 MB/s
-/// to 1/1.5 of their size and texts of 500-1,000 at 79 MB/s to 1/1.7: half of zstd's time in a cold
-/// build (about 6% of its CPU) to save 37 MB of a 406 MB index. From 1 KiB on: 112-217 MB/s, 1/2 to
-/// 1/2.7.
-const COMPRESS_FROM: usize = 1024;
+/// to 1/1.5 of their size, 500-1,000 at 79 MB/s to 1/1.7 and 1,000-2,000 at 112 MB/s to 1/2.0; from
+/// 2 KiB on 142-217 MB/s, 1/2.3 to 1/2.7. In a cold build, where the reader threads' CPU sets the pace
+/// as much as the writer's, storing texts below 1 KiB as they are saved 7% of the wall time for 37 MB
+/// of a 406 MB index, and raising the bound to 2 KiB saved 5% of the readers' CPU (2% of the wall
+/// time, four interleaved pairs) for 27 MB more (427 MB, against 475 MB for plain FTS5).
+const COMPRESS_FROM: usize = 2048;
 
 /// `bytes` as one zstd frame at level 1, on this thread's compression context: making a context per
 /// call cost as much as compressing a document's text, and a reader thread compresses thousands.
@@ -1171,8 +1173,8 @@ mod tests {
         for text in [
             "",
             "short",
-            &"long repeated text ".repeat(50),
-            &"测试".repeat(200),
+            &"long repeated text ".repeat(150),
+            &"测试".repeat(400),
         ] {
             let packed = pack_text(text);
             let len = text.chars().count();
