@@ -136,9 +136,9 @@ mod tests {
         std::fs::metadata(path).unwrap().len()
     }
 
-    #[test]
-    fn commits_beside_a_checkpointer_reach_the_database_file_and_the_writer_checkpoints_again_after_it(
-    ) {
+    /// A database in WAL mode with one table `t (x BLOB)`, in a folder of its own (kept alive by the
+    /// returned guard), and its writing connection.
+    fn wal_database() -> (tempfile::TempDir, std::path::PathBuf, Connection) {
         let dir = tempfile::tempdir().unwrap();
         let path = dir.path().join("index.sqlite");
         let failed = |what: &dyn std::fmt::Display| super::super::index_failed(&path, what);
@@ -146,6 +146,13 @@ mod tests {
         writer
             .execute_batch("PRAGMA journal_mode = WAL; CREATE TABLE t (x BLOB);")
             .unwrap();
+        (dir, path, writer)
+    }
+
+    #[test]
+    fn commits_beside_a_checkpointer_reach_the_database_file_and_the_writer_checkpoints_again_after_it(
+    ) {
+        let (_dir, path, writer) = wal_database();
         let autocheckpoint =
             |c: &Connection| c.query_row("PRAGMA wal_autocheckpoint", [], |r| r.get::<_, i64>(0));
         let checkpointer = Checkpointer::start(&path, &writer).expect("a checkpointer starts");
@@ -180,14 +187,8 @@ mod tests {
 
     #[test]
     fn restart_points_between_batches_keep_the_log_from_growing_beside_a_checkpointer() {
-        let dir = tempfile::tempdir().unwrap();
-        let path = dir.path().join("index.sqlite");
+        let (dir, path, writer) = wal_database();
         let wal = dir.path().join("index.sqlite-wal");
-        let failed = |what: &dyn std::fmt::Display| super::super::index_failed(&path, what);
-        let writer = Index::connect(&path, OpenFlags::SQLITE_OPEN_READ_WRITE, &failed).unwrap();
-        writer
-            .execute_batch("PRAGMA journal_mode = WAL; CREATE TABLE t (x BLOB);")
-            .unwrap();
         let checkpointer = Checkpointer::start(&path, &writer).expect("a checkpointer starts");
         // Forty batches of 400 KB, each begun as soon as the last committed, as a cold build's are:
         // 16 MB through the log, which without restart points only grows.

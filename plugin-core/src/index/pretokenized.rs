@@ -331,6 +331,18 @@ mod tests {
         }
     }
 
+    /// The tokens `tokenizer` makes of the whole of `text`, as a document's.
+    fn unicode61_tokens(tokenizer: &Tokenizer, text: &str) -> Vec<Vec<u8>> {
+        let mut tokens = Vec::new();
+        tokenizer
+            .tokenize(text, ffi::FTS5_TOKENIZE_DOCUMENT, &mut |t, _| {
+                tokens.push(t.to_vec());
+                true
+            })
+            .unwrap();
+        tokens
+    }
+
     #[test]
     fn encoded_tokens_are_the_tokenizers_own() {
         let conn = Connection::open_in_memory().unwrap();
@@ -346,14 +358,11 @@ mod tests {
             let split = cjk::split(text);
             let input = fts_input(&split);
             assert!(is_encoded(&input), "{text:?}");
-            let mut want = Vec::new();
-            tokenizer
-                .tokenize(&split, ffi::FTS5_TOKENIZE_DOCUMENT, &mut |t, _| {
-                    want.push(t.to_vec());
-                    true
-                })
-                .unwrap();
-            assert_eq!(tokens_of(&input).unwrap(), want, "{text:?}");
+            assert_eq!(
+                tokens_of(&input).unwrap(),
+                unicode61_tokens(&tokenizer, &split),
+                "{text:?}"
+            );
         }
     }
 
@@ -435,13 +444,7 @@ mod tests {
             let text: String = picks.iter().map(|&i| MIXED[i]).collect();
             let conn = Connection::open_in_memory().unwrap();
             let tokenizer = Tokenizer::new(&conn, cjk::TOKENIZE).unwrap();
-            let mut want = Vec::new();
-            tokenizer
-                .tokenize(&text, ffi::FTS5_TOKENIZE_DOCUMENT, &mut |t, _| {
-                    want.push(t.to_vec());
-                    true
-                })
-                .unwrap();
+            let want = unicode61_tokens(&tokenizer, &text);
             let got = tokens_of(&encode(&tokenizer, &text).unwrap()).unwrap();
             proptest::prop_assert_eq!(got, want, "{:?}", text);
         }
