@@ -454,8 +454,10 @@ fn scan_seqs(array: &str) -> Option<Value> {
     if bytes.get(at) != Some(&b'[') {
         return None;
     }
-    // Every element takes two bytes at least (a digit and a comma).
-    let mut seqs = Vec::with_capacity(bytes.len() / 2);
+    // Exactly as many elements as commas and one (a comma is in no element), where a bound from the
+    // length (two bytes an element at least) reserved several times the room: a message's array of a
+    // few hundred seqs took a fresh allocation of 4-32 KiB, which was most of what a read allocated.
+    let mut seqs = Vec::with_capacity(memchr::memchr_iter(b',', bytes).count() + 1);
     at = skip_ws(bytes, at + 1);
     if bytes.get(at) == Some(&b']') {
         return Some(Value::Array(seqs));
