@@ -491,6 +491,32 @@ impl<'de> Visitor<'de> for ToolContentSeed<'_> {
     }
 }
 
+/// A string joined into the text where it is read: an escaped one straight from the parser's scratch
+/// buffer, not first copied into a `String` of its own. Anything but a string is an error, as for
+/// [`Str`].
+struct Joined<'a>(&'a mut Joiner);
+
+impl<'de> DeserializeSeed<'de> for Joined<'_> {
+    type Value = ();
+
+    fn deserialize<D: Deserializer<'de>>(self, deserializer: D) -> Result<(), D::Error> {
+        deserializer.deserialize_str(self)
+    }
+}
+
+impl<'de> Visitor<'de> for Joined<'_> {
+    type Value = ();
+
+    fn expecting(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        f.write_str("a string")
+    }
+
+    fn visit_str<E: de::Error>(self, s: &str) -> Result<(), E> {
+        self.0.push(s);
+        Ok(())
+    }
+}
+
 /// The block types that contribute text.
 #[derive(Clone, Copy, PartialEq, Eq)]
 enum BlockType {
@@ -553,7 +579,7 @@ impl<'de> Visitor<'de> for Block<'_> {
                 (_, "type") => return Err(general()),
                 (BlockType::Text, "text") => {
                     once(&mut seen, TEXT)?;
-                    self.text.push(map.next_value::<Str<'de>>()?.as_str());
+                    map.next_value_seed(Joined(&mut *self.text))?;
                 }
                 (BlockType::ToolCall, "id") if self.calls.is_some() => {
                     once(&mut seen, ID)?;
@@ -561,12 +587,12 @@ impl<'de> Visitor<'de> for Block<'_> {
                 }
                 (BlockType::ToolCall, "name") => {
                     once(&mut seen, NAME)?;
-                    self.text.push(map.next_value::<Str<'de>>()?.as_str());
+                    map.next_value_seed(Joined(&mut *self.text))?;
                 }
                 // `[name, arguments]`: arguments read before the name would be joined out of order.
                 (BlockType::ToolCall, "arguments") if seen & NAME != 0 => {
                     once(&mut seen, ARGUMENTS)?;
-                    self.text.push(map.next_value::<Str<'de>>()?.as_str());
+                    map.next_value_seed(Joined(&mut *self.text))?;
                 }
                 (BlockType::ToolCall, "arguments") => return Err(general()),
                 (BlockType::ToolResult, "content") => {
