@@ -9,11 +9,25 @@ use crate::json::{safe_int, safe_uint};
 /// The three event types that live on the model-visible surface (spec §1.5).
 pub const SURFACE_EVENT_TYPES: [&str; 3] = ["user/message", "assistant/message", "tool/result"];
 
-/// DSH's known event types (spec §1.5). A type outside it must carry `ignorable: true`.
-///
-/// The spec calls the set "48 types" but lists 47 (44 log-only + 3 surface types); this is the list as
-/// written. Every type in the real fixtures is in it (the conformance test would fail otherwise).
-pub const KNOWN_EVENT_TYPES: [&str; 47] = [
+/// Defines [`KNOWN_EVENT_TYPES`] and [`is_known_type`] from one list. The lookup is a `match`, which
+/// compiles to a switch on the length and a compare or two, where a binary search over the array took
+/// about six string compares (and every plain line of a log asks, several times).
+macro_rules! known_event_types {
+    ($($kind:literal),* $(,)?) => {
+        /// DSH's known event types (spec §1.5). A type outside it must carry `ignorable: true`.
+        ///
+        /// The spec calls the set "48 types" but lists 47 (44 log-only + 3 surface types); this is the list as
+        /// written. Every type in the real fixtures is in it (the conformance test would fail otherwise).
+        pub const KNOWN_EVENT_TYPES: [&str; [$($kind),*].len()] = [$($kind),*];
+
+        /// Whether `kind` is in DSH's known set.
+        pub fn is_known_type(kind: &str) -> bool {
+            matches!(kind, $($kind)|*)
+        }
+    };
+}
+
+known_event_types![
     "agent-preset/selected",
     "agent/inbox/spliced",
     "approval/asked",
@@ -66,11 +80,6 @@ pub const KNOWN_EVENT_TYPES: [&str; 47] = [
 /// Whether `kind` is one of the three surface-eligible types.
 pub fn is_surface_type(kind: &str) -> bool {
     SURFACE_EVENT_TYPES.contains(&kind)
-}
-
-/// Whether `kind` is in DSH's known set.
-pub fn is_known_type(kind: &str) -> bool {
-    KNOWN_EVENT_TYPES.binary_search(&kind).is_ok()
 }
 
 /// The optional envelope keys, in the order they appeared, so re-emitting an event keeps its key order
@@ -359,12 +368,27 @@ mod tests {
     use serde_json::json;
 
     #[test]
-    fn known_types_are_sorted_for_binary_search() {
-        let mut sorted = KNOWN_EVENT_TYPES;
+    fn known_types_are_the_spec_list_and_looked_up_exactly() {
+        assert_eq!(KNOWN_EVENT_TYPES.len(), 47);
+        // Sorted, so that the list reads as the spec's and a duplicate would sit beside its twin.
+        let mut sorted = KNOWN_EVENT_TYPES.to_vec();
         sorted.sort_unstable();
+        sorted.dedup();
         assert_eq!(sorted, KNOWN_EVENT_TYPES);
-        assert!(is_known_type("turn/end"));
-        assert!(!is_known_type("mode/set"));
+        for kind in KNOWN_EVENT_TYPES {
+            assert!(is_known_type(kind), "{kind}");
+        }
+        for near in [
+            "mode/set",
+            "turn/en",
+            "turn/end ",
+            "Turn/end",
+            "turn/endx",
+            "",
+            "tool",
+        ] {
+            assert!(!is_known_type(near), "{near:?}");
+        }
     }
 
     #[test]
