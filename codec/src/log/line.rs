@@ -455,7 +455,7 @@ fn scan_seqs(array: &str) -> Option<Value> {
         return None;
     }
     // Room for elements of three digits and a comma, a message's usual; one more growth for shorter
-    // ones. (A bound from two bytes an element reserved 32 bytes of `Value` for every byte of the
+    // ones. (A bound from two bytes an element reserved 16 bytes of `Value`s for every byte of the
     // array, so a few hundred seqs took a fresh allocation of up to 32 KiB.)
     let mut seqs = Vec::with_capacity(bytes.len() / 4 + 1);
     at = skip_ws(bytes, at + 1);
