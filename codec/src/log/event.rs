@@ -16,8 +16,9 @@ macro_rules! known_event_types {
     ($($kind:literal),* $(,)?) => {
         /// DSH's known event types (spec §1.5). A type outside it must carry `ignorable: true`.
         ///
-        /// The spec calls the set "48 types" but lists 47 (44 log-only + 3 surface types); this is the list as
-        /// written. Every type in the real fixtures is in it (the conformance test would fail otherwise).
+        /// The spec calls the set "48 types" but lists 47 (44 log-only + 3 surface types); this is
+        /// the list as written. Every type in the real fixtures is in it (the conformance test would
+        /// fail otherwise).
         pub const KNOWN_EVENT_TYPES: [&str; [$($kind),*].len()] = [$($kind),*];
 
         /// Whether `kind` is in DSH's known set.

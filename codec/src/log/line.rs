@@ -481,14 +481,11 @@ fn scan_seqs(array: &str) -> Option<Value> {
             return None;
         }
         seqs.push(Value::from(seq));
+        at = skip_ws(bytes, at);
         match bytes.get(at) {
             Some(b',') => at = skip_ws(bytes, at + 1),
             Some(b']') => return Some(Value::Array(seqs)),
-            _ => match bytes.get(skip_ws(bytes, at)) {
-                Some(b',') => at = skip_ws(bytes, skip_ws(bytes, at) + 1),
-                Some(b']') => return Some(Value::Array(seqs)),
-                _ => return None,
-            },
+            _ => return None,
         }
     }
 }
